@@ -1,0 +1,75 @@
+// The backend-neutral array interface the dataset layer reads from. Zarr arrays implement it;
+// the GDAL backend will too.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lazycube/dtype.hpp"
+#include "lazycube/ndarray.hpp"
+#include "lazycube/util/buffer.hpp"
+
+namespace lazycube {
+
+// Indices start, start+step, ..., count of them, along one dim. step may be negative; every
+// index lies inside [0, dim size).
+struct IndexRange {
+  std::uint64_t start = 0;
+  std::uint64_t count = 0;
+  std::int64_t step = 1;
+
+  static IndexRange all(std::uint64_t n) { return {0, n, 1}; }
+  std::uint64_t at(std::uint64_t k) const {
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(start) +
+                                      static_cast<std::int64_t>(k) * step);
+  }
+};
+using ArraySelection = std::vector<IndexRange>;
+
+class Array {
+ public:
+  virtual ~Array() = default;
+
+  // Path of the array inside its store ("" for a root array), for messages.
+  virtual std::string path() const = 0;
+  // Where it lives, for messages: "<store url>/<path>".
+  virtual std::string describe() const = 0;
+  virtual const Shape& shape() const = 0;
+  virtual const DataType& dtype() const = 0;
+  // The chunk shape as stored (outer shard shape for sharded Zarr v3 arrays).
+  virtual const Shape& chunk_shape() const = 0;
+  // The unit of independent decoding (inner chunk shape for sharded arrays).
+  virtual const Shape& read_chunk_shape() const { return chunk_shape(); }
+  // Dimension names from metadata (_ARRAY_DIMENSIONS / dimension_names); empty entries when
+  // unnamed, or an empty vector when the metadata has none.
+  virtual const std::vector<std::string>& dimension_names() const = 0;
+  virtual const nlohmann::json& attrs() const = 0;
+  // The fill value as the dtype's native bytes (itemsize bytes; empty for vlen types).
+  virtual const Buffer& fill_value_bytes() const = 0;
+  // For variable-length types, the fill value as a string.
+  virtual const std::string& fill_value_string() const = 0;
+  // Whether the metadata set a fill value (Zarr v2 `null` does not: xarray then has no
+  // _FillValue).
+  virtual bool has_fill_value() const = 0;
+  // Codec chain for display: a list of {"name", "configuration"} objects.
+  virtual nlohmann::json codecs_json() const = 0;
+
+  // Reads `selection` (one IndexRange per dim) into `dest`, C order of the selection counts,
+  // native endian; dest.size() must equal the element count times dtype().itemsize.
+  virtual void read(const ArraySelection& selection, MutableByteView dest) const = 0;
+  // Variable-length types: one string per selected element, C order.
+  virtual void read_strings(const ArraySelection& selection,
+                            std::vector<std::string>& dest) const = 0;
+
+  // Convenience: the selection into a fresh NDArray (either kind of dtype).
+  NDArray read(const ArraySelection& selection) const;
+  NDArray read_all() const;
+};
+
+using ArrayPtr = std::shared_ptr<const Array>;
+
+}  // namespace lazycube

@@ -1,0 +1,154 @@
+// Codec interfaces, following the Zarr v3 model: array->array codecs, one array->bytes codec,
+// bytes->bytes codecs. Zarr v2 compressors and numcodecs filters map onto the same interfaces.
+// Decoding is the hot path; encoding exists so tests and the sample generator can write data.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "lazycube/dtype.hpp"
+#include "lazycube/util/buffer.hpp"
+
+namespace lazycube::codec {
+
+// What a chunk is at one point of the chain: element type and shape (C order, native endian).
+struct ChunkSpec {
+  DataType dtype;
+  std::vector<std::uint64_t> shape;
+
+  std::uint64_t num_elements() const;
+  // Byte size for fixed-size types; throws CodecError for variable-length types.
+  std::uint64_t nbytes() const;
+};
+
+// A decoded chunk: raw native-endian C-order bytes for fixed-size types, or one string per
+// element for variable-length types (String holds UTF-8, VlenBytes raw bytes).
+struct ChunkData {
+  Buffer bytes;
+  std::vector<std::string> strings;
+};
+
+// Bounds on what a bytes->bytes decode may produce. Decoders must never allocate more than
+// `max_size` however the input describes itself, and must fail if `exact_size` is set and the
+// decoded size differs.
+struct DecodeLimits {
+  std::optional<std::uint64_t> exact_size;
+  std::uint64_t max_size = 0;
+};
+
+class BytesToBytesCodec {
+ public:
+  virtual ~BytesToBytesCodec() = default;
+  // Name as it appears in metadata (v2 id or v3 name), e.g. "zstd", "numcodecs.zlib".
+  virtual std::string name() const = 0;
+  // Decodes `in`. Returns either a view of `scratch` (which the codec resized and filled) or a
+  // subspan of `in` (checksum codecs that only strip and verify). Throws CodecError.
+  virtual ByteView decode(ByteView in, Buffer& scratch, const DecodeLimits& limits) const = 0;
+  // Decodes straight into `dest`, which has exactly the decoded size. The default calls
+  // decode() and copies; compressors override it to write in place.
+  virtual void decode_into(ByteView in, MutableByteView dest) const;
+  virtual Buffer encode(ByteView in) const = 0;
+  // When this codec changes the element type (numcodecs filters with `astype`), the type of
+  // its encoded side given the decoded side's type; otherwise nullopt.
+  virtual std::optional<DataType> encoded_dtype(const DataType& decoded) const {
+    (void)decoded;
+    return std::nullopt;
+  }
+  // Describes this codec for `info` output: {"name": ..., "configuration": {...}}.
+  virtual nlohmann::json to_json() const = 0;
+};
+
+class ArrayToArrayCodec {
+ public:
+  virtual ~ArrayToArrayCodec() = default;
+  virtual std::string name() const = 0;
+  // The spec on the encoded side, given the decoded side.
+  virtual ChunkSpec encoded_spec(const ChunkSpec& decoded) const = 0;
+  // Turns data of `encoded_spec(decoded)` into data of `decoded`.
+  virtual void decode(ChunkData& in, const ChunkSpec& decoded, ChunkData& out) const = 0;
+  virtual void encode(const ChunkData& in, const ChunkSpec& decoded, ChunkData& out) const = 0;
+  virtual nlohmann::json to_json() const = 0;
+};
+
+class ArrayToBytesCodec {
+ public:
+  virtual ~ArrayToBytesCodec() = default;
+  virtual std::string name() const = 0;
+  // Decodes `in` (fully bytes->bytes-decoded) into a chunk of `spec`. For fixed-size types
+  // `out.bytes` gets exactly spec.nbytes(); for variable-length, `out.strings` gets
+  // spec.num_elements() entries.
+  virtual void decode(ByteView in, const ChunkSpec& spec, ChunkData& out) const = 0;
+  // Fixed-size fast path: decode straight into `dest` (exactly spec.nbytes()).
+  virtual void decode_into(ByteView in, const ChunkSpec& spec, MutableByteView dest) const;
+  virtual Buffer encode(const ChunkData& in, const ChunkSpec& spec) const = 0;
+  // The exact byte size this codec needs from the bytes->bytes stages for `spec`, when known
+  // (fixed-size `bytes` codec); nullopt for variable-length encodings and sharding.
+  virtual std::optional<std::uint64_t> encoded_size(const ChunkSpec& spec) const = 0;
+  virtual nlohmann::json to_json() const = 0;
+};
+
+// A full codec chain. Decoding runs bytes codecs in reverse, then array->bytes, then array
+// codecs in reverse.
+class CodecPipeline {
+ public:
+  std::vector<std::shared_ptr<const ArrayToArrayCodec>> array_codecs;
+  std::shared_ptr<const ArrayToBytesCodec> array_to_bytes;
+  std::vector<std::shared_ptr<const BytesToBytesCodec>> bytes_codecs;
+
+  // Decodes a fixed-size chunk straight into `dest` (exactly spec.nbytes() bytes), avoiding
+  // copies where the chain allows it. Throws CodecError.
+  void decode_into(ByteView encoded, const ChunkSpec& spec, MutableByteView dest) const;
+  // Decodes any chunk (variable-length types too).
+  void decode(ByteView encoded, const ChunkSpec& spec, ChunkData& out) const;
+  Buffer encode(const ChunkData& decoded, const ChunkSpec& spec) const;
+  // The spec that reaches the array->bytes codec.
+  ChunkSpec array_to_bytes_spec(const ChunkSpec& decoded) const;
+  // Zarr v3 style list of every codec in encode order.
+  nlohmann::json to_json() const;
+};
+
+// Upper bound for decoded variable-length chunks and intermediate buffers whose size the
+// metadata does not fix (1 GiB): a corrupt stream cannot make us allocate more.
+inline constexpr std::uint64_t kMaxUnboundedDecode = std::uint64_t{1} << 30;
+
+// ---- Registry ------------------------------------------------------------------------------
+// Builders take the codec's configuration object (v3 "configuration", or the v2 codec object
+// itself with its "id") and the spec of the data the codec sees on its decoded side. They
+// throw CodecError naming the codec for an unknown name or bad configuration.
+
+enum class CodecKind { ArrayToArray, ArrayToBytes, BytesToBytes };
+
+// Kind of a v3 codec name (also numcodecs.* names); nullopt when unknown.
+std::optional<CodecKind> v3_codec_kind(std::string_view name);
+
+std::shared_ptr<const BytesToBytesCodec> make_bytes_codec(std::string_view name,
+                                                          const nlohmann::json& config,
+                                                          const ChunkSpec& decoded);
+std::shared_ptr<const ArrayToArrayCodec> make_array_codec(std::string_view name,
+                                                          const nlohmann::json& config,
+                                                          const ChunkSpec& decoded);
+// Array->bytes codecs other than sharding (which the zarr layer builds: it needs the pipeline
+// parser recursively).
+std::shared_ptr<const ArrayToBytesCodec> make_array_to_bytes_codec(std::string_view name,
+                                                                   const nlohmann::json& config,
+                                                                   const ChunkSpec& decoded);
+
+// Zarr v2: a compressor or filter object {"id": ..., ...}. Filters that turn bytes into objects
+// (vlen-utf8, vlen-bytes) are array->bytes codecs; every other v2 codec is bytes->bytes.
+bool is_v2_object_codec(std::string_view id);
+std::shared_ptr<const BytesToBytesCodec> make_v2_bytes_codec(const nlohmann::json& codec,
+                                                             const DataType& array_dtype);
+std::shared_ptr<const ArrayToBytesCodec> make_v2_object_codec(const nlohmann::json& codec);
+
+// Native-endian fixed-size "bytes" codec (v3 `bytes`, and the v2 dtype byte order).
+std::shared_ptr<const ArrayToBytesCodec> make_endian_codec(ByteOrder order);
+// Axis permutation (v3 `transpose`; v2 order "F" is the reversed permutation).
+std::shared_ptr<const ArrayToArrayCodec> make_transpose_codec(std::vector<std::size_t> order);
+
+}  // namespace lazycube::codec

@@ -1,0 +1,101 @@
+// Store: bytes by key (and byte range). Backends: local files and memory here; the cloud
+// backends share this interface. Keys use '/' separators, no leading slash.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lazycube/util/buffer.hpp"
+
+namespace lazycube {
+
+// Which bytes of an object to read.
+struct ByteRange {
+  enum class Kind { Full, Range, Offset, Suffix };
+  Kind kind = Kind::Full;
+  std::uint64_t offset = 0;  // Range, Offset
+  std::uint64_t length = 0;  // Range: number of bytes; Suffix: last `length` bytes
+
+  static ByteRange full() { return {}; }
+  static ByteRange range(std::uint64_t off, std::uint64_t len) { return {Kind::Range, off, len}; }
+  static ByteRange from(std::uint64_t off) { return {Kind::Offset, off, 0}; }
+  static ByteRange suffix(std::uint64_t len) { return {Kind::Suffix, 0, len}; }
+  std::string describe() const;
+};
+
+struct ByteRequest {
+  std::string key;
+  ByteRange range;
+};
+
+// Options passed when opening a URL (fsspec-style storage_options for the cloud backends).
+using StoreOptions = std::map<std::string, std::string>;
+
+class Store {
+ public:
+  Store();
+  virtual ~Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Human-readable location of the store root, for messages (never contains secrets).
+  virtual std::string url() const = 0;
+  // The object at `key`, or nullopt when it does not exist. A range reaching past the end is
+  // clipped; a range starting past the end is a StoreError. Other failures throw StoreError.
+  virtual std::optional<Buffer> get(std::string_view key, ByteRange range = {}) = 0;
+  // Several reads at once; backends that can overlap requests do. Results in request order.
+  virtual std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests);
+  // Size of the object at `key`, or nullopt when it does not exist.
+  virtual std::optional<std::uint64_t> size(std::string_view key) = 0;
+  bool exists(std::string_view key) { return size(key).has_value(); }
+  // Every key under `prefix` (a "directory" ending in '/' or empty for all), recursively, sorted.
+  virtual std::vector<std::string> list(std::string_view prefix) = 0;
+  // Immediate children of `prefix` (keys and sub-prefixes, without trailing '/'), sorted.
+  virtual std::vector<std::string> list_dir(std::string_view prefix) = 0;
+
+  // Unique id of this store instance within the process (used in cache keys).
+  std::uint64_t id() const { return id_; }
+  // Joins a key for messages: "<url>/<key>".
+  std::string describe(std::string_view key) const;
+
+ private:
+  std::uint64_t id_;
+};
+
+// Reads a local directory tree. Keys map to paths under `root`; '..' components are refused.
+std::shared_ptr<Store> make_file_store(const std::string& root);
+// An in-memory store (tests, generated data).
+class MemoryStore;
+std::shared_ptr<MemoryStore> make_memory_store();
+
+class MemoryStore : public Store {
+ public:
+  std::string url() const override { return "memory://"; }
+  std::optional<Buffer> get(std::string_view key, ByteRange range = {}) override;
+  std::optional<std::uint64_t> size(std::string_view key) override;
+  std::vector<std::string> list(std::string_view prefix) override;
+  std::vector<std::string> list_dir(std::string_view prefix) override;
+  void set(const std::string& key, ByteView value);
+  void set(const std::string& key, std::string_view value);
+  void erase(const std::string& key);
+
+ private:
+  std::map<std::string, Buffer, std::less<>> objects_;
+};
+
+// A parsed location: the store holding it and the path of the node (group or array) inside it.
+struct Location {
+  std::shared_ptr<Store> store;
+  std::string path;  // node path inside the store, "" for the root
+};
+
+// Opens a URL (plain path or file://; the cloud schemes are added by the store layer) as the
+// store root. Throws NotFound when a local path does not exist.
+Location open_location(std::string_view url, const StoreOptions& options = {});
+
+}  // namespace lazycube

@@ -1,0 +1,85 @@
+// Byte views and an owning, 64-byte aligned, uninitialised byte buffer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <utility>
+
+namespace lazycube {
+
+using ByteView = std::span<const std::byte>;
+using MutableByteView = std::span<std::byte>;
+
+// Owning byte buffer. Unlike std::vector<std::byte>, resizing does not zero the memory:
+// decoders overwrite every byte, and zeroing gigabytes of output would cost real time.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::size_t size) { resize(size); }
+  Buffer(const Buffer& other) : Buffer(other.size_) {
+    if (size_ != 0) std::memcpy(data_, other.data_, size_);
+  }
+  Buffer& operator=(const Buffer& other) {
+    if (this != &other) {
+      resize(other.size_);
+      if (size_ != 0) std::memcpy(data_, other.data_, size_);
+    }
+    return *this;
+  }
+  Buffer(Buffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+      release();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
+    }
+    return *this;
+  }
+  ~Buffer() { release(); }
+
+  static Buffer copy_of(ByteView bytes) {
+    Buffer b(bytes.size());
+    if (!bytes.empty()) std::memcpy(b.data_, bytes.data(), bytes.size());
+    return b;
+  }
+
+  // Grows capacity if needed; keeps existing contents up to min(old, new) size.
+  void resize(std::size_t size) {
+    if (size > capacity_) {
+      auto* fresh = static_cast<std::byte*>(::operator new(size, std::align_val_t{64}));
+      if (size_ != 0) std::memcpy(fresh, data_, size_);
+      release();
+      data_ = fresh;
+      capacity_ = size;
+    }
+    size_ = size;
+  }
+  void clear() { size_ = 0; }
+
+  std::byte* data() { return data_; }
+  const std::byte* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  MutableByteView span() { return {data_, size_}; }
+  ByteView span() const { return {data_, size_}; }
+  ByteView view() const { return {data_, size_}; }
+
+ private:
+  void release() {
+    if (data_ != nullptr) ::operator delete(data_, std::align_val_t{64});
+    data_ = nullptr;
+    capacity_ = 0;
+    size_ = 0;
+  }
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+}  // namespace lazycube

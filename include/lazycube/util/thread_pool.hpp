@@ -1,0 +1,45 @@
+// A bounded pool of worker threads shared by the process for decode and assembly work.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace lazycube {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(std::size_t threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  std::size_t size() const { return workers_.size(); }
+  void submit(std::function<void()> task);
+  // True on one of this pool's worker threads (nested parallel_for then runs inline).
+  bool on_worker_thread() const;
+
+  // The process-wide pool, sized to the hardware threads (LAZYCUBE_NUM_THREADS overrides).
+  // Re-created lazily in a forked child.
+  static ThreadPool& global();
+
+ private:
+  void run();
+  std::vector<std::thread> workers_;
+  std::deque<std::function<void()>> tasks_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+};
+
+// Runs body(i) for i in [0, n) on the pool plus the calling thread and waits for all of them.
+// The first exception thrown by any call is rethrown here (the rest of the work is skipped).
+void parallel_for(std::size_t n, const std::function<void(std::size_t)>& body,
+                  ThreadPool& pool = ThreadPool::global());
+
+}  // namespace lazycube

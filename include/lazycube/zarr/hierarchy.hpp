@@ -1,0 +1,52 @@
+// Opening Zarr v2/v3 nodes: a group (with its child arrays) or a single array. Consolidated
+// metadata (.zmetadata, or consolidated_metadata in a v3 root zarr.json) is used when present.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lazycube/array.hpp"
+#include "lazycube/store/store.hpp"
+
+namespace lazycube::zarr {
+
+class Hierarchy {
+ public:
+  // Opens the node at `location`. `consolidated`: nullopt = use consolidated metadata when it
+  // exists, true = require it (MetadataError/NotFound if absent), false = ignore it.
+  // Throws NotFound when there is no Zarr node at that path.
+  static Hierarchy open(const Location& location, std::optional<bool> consolidated = std::nullopt);
+
+  int zarr_format() const { return zarr_format_; }
+  // True when the opened node itself is an array (then arrays() holds just it, named "").
+  bool is_array() const { return root_is_array_; }
+  // Attributes of the opened node.
+  const nlohmann::json& attrs() const { return attrs_; }
+  // Names of the arrays directly under the opened group, sorted (or {""} for an array node).
+  const std::vector<std::string>& array_names() const { return array_names_; }
+  // Names of the sub-groups directly under the opened group, sorted.
+  const std::vector<std::string>& group_names() const { return group_names_; }
+  // The array with that name (as listed in array_names()); NotFound otherwise.
+  ArrayPtr array(const std::string& name) const;
+  const Location& location() const { return location_; }
+  bool used_consolidated() const { return used_consolidated_; }
+
+ private:
+  Location location_;
+  int zarr_format_ = 2;
+  bool root_is_array_ = false;
+  bool used_consolidated_ = false;
+  nlohmann::json attrs_ = nlohmann::json::object();
+  std::vector<std::string> array_names_;
+  std::vector<std::string> group_names_;
+  std::vector<ArrayPtr> arrays_;  // parallel to array_names_
+};
+
+// Opens one array given its metadata location (no consolidated metadata involved).
+ArrayPtr open_array(const std::shared_ptr<Store>& store, const std::string& path);
+
+}  // namespace lazycube::zarr

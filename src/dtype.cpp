@@ -1,0 +1,174 @@
+#include "lazycube/dtype.hpp"
+
+#include <bit>
+#include <charconv>
+
+#include "lazycube/error.hpp"
+
+static_assert(std::endian::native == std::endian::little,
+              "lazycube assumes a little-endian host (in-memory data is native = little endian)");
+
+namespace lazycube {
+
+namespace {
+
+bool valid_time_unit(std::string_view u) {
+  static constexpr std::string_view units[] = {"Y", "M",  "W",  "D",  "h",  "m",  "s",
+                                               "ms", "us", "ns", "ps", "fs", "as", "generic"};
+  for (auto x : units)
+    if (x == u) return true;
+  return false;
+}
+
+std::string time_suffix(const DataType& t) {
+  if (t.unit.empty() || t.unit == "generic") return "";
+  return "[" + (t.scale == 1 ? std::string() : std::to_string(t.scale)) + t.unit + "]";
+}
+
+}  // namespace
+
+std::size_t DataType::swap_unit() const {
+  switch (kind) {
+    case DTypeKind::Complex: return itemsize / 2;
+    case DTypeKind::Unicode: return 4;
+    case DTypeKind::Bytes:
+    case DTypeKind::Bool:
+    case DTypeKind::String:
+    case DTypeKind::VlenBytes: return 1;
+    default: return itemsize;
+  }
+}
+
+std::string DataType::numpy_str() const {
+  switch (kind) {
+    case DTypeKind::Bool: return "|b1";
+    case DTypeKind::Int: return itemsize == 1 ? "|i1" : "<i" + std::to_string(itemsize);
+    case DTypeKind::UInt: return itemsize == 1 ? "|u1" : "<u" + std::to_string(itemsize);
+    case DTypeKind::Float: return "<f" + std::to_string(itemsize);
+    case DTypeKind::Complex: return "<c" + std::to_string(itemsize);
+    case DTypeKind::DateTime: return "<M8" + time_suffix(*this);
+    case DTypeKind::TimeDelta: return "<m8" + time_suffix(*this);
+    case DTypeKind::Bytes: return "|S" + std::to_string(itemsize);
+    case DTypeKind::Unicode: return "<U" + std::to_string(itemsize / 4);
+    case DTypeKind::String:
+    case DTypeKind::VlenBytes: return "|O";
+  }
+  return "?";
+}
+
+std::string DataType::name() const {
+  switch (kind) {
+    case DTypeKind::Bool: return "bool";
+    case DTypeKind::Int: return "int" + std::to_string(itemsize * 8);
+    case DTypeKind::UInt: return "uint" + std::to_string(itemsize * 8);
+    case DTypeKind::Float: return "float" + std::to_string(itemsize * 8);
+    case DTypeKind::Complex: return "complex" + std::to_string(itemsize * 8);
+    case DTypeKind::DateTime: return "datetime64" + time_suffix(*this);
+    case DTypeKind::TimeDelta: return "timedelta64" + time_suffix(*this);
+    case DTypeKind::Bytes: return "|S" + std::to_string(itemsize);
+    case DTypeKind::Unicode: return "<U" + std::to_string(itemsize / 4);
+    case DTypeKind::String: return "string";
+    case DTypeKind::VlenBytes: return "bytes";
+  }
+  return "?";
+}
+
+ParsedNumpyDType parse_numpy_dtype(std::string_view s) {
+  const std::string original(s);
+  auto bad = [&](const std::string& why) -> MetadataError {
+    return MetadataError("unsupported numpy dtype '" + original + "': " + why);
+  };
+  if (s.empty()) throw bad("empty");
+  ByteOrder order = ByteOrder::NotApplicable;
+  switch (s.front()) {
+    case '<': order = ByteOrder::Little; s.remove_prefix(1); break;
+    case '>': order = ByteOrder::Big; s.remove_prefix(1); break;
+    case '|': s.remove_prefix(1); break;
+    case '=': order = ByteOrder::Little; s.remove_prefix(1); break;
+    default: break;
+  }
+  if (s.empty()) throw bad("no type code");
+  const char code = s.front();
+  s.remove_prefix(1);
+
+  if (code == 'O') {
+    if (!s.empty()) throw bad("trailing characters");
+    // An object array: what it holds is decided by its object codec (vlen-utf8 / vlen-bytes).
+    return {DataType::string(), ByteOrder::NotApplicable};
+  }
+  if (code == 'M' || code == 'm') {
+    if (s.empty() || s.front() != '8') throw bad("datetime/timedelta must be 8 bytes");
+    s.remove_prefix(1);
+    std::string unit = "generic";
+    std::int64_t scale = 1;
+    if (!s.empty()) {
+      if (s.front() != '[' || s.back() != ']') throw bad("expected [unit]");
+      std::string_view inner = s.substr(1, s.size() - 2);
+      std::size_t digits = 0;
+      while (digits < inner.size() && inner[digits] >= '0' && inner[digits] <= '9') ++digits;
+      if (digits > 0) {
+        auto [p, ec] = std::from_chars(inner.data(), inner.data() + digits, scale);
+        if (ec != std::errc() || scale <= 0) throw bad("bad unit multiplier");
+      }
+      unit = std::string(inner.substr(digits));
+      if (!valid_time_unit(unit)) throw bad("unknown time unit '" + unit + "'");
+    }
+    DataType t = code == 'M' ? DataType::datetime(unit, scale) : DataType::timedelta(unit, scale);
+    return {t, order};
+  }
+
+  std::size_t n = 0;
+  if (!s.empty()) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec != std::errc() || p != s.data() + s.size()) throw bad("bad size");
+  }
+  auto need = [&](std::initializer_list<std::size_t> sizes) {
+    for (auto x : sizes)
+      if (x == n) return;
+    throw bad("unsupported item size " + std::to_string(n));
+  };
+  switch (code) {
+    case 'b':
+      need({1});
+      return {DataType::boolean(), ByteOrder::NotApplicable};
+    case '?':
+      return {DataType::boolean(), ByteOrder::NotApplicable};
+    case 'i':
+      need({1, 2, 4, 8});
+      return {DataType::int_(n), n == 1 ? ByteOrder::NotApplicable : order};
+    case 'u':
+      need({1, 2, 4, 8});
+      return {DataType::uint(n), n == 1 ? ByteOrder::NotApplicable : order};
+    case 'f':
+      need({2, 4, 8});
+      return {DataType::float_(n), order};
+    case 'c':
+      need({8, 16});
+      return {DataType::complex(n), order};
+    case 'S':
+    case 'a':
+      if (n == 0) throw bad("zero-length byte strings");
+      return {DataType::bytes(n), ByteOrder::NotApplicable};
+    case 'U':
+      if (n == 0) throw bad("zero-length unicode strings");
+      return {DataType::unicode(n), order};
+    case 'V':
+      throw bad("structured/void dtypes are not supported");
+    default:
+      throw bad("unknown type code '" + std::string(1, code) + "'");
+  }
+}
+
+std::int64_t datetime_unit_ns(std::string_view unit) {
+  if (unit == "W") return 7LL * 86400 * 1000000000LL;
+  if (unit == "D") return 86400LL * 1000000000LL;
+  if (unit == "h") return 3600LL * 1000000000LL;
+  if (unit == "m") return 60LL * 1000000000LL;
+  if (unit == "s") return 1000000000LL;
+  if (unit == "ms") return 1000000LL;
+  if (unit == "us") return 1000LL;
+  if (unit == "ns") return 1;
+  return 0;  // Y, M (calendar), sub-nanosecond and generic units
+}
+
+}  // namespace lazycube
