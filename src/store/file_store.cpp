@@ -1,0 +1,132 @@
+// Local directory store: keys are relative paths under the root.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "byte_range.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/store/store.hpp"
+
+namespace lazycube {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Closes a file descriptor on scope exit.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+class FileStore final : public Store {
+ public:
+  explicit FileStore(std::string root) : root_(std::move(root)) {
+    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  }
+
+  std::string url() const override { return root_; }
+
+  std::optional<Buffer> get(std::string_view key, ByteRange range) override {
+    const std::string path = path_of(key);
+    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (f.fd < 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+      throw StoreError("cannot open " + path + ": " + std::strerror(errno));
+    }
+    struct stat st {};
+    if (::fstat(f.fd, &st) != 0)
+      throw StoreError("cannot stat " + path + ": " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) return std::nullopt;
+    auto r = detail::resolve_range(range, static_cast<std::uint64_t>(st.st_size), path);
+    Buffer out(r.length);
+    std::uint64_t done = 0;
+    while (done < r.length) {
+      ssize_t n = ::pread(f.fd, out.data() + done, r.length - done,
+                          static_cast<off_t>(r.offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw StoreError("cannot read " + path + ": " + std::strerror(errno));
+      }
+      if (n == 0) throw StoreError("cannot read " + path + ": file shrank while reading");
+      done += static_cast<std::uint64_t>(n);
+    }
+    return out;
+  }
+
+  std::optional<std::uint64_t> size(std::string_view key) override {
+    struct stat st {};
+    const std::string path = path_of(key);
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+      throw StoreError("cannot stat " + path + ": " + std::strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode)) return std::nullopt;
+    return static_cast<std::uint64_t>(st.st_size);
+  }
+
+  std::vector<std::string> list(std::string_view prefix) override {
+    std::vector<std::string> keys;
+    const fs::path base = path_of(prefix);
+    std::error_code ec;
+    if (!fs::is_directory(base, ec)) return keys;
+    for (auto it = fs::recursive_directory_iterator(base, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file(ec))
+        keys.push_back(fs::relative(it->path(), root_, ec).generic_string());
+    }
+    if (ec) throw StoreError("cannot list " + base.string() + ": " + ec.message());
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+  std::vector<std::string> list_dir(std::string_view prefix) override {
+    std::vector<std::string> names;
+    const fs::path base = path_of(prefix);
+    std::error_code ec;
+    if (!fs::is_directory(base, ec)) return names;
+    for (auto it = fs::directory_iterator(base, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec))
+      names.push_back(it->path().filename().string());
+    if (ec) throw StoreError("cannot list " + base.string() + ": " + ec.message());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+ private:
+  // Keys come from metadata we do not trust: refuse anything that could leave the root.
+  std::string path_of(std::string_view key) const {
+    std::string k(key);
+    while (!k.empty() && k.back() == '/') k.pop_back();
+    if (!k.empty() && k.front() == '/')
+      throw StoreError("invalid key '" + k + "': absolute keys are not allowed");
+    std::size_t start = 0;
+    while (start <= k.size()) {
+      std::size_t end = k.find('/', start);
+      if (end == std::string::npos) end = k.size();
+      std::string_view part(k.data() + start, end - start);
+      if (part == "..")
+        throw StoreError("invalid key '" + k + "': '..' components are not allowed");
+      start = end + 1;
+    }
+    return k.empty() ? root_ : root_ + "/" + k;
+  }
+
+  std::string root_;
+};
+
+}  // namespace
+
+std::shared_ptr<Store> make_file_store(const std::string& root) {
+  return std::make_shared<FileStore>(root);
+}
+
+}  // namespace lazycube

@@ -1,0 +1,38 @@
+#include "lazycube/store/store.hpp"
+
+#include <atomic>
+
+namespace lazycube {
+
+namespace {
+std::atomic<std::uint64_t> next_store_id{1};
+}
+
+Store::Store() : id_(next_store_id.fetch_add(1)) {}
+
+std::vector<std::optional<Buffer>> Store::get_many(const std::vector<ByteRequest>& requests) {
+  std::vector<std::optional<Buffer>> out;
+  out.reserve(requests.size());
+  for (const auto& r : requests) out.push_back(get(r.key, r.range));
+  return out;
+}
+
+std::string Store::describe(std::string_view key) const {
+  std::string u = url();
+  if (key.empty()) return u;
+  if (!u.empty() && u.back() != '/') u += '/';
+  return u + std::string(key);
+}
+
+std::string ByteRange::describe() const {
+  switch (kind) {
+    case Kind::Full: return "whole object";
+    case Kind::Range:
+      return "bytes " + std::to_string(offset) + "-" + std::to_string(offset + length - 1);
+    case Kind::Offset: return "bytes " + std::to_string(offset) + "-";
+    case Kind::Suffix: return "last " + std::to_string(length) + " bytes";
+  }
+  return "?";
+}
+
+}  // namespace lazycube

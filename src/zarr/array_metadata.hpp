@@ -1,0 +1,67 @@
+// Parsed array metadata shared by the Zarr v2 and v3 front ends: everything the read path
+// needs, with the codec chain already built.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lazycube/codec/codec.hpp"
+#include "lazycube/dtype.hpp"
+#include "lazycube/ndarray.hpp"
+
+namespace lazycube::zarr {
+
+// How a chunk grid index becomes a store key.
+struct ChunkKeyEncoding {
+  bool v3_default = false;  // "c" prefix (v3 default encoding); otherwise v2 style
+  char separator = '.';
+  std::string key(const std::vector<std::uint64_t>& index) const;
+  nlohmann::json to_json() const;
+};
+
+struct FillValue {
+  bool specified = false;      // false for a v2 `null` (no _FillValue for xarray)
+  Buffer bytes;                // fixed-size types: itemsize native-endian bytes (zeros if unset)
+  std::string string;          // variable-length types
+};
+
+class ShardingCodec;
+
+struct ArrayMetadata {
+  int zarr_format = 2;
+  Shape shape;
+  Shape chunk_shape;
+  DataType dtype;
+  FillValue fill;
+  codec::CodecPipeline codecs;
+  ChunkKeyEncoding key_encoding;
+  std::vector<std::string> dimension_names;  // empty when absent
+  nlohmann::json attrs = nlohmann::json::object();
+};
+
+// Parses `.zarray` (+ `.zattrs` content, may be null). `where` names the array in messages.
+ArrayMetadata parse_v2_array(const nlohmann::json& zarray, const nlohmann::json& zattrs,
+                             const std::string& where);
+// Parses an array `zarr.json`.
+ArrayMetadata parse_v3_array(const nlohmann::json& zarr_json, const std::string& where);
+
+// Builds a v3 codec chain for chunks of `decoded` (used for sharding's inner/index chains).
+codec::CodecPipeline parse_v3_codecs(const nlohmann::json& codecs, const codec::ChunkSpec& decoded,
+                                     const std::string& where);
+
+// Fill values.
+FillValue parse_v2_fill_value(const nlohmann::json& value, const DataType& dtype,
+                              const std::string& where);
+FillValue parse_v3_fill_value(const nlohmann::json& value, const DataType& dtype,
+                              const std::string& where);
+
+// JSON helpers that throw MetadataError naming `where` and the key.
+const nlohmann::json& require(const nlohmann::json& obj, const char* key, const std::string& where);
+Shape parse_shape(const nlohmann::json& value, const char* key, const std::string& where,
+                  bool allow_zero);
+
+}  // namespace lazycube::zarr
