@@ -65,8 +65,9 @@ class Bz2Codec final : public BytesToBytesCodec {
     // bzip2's documented worst case: 1% larger plus 600 bytes.
     unsigned size = static_cast<unsigned>(in.size() + in.size() / 100 + 600);
     Buffer out(size);
-    const int ret = BZ2_bzBuffToBuffCompress(reinterpret_cast<char*>(out.data()), &size,
-                                             reinterpret_cast<char*>(const_cast<std::byte*>(in.data())),
+    char empty = 0;  // bzip2 refuses a null source pointer even for zero bytes
+    char* source = in.empty() ? &empty : reinterpret_cast<char*>(const_cast<std::byte*>(in.data()));
+    const int ret = BZ2_bzBuffToBuffCompress(reinterpret_cast<char*>(out.data()), &size, source,
                                              static_cast<unsigned>(in.size()), level_, 0, 0);
     if (ret != BZ_OK) fail("bz2: compression failed (error " + std::to_string(ret) + ")");
     out.resize(size);
