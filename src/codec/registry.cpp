@@ -105,8 +105,9 @@ std::shared_ptr<const ArrayToArrayCodec> make_array_codec(std::string_view name,
         perm.push_back(text == "C" ? i : decoded.shape.size() - 1 - i);
     } else if (order->is_array()) {
       for (const auto& v : *order) {
-        if (!v.is_number_unsigned()) cfg.bad("order", "expected non-negative integers");
-        perm.push_back(v.get<std::size_t>());
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+          cfg.bad("order", "expected non-negative integers");
+        perm.push_back(static_cast<std::size_t>(v.get<std::int64_t>()));
       }
     } else {
       cfg.bad("order", "expected a list of axes");

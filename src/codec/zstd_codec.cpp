@@ -91,7 +91,7 @@ class ZstdCodec final : public BytesToBytesCodec {
 
   // After the output is full: succeeds only if the stream ends here with nothing more to emit.
   static void expect_end(ZSTD_DCtx* ctx, ZSTD_inBuffer& input, std::size_t last_ret,
-                         std::uint64_t expected) {
+                         std::uint64_t expected, const char* what = "the expected") {
     std::size_t ret = last_ret;
     for (;;) {
       if (ret == 0 && input.pos == input.size) return;
@@ -101,7 +101,8 @@ class ZstdCodec final : public BytesToBytesCodec {
       ret = ZSTD_decompressStream(ctx, &extra, &input);
       if (ZSTD_isError(ret)) fail("zstd: corrupt stream: " + zstd_error(ret));
       if (extra.pos != 0)
-        fail("zstd: decoded more than the expected " + std::to_string(expected) + " bytes");
+        fail(std::string("zstd: decoded more than ") + what + " " + std::to_string(expected) +
+             " bytes");
       if (ret != 0 && input.pos == before) fail("zstd: truncated stream");
     }
   }
@@ -134,7 +135,7 @@ class ZstdCodec final : public BytesToBytesCodec {
     std::size_t ret = 1;
     for (;;) {
       if (produced == scratch.size() && !grow_output(scratch, cap)) {
-        expect_end(ctx, input, ret, cap);
+        expect_end(ctx, input, ret, cap, limits.exact_size ? "the expected" : "the limit of");
         break;
       }
       ZSTD_outBuffer output{scratch.data(), scratch.size(), produced};
