@@ -1,0 +1,146 @@
+// Copying rectangular (optionally strided) regions between C-order element grids: decoded
+// chunk → selection buffer, inner chunk ↔ shard.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lazycube/error.hpp"
+#include "lazycube/ndarray.hpp"
+#include "lazycube/util/buffer.hpp"
+
+namespace lazycube::zarr {
+
+inline std::vector<std::uint64_t> unravel(std::uint64_t i, const Shape& shape) {
+  std::vector<std::uint64_t> idx(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    idx[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return idx;
+}
+
+inline std::vector<std::uint64_t> c_strides(const Shape& shape) {
+  std::vector<std::uint64_t> s(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+// The region: along dim d, `count[d]` elements; source index src_first[d] + k*src_step[d],
+// destination index dst_first[d] + k. Calls row(src_elem_offset, dst_elem_offset, n, step)
+// for every innermost row (the last dim), where offsets are in elements.
+struct Region {
+  std::vector<std::uint64_t> src_first;
+  std::vector<std::int64_t> src_step;
+  std::vector<std::uint64_t> dst_first;
+  std::vector<std::uint64_t> count;
+};
+
+template <class RowFn>
+void for_each_row(const Region& r, const Shape& src_shape, const Shape& dst_shape, RowFn&& row) {
+  const std::size_t nd = r.count.size();
+  for (auto c : r.count)
+    if (c == 0) return;
+  if (nd == 0) {
+    row(0, 0, 1, 1);
+    return;
+  }
+  const auto ss = c_strides(src_shape);
+  const auto ds = c_strides(dst_shape);
+  std::vector<std::uint64_t> k(nd, 0);
+  const std::size_t last = nd - 1;
+  for (;;) {
+    std::int64_t so = 0;
+    std::uint64_t dofs = 0;
+    for (std::size_t d = 0; d < last; ++d) {
+      so += (static_cast<std::int64_t>(r.src_first[d]) + static_cast<std::int64_t>(k[d]) * r.src_step[d]) *
+            static_cast<std::int64_t>(ss[d]);
+      dofs += (r.dst_first[d] + k[d]) * ds[d];
+    }
+    so += static_cast<std::int64_t>(r.src_first[last]);
+    dofs += r.dst_first[last];
+    row(static_cast<std::uint64_t>(so), dofs, r.count[last], r.src_step[last]);
+    // Advance the odometer over all dims but the last.
+    std::size_t d = last;
+    while (d > 0) {
+      --d;
+      if (++k[d] < r.count[d]) break;
+      k[d] = 0;
+      if (d == 0) return;
+    }
+    if (last == 0) return;
+  }
+}
+
+inline void copy_row(const std::byte* src, std::byte* dst, std::uint64_t n, std::int64_t step,
+                     std::size_t itemsize) {
+  if (step == 1) {
+    std::memcpy(dst, src, n * itemsize);
+    return;
+  }
+  const std::int64_t sstep = step * static_cast<std::int64_t>(itemsize);
+  switch (itemsize) {
+    case 1: for (std::uint64_t i = 0; i < n; ++i) dst[i] = src[static_cast<std::int64_t>(i) * sstep]; break;
+    case 2: for (std::uint64_t i = 0; i < n; ++i) std::memcpy(dst + 2 * i, src + static_cast<std::int64_t>(i) * sstep, 2); break;
+    case 4: for (std::uint64_t i = 0; i < n; ++i) std::memcpy(dst + 4 * i, src + static_cast<std::int64_t>(i) * sstep, 4); break;
+    case 8: for (std::uint64_t i = 0; i < n; ++i) std::memcpy(dst + 8 * i, src + static_cast<std::int64_t>(i) * sstep, 8); break;
+    default:
+      for (std::uint64_t i = 0; i < n; ++i)
+        std::memcpy(dst + itemsize * i, src + static_cast<std::int64_t>(i) * sstep, itemsize);
+  }
+}
+
+inline void copy_region(const std::byte* src, const Shape& src_shape, std::byte* dst,
+                        const Shape& dst_shape, const Region& r, std::size_t itemsize) {
+  for_each_row(r, src_shape, dst_shape, [&](std::uint64_t so, std::uint64_t dofs, std::uint64_t n, std::int64_t step) {
+    copy_row(src + so * itemsize, dst + dofs * itemsize, n, step, itemsize);
+  });
+}
+
+inline void copy_region_strings(const std::vector<std::string>& src, const Shape& src_shape,
+                                std::vector<std::string>& dst, const Shape& dst_shape, const Region& r) {
+  for_each_row(r, src_shape, dst_shape, [&](std::uint64_t so, std::uint64_t dofs, std::uint64_t n, std::int64_t step) {
+    for (std::uint64_t i = 0; i < n; ++i)
+      dst[dofs + i] = src[static_cast<std::uint64_t>(static_cast<std::int64_t>(so) + static_cast<std::int64_t>(i) * step)];
+  });
+}
+
+// Whole-block copy between a small block and a big grid at `origin` (clipped to the big grid).
+// insert: small → big; otherwise (extract) big → small, requiring the block to fit.
+inline Region block_region(const Shape& small, const Shape& big, const std::vector<std::uint64_t>& origin,
+                           bool small_is_src) {
+  Region r;
+  for (std::size_t d = 0; d < small.size(); ++d) {
+    if (origin[d] >= big[d]) {
+      r.count.assign(small.size(), 0);
+      return r;
+    }
+    std::uint64_t n = std::min<std::uint64_t>(small[d], big[d] - origin[d]);
+    r.count.push_back(n);
+    r.src_step.push_back(1);
+    r.src_first.push_back(small_is_src ? 0 : origin[d]);
+    r.dst_first.push_back(small_is_src ? origin[d] : 0);
+  }
+  return r;
+}
+
+// extract=false: copy `small` (shape small_shape) into `big` at origin.
+// extract=true: fill `small` (shape small_shape = big_shape arg order below) from `big`.
+inline void copy_block(ByteView src, const Shape& src_shape, MutableByteView dst, const Shape& dst_shape,
+                       const std::vector<std::uint64_t>& origin, std::size_t itemsize, bool extract) {
+  Region r = extract ? block_region(dst_shape, src_shape, origin, false)
+                     : block_region(src_shape, dst_shape, origin, true);
+  copy_region(src.data(), src_shape, dst.data(), dst_shape, r, itemsize);
+}
+
+inline void copy_block_strings(const std::vector<std::string>& src, const Shape& src_shape,
+                               std::vector<std::string>& dst, const Shape& dst_shape,
+                               const std::vector<std::uint64_t>& origin, bool extract) {
+  Region r = extract ? block_region(dst_shape, src_shape, origin, false)
+                     : block_region(src_shape, dst_shape, origin, true);
+  copy_region_strings(src, src_shape, dst, dst_shape, r);
+}
+
+}  // namespace lazycube::zarr

@@ -1,0 +1,267 @@
+// Fill values in every form the Zarr v2 and v3 specs (and zarr-python) write them.
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "array_metadata.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/util/half.hpp"
+#include "lazycube/util/text.hpp"
+
+namespace lazycube::zarr {
+
+namespace {
+
+using nlohmann::json;
+
+MetadataError bad_fill(const std::string& where, const json& v, const DataType& t,
+                       const std::string& why = "") {
+  return MetadataError(where + ": fill_value " + v.dump() + " is not valid for " + t.name() +
+                       (why.empty() ? "" : " (" + why + ")"));
+}
+
+template <class T>
+void put(Buffer& b, T value) {
+  b.resize(sizeof(T));
+  std::memcpy(b.data(), &value, sizeof(T));
+}
+
+// "0x7fc00000"-style bit patterns (v3), most significant byte first.
+bool parse_hex_bits(const std::string& s, std::size_t nbytes, std::uint64_t& bits) {
+  if (s.size() != 2 + 2 * nbytes || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return false;
+  bits = 0;
+  for (std::size_t i = 2; i < s.size(); ++i) {
+    char c = s[i];
+    int d = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                     : -1;
+    if (d < 0) return false;
+    bits = (bits << 4) | static_cast<std::uint64_t>(d);
+  }
+  return true;
+}
+
+// One float component (float16/32/64) from a JSON number or special string.
+void put_float(Buffer& b, std::size_t size, const json& v, const std::string& where,
+               const DataType& t, bool allow_hex) {
+  double d;
+  if (v.is_number()) {
+    d = v.get<double>();
+  } else if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    std::uint64_t bits;
+    if (s == "NaN" || s == "nan") {
+      d = std::numeric_limits<double>::quiet_NaN();
+    } else if (s == "Infinity" || s == "inf") {
+      d = std::numeric_limits<double>::infinity();
+    } else if (s == "-Infinity" || s == "-inf") {
+      d = -std::numeric_limits<double>::infinity();
+    } else if (allow_hex && parse_hex_bits(s, size, bits)) {
+      // Exact bit pattern (keeps NaN payloads).
+      if (size == 2) put(b, static_cast<std::uint16_t>(bits));
+      else if (size == 4) put(b, static_cast<std::uint32_t>(bits));
+      else put(b, bits);
+      return;
+    } else {
+      throw bad_fill(where, v, t, "unknown special value");
+    }
+  } else {
+    throw bad_fill(where, v, t);
+  }
+  if (size == 2) put(b, float_to_half(static_cast<float>(d)));
+  else if (size == 4) put(b, static_cast<float>(d));
+  else put(b, d);
+}
+
+template <class T>
+void put_integer(Buffer& b, const json& v, const std::string& where, const DataType& t) {
+  if (v.is_number_integer()) {
+    if constexpr (std::is_signed_v<T>) {
+      if (v.is_number_unsigned()) {
+        auto u = v.get<std::uint64_t>();
+        if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+          throw bad_fill(where, v, t, "out of range");
+        put(b, static_cast<T>(u));
+        return;
+      }
+      auto i = v.get<std::int64_t>();
+      if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max())
+        throw bad_fill(where, v, t, "out of range");
+      put(b, static_cast<T>(i));
+    } else {
+      if (!v.is_number_unsigned()) throw bad_fill(where, v, t, "negative for unsigned type");
+      auto u = v.get<std::uint64_t>();
+      if (u > std::numeric_limits<T>::max()) throw bad_fill(where, v, t, "out of range");
+      put(b, static_cast<T>(u));
+    }
+  } else if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (d != std::floor(d) || d < static_cast<double>(std::numeric_limits<T>::lowest()) ||
+        d > static_cast<double>(std::numeric_limits<T>::max()))
+      throw bad_fill(where, v, t, "not an integer in range");
+    put(b, static_cast<T>(d));
+  } else if (v.is_boolean()) {
+    put(b, static_cast<T>(v.get<bool>() ? 1 : 0));
+  } else if (v.is_string()) {
+    std::uint64_t bits;
+    if (!parse_hex_bits(v.get<std::string>(), sizeof(T), bits)) throw bad_fill(where, v, t);
+    put(b, static_cast<T>(bits));
+  } else {
+    throw bad_fill(where, v, t);
+  }
+}
+
+void put_int_kind(Buffer& b, const json& v, const std::string& where, const DataType& t) {
+  const bool sign = t.kind == DTypeKind::Int || t.kind == DTypeKind::DateTime ||
+                    t.kind == DTypeKind::TimeDelta;
+  switch (t.itemsize) {
+    case 1: sign ? put_integer<std::int8_t>(b, v, where, t) : put_integer<std::uint8_t>(b, v, where, t); break;
+    case 2: sign ? put_integer<std::int16_t>(b, v, where, t) : put_integer<std::uint16_t>(b, v, where, t); break;
+    case 4: sign ? put_integer<std::int32_t>(b, v, where, t) : put_integer<std::uint32_t>(b, v, where, t); break;
+    default: sign ? put_integer<std::int64_t>(b, v, where, t) : put_integer<std::uint64_t>(b, v, where, t); break;
+  }
+}
+
+void put_fixed_text(Buffer& b, const DataType& t, const std::string& utf8_or_bytes) {
+  b.resize(t.itemsize);
+  std::memset(b.data(), 0, t.itemsize);
+  if (t.kind == DTypeKind::Unicode) {
+    std::u32string u = utf8_to_utf32(utf8_or_bytes);
+    std::memcpy(b.data(), u.data(), std::min(u.size() * 4, t.itemsize));
+  } else {
+    std::memcpy(b.data(), utf8_or_bytes.data(), std::min(utf8_or_bytes.size(), t.itemsize));
+  }
+}
+
+FillValue zero_fill(const DataType& t) {
+  FillValue f;
+  if (!t.is_variable_length()) {
+    f.bytes.resize(t.itemsize);
+    std::memset(f.bytes.data(), 0, t.itemsize);
+  }
+  return f;
+}
+
+// Shared by v2 and v3 for the numeric kinds.
+void parse_numeric(FillValue& f, const json& v, const DataType& t, const std::string& where,
+                   bool allow_hex) {
+  switch (t.kind) {
+    case DTypeKind::Bool:
+      if (v.is_boolean()) put(f.bytes, static_cast<std::uint8_t>(v.get<bool>()));
+      else if (v.is_number()) put(f.bytes, static_cast<std::uint8_t>(v.get<double>() != 0));
+      else throw bad_fill(where, v, t);
+      break;
+    case DTypeKind::Int:
+    case DTypeKind::UInt:
+      put_int_kind(f.bytes, v, where, t);
+      break;
+    case DTypeKind::DateTime:
+    case DTypeKind::TimeDelta:
+      if (v.is_string() && v.get<std::string>() == "NaT")
+        put(f.bytes, std::numeric_limits<std::int64_t>::min());
+      else
+        put_int_kind(f.bytes, v, where, t);
+      break;
+    case DTypeKind::Float:
+      put_float(f.bytes, t.itemsize, v, where, t, allow_hex);
+      break;
+    case DTypeKind::Complex: {
+      if (!v.is_array() || v.size() != 2) throw bad_fill(where, v, t, "expected [real, imag]");
+      Buffer re, im;
+      put_float(re, t.itemsize / 2, v[0], where, t, allow_hex);
+      put_float(im, t.itemsize / 2, v[1], where, t, allow_hex);
+      f.bytes.resize(t.itemsize);
+      std::memcpy(f.bytes.data(), re.data(), t.itemsize / 2);
+      std::memcpy(f.bytes.data() + t.itemsize / 2, im.data(), t.itemsize / 2);
+      break;
+    }
+    default:
+      throw bad_fill(where, v, t);
+  }
+}
+
+// zarr-python 2 stores an object array's fill value as base64 of the object codec's encoding
+// of a one-element array; vlen-utf8/vlen-bytes: u32 count (1), u32 length, bytes.
+std::optional<std::string> decode_v2_object_fill(const std::string& text) {
+  auto raw = base64_decode(text);
+  if (!raw || raw->size() < 8) return std::nullopt;
+  auto u32 = [&](std::size_t off) {
+    std::uint32_t x;
+    std::memcpy(&x, raw->data() + off, 4);
+    return x;
+  };
+  if (u32(0) != 1 || 8 + std::uint64_t(u32(4)) != raw->size()) return std::nullopt;
+  return raw->substr(8);
+}
+
+}  // namespace
+
+FillValue parse_v2_fill_value(const json& v, const DataType& t, const std::string& where) {
+  FillValue f = zero_fill(t);
+  if (v.is_null()) return f;  // no fill value: absent chunks read as zero / "" / False
+  f.specified = true;
+  switch (t.kind) {
+    case DTypeKind::Bytes: {
+      if (!v.is_string()) throw bad_fill(where, v, t, "expected base64 text");
+      auto raw = base64_decode(v.get<std::string>());
+      if (!raw) throw bad_fill(where, v, t, "invalid base64");
+      put_fixed_text(f.bytes, t, *raw);
+      return f;
+    }
+    case DTypeKind::Unicode:
+      if (!v.is_string()) throw bad_fill(where, v, t, "expected a string");
+      put_fixed_text(f.bytes, t, v.get<std::string>());
+      return f;
+    case DTypeKind::String:
+    case DTypeKind::VlenBytes:
+      if (v.is_string()) {
+        const std::string s = v.get<std::string>();
+        auto decoded = decode_v2_object_fill(s);
+        f.string = decoded ? *decoded : s;
+      } else if (v.is_number() && v.get<double>() == 0) {
+        // zarr-python 3 writes 0 for string arrays; read it as the empty string like zarrs.
+        f.string.clear();
+      } else {
+        throw bad_fill(where, v, t);
+      }
+      return f;
+    default:
+      parse_numeric(f, v, t, where, /*allow_hex=*/false);
+      return f;
+  }
+}
+
+FillValue parse_v3_fill_value(const json& v, const DataType& t, const std::string& where) {
+  FillValue f = zero_fill(t);
+  if (v.is_null()) return f;  // zarr-python 3 reads a null fill as zero / "" / False
+  f.specified = true;
+  switch (t.kind) {
+    case DTypeKind::Bytes:
+    case DTypeKind::Unicode:
+    case DTypeKind::String:
+    case DTypeKind::VlenBytes: {
+      std::string s;
+      if (v.is_string()) {
+        s = v.get<std::string>();
+      } else if (v.is_array()) {  // bytes as a list of integers
+        for (const auto& x : v) {
+          if (!x.is_number_unsigned() || x.get<std::uint64_t>() > 255)
+            throw bad_fill(where, v, t, "expected byte values 0-255");
+          s.push_back(static_cast<char>(x.get<std::uint64_t>()));
+        }
+      } else {
+        throw bad_fill(where, v, t);
+      }
+      if (t.is_variable_length()) f.string = s;
+      else put_fixed_text(f.bytes, t, s);
+      return f;
+    }
+    default:
+      parse_numeric(f, v, t, where, /*allow_hex=*/true);
+      return f;
+  }
+}
+
+}  // namespace lazycube::zarr

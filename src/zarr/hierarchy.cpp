@@ -1,0 +1,180 @@
+// Opening Zarr nodes: v3 zarr.json first, then v2 .zarray/.zgroup; consolidated metadata
+// (.zmetadata or an inline consolidated_metadata block) saves a read per array.
+#include "lazycube/zarr/hierarchy.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "array_metadata.hpp"
+#include "lazycube/error.hpp"
+#include "zarr_array.hpp"
+
+namespace lazycube::zarr {
+
+using nlohmann::json;
+
+namespace {
+
+std::string join(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + "/" + b;
+}
+
+// The JSON document at `key`, or nullopt when absent. Malformed JSON is a MetadataError.
+std::optional<json> read_json(Store& store, const std::string& key) {
+  auto bytes = store.get(key);
+  if (!bytes) return std::nullopt;
+  try {
+    return json::parse(reinterpret_cast<const char*>(bytes->data()),
+                       reinterpret_cast<const char*>(bytes->data()) + bytes->size());
+  } catch (const json::parse_error& e) {
+    throw MetadataError("malformed JSON in " + store.describe(key) + ": " + e.what());
+  }
+}
+
+ArrayPtr make_array(const std::shared_ptr<Store>& store, const std::string& path, ArrayMetadata m) {
+  return std::make_shared<ZarrArray>(store, path, std::move(m));
+}
+
+ArrayPtr v2_array_from(const std::shared_ptr<Store>& store, const std::string& path,
+                       const json& zarray, const json& zattrs) {
+  return make_array(store, path, parse_v2_array(zarray, zattrs, store->describe(path)));
+}
+
+}  // namespace
+
+ArrayPtr open_array(const std::shared_ptr<Store>& store, const std::string& path) {
+  if (auto doc = read_json(*store, join(path, "zarr.json"))) {
+    if (doc->value("node_type", "") != "array")
+      throw NotFound(store->describe(path) + " is a Zarr group, not an array");
+    return make_array(store, path, parse_v3_array(*doc, store->describe(path)));
+  }
+  if (auto zarray = read_json(*store, join(path, ".zarray"))) {
+    auto zattrs = read_json(*store, join(path, ".zattrs"));
+    return v2_array_from(store, path, *zarray, zattrs ? *zattrs : json());
+  }
+  throw NotFound("no Zarr array at " + store->describe(path));
+}
+
+Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolidated) {
+  Hierarchy h;
+  h.location_ = location;
+  auto& store = location.store;
+  const std::string& path = location.path;
+  const std::string where = store->describe(path);
+  std::map<std::string, ArrayPtr> arrays;
+  std::vector<std::string> groups;
+
+  if (auto doc = read_json(*store, join(path, "zarr.json"))) {
+    h.zarr_format_ = 3;
+    if (!doc->is_object()) throw MetadataError("malformed " + store->describe(join(path, "zarr.json")) + ": not an object");
+    const std::string node_type = doc->value("node_type", "");
+    if (node_type == "array") {
+      h.root_is_array_ = true;
+      auto a = make_array(store, path, parse_v3_array(*doc, where));
+      h.attrs_ = a->attrs();
+      h.array_names_ = {""};
+      h.arrays_ = {a};
+      return h;
+    }
+    if (node_type != "group")
+      throw MetadataError(where + ": zarr.json has node_type " + (*doc)["node_type"].dump() +
+                          ", expected \"array\" or \"group\"");
+    if (auto it = doc->find("attributes"); it != doc->end() && it->is_object()) h.attrs_ = *it;
+    auto cm = doc->find("consolidated_metadata");
+    const bool has_cm = cm != doc->end() && cm->is_object() && cm->contains("metadata");
+    if (consolidated == true && !has_cm)
+      throw NotFound(where + ": no consolidated metadata in zarr.json (consolidated=true)");
+    if (has_cm && consolidated != false) {
+      h.used_consolidated_ = true;
+      const json& entries = (*cm)["metadata"];
+      if (!entries.is_object()) throw MetadataError(where + ": consolidated_metadata.metadata is not an object");
+      for (const auto& [name, meta] : entries.items()) {
+        if (name.find('/') != std::string::npos) continue;  // deeper nodes belong to sub-groups
+        if (!meta.is_object()) throw MetadataError(where + ": consolidated entry '" + name + "' is not an object");
+        const std::string child_type = meta.value("node_type", "");
+        if (child_type == "array")
+          arrays[name] = make_array(store, join(path, name), parse_v3_array(meta, store->describe(join(path, name))));
+        else if (child_type == "group")
+          groups.push_back(name);
+      }
+    } else {
+      for (const auto& name : store->list_dir(path)) {
+        auto child = read_json(*store, join(join(path, name), "zarr.json"));
+        if (!child) continue;
+        const std::string child_type = child->value("node_type", "");
+        if (child_type == "array")
+          arrays[name] = make_array(store, join(path, name), parse_v3_array(*child, store->describe(join(path, name))));
+        else if (child_type == "group")
+          groups.push_back(name);
+      }
+    }
+  } else if (auto zarray = read_json(*store, join(path, ".zarray"))) {
+    h.zarr_format_ = 2;
+    h.root_is_array_ = true;
+    auto zattrs = read_json(*store, join(path, ".zattrs"));
+    auto a = v2_array_from(store, path, *zarray, zattrs ? *zattrs : json());
+    h.attrs_ = a->attrs();
+    h.array_names_ = {""};
+    h.arrays_ = {a};
+    return h;
+  } else {
+    auto zgroup = read_json(*store, join(path, ".zgroup"));
+    std::optional<json> zmeta;
+    if (consolidated != false) zmeta = read_json(*store, join(path, ".zmetadata"));
+    if (!zgroup && !zmeta) throw NotFound("no Zarr group or array at " + where);
+    if (consolidated == true && !zmeta)
+      throw NotFound(where + ": no consolidated metadata (.zmetadata) (consolidated=true)");
+    h.zarr_format_ = 2;
+    if (zmeta) {
+      h.used_consolidated_ = true;
+      if (!zmeta->is_object() || !zmeta->contains("metadata") || !(*zmeta)["metadata"].is_object())
+        throw MetadataError("malformed " + store->describe(join(path, ".zmetadata")) + ": no 'metadata' object");
+      const json& md = (*zmeta)["metadata"];
+      if (auto it = md.find(".zattrs"); it != md.end() && it->is_object()) h.attrs_ = *it;
+      for (const auto& [key, value] : md.items()) {
+        const auto slash = key.find('/');
+        if (slash == std::string::npos || key.find('/', slash + 1) != std::string::npos) continue;
+        const std::string name = key.substr(0, slash);
+        const std::string leaf = key.substr(slash + 1);
+        if (leaf == ".zarray") {
+          auto attrs_it = md.find(name + "/.zattrs");
+          arrays[name] = v2_array_from(store, join(path, name), value, attrs_it != md.end() ? *attrs_it : json());
+        } else if (leaf == ".zgroup") {
+          groups.push_back(name);
+        }
+      }
+    } else {
+      if (auto zattrs = read_json(*store, join(path, ".zattrs")); zattrs && zattrs->is_object()) h.attrs_ = *zattrs;
+      for (const auto& name : store->list_dir(path)) {
+        if (!name.empty() && name[0] == '.') continue;
+        const std::string child = join(path, name);
+        if (auto za = read_json(*store, join(child, ".zarray"))) {
+          auto zattrs = read_json(*store, join(child, ".zattrs"));
+          arrays[name] = v2_array_from(store, child, *za, zattrs ? *zattrs : json());
+        } else if (store->exists(join(child, ".zgroup"))) {
+          groups.push_back(name);
+        }
+      }
+    }
+  }
+  for (auto& [name, a] : arrays) {
+    h.array_names_.push_back(name);
+    h.arrays_.push_back(a);
+  }
+  std::sort(groups.begin(), groups.end());
+  h.group_names_ = groups;
+  return h;
+}
+
+ArrayPtr Hierarchy::array(const std::string& name) const {
+  for (std::size_t i = 0; i < array_names_.size(); ++i)
+    if (array_names_[i] == name) return arrays_[i];
+  std::string known;
+  for (const auto& n : array_names_) known += (known.empty() ? "" : ", ") + n;
+  throw NotFound("no array '" + name + "' in " + location_.store->describe(location_.path) +
+                 " (arrays: " + (known.empty() ? "none" : known) + ")");
+}
+
+}  // namespace lazycube::zarr

@@ -1,0 +1,53 @@
+#include "array_metadata.hpp"
+#include "lazycube/error.hpp"
+
+namespace lazycube::zarr {
+
+using nlohmann::json;
+
+const json& require(const json& obj, const char* key, const std::string& where) {
+  if (!obj.is_object()) throw MetadataError(where + ": metadata is not a JSON object");
+  auto it = obj.find(key);
+  if (it == obj.end()) throw MetadataError(where + ": missing required key '" + key + "'");
+  return *it;
+}
+
+Shape parse_shape(const json& v, const char* key, const std::string& where, bool allow_zero) {
+  if (!v.is_array())
+    throw MetadataError(where + ": '" + key + "' must be a list of integers, got " + v.dump());
+  Shape out;
+  out.reserve(v.size());
+  for (const auto& x : v) {
+    if (!x.is_number_integer())
+      throw MetadataError(where + ": '" + key + "' must hold integers, got " + x.dump());
+    if (x.is_number_unsigned() || x.get<std::int64_t>() >= 0) {
+      auto n = x.get<std::uint64_t>();
+      if (n == 0 && !allow_zero)
+        throw MetadataError(where + ": '" + key + "' entries must be positive, got 0");
+      // Guard against sizes whose byte counts overflow 64 bits.
+      if (n > (std::uint64_t{1} << 48))
+        throw MetadataError(where + ": '" + key + "' entry " + x.dump() + " is too large");
+      out.push_back(n);
+    } else {
+      throw MetadataError(where + ": '" + key + "' entries must not be negative, got " + x.dump());
+    }
+  }
+  return out;
+}
+
+std::string ChunkKeyEncoding::key(const std::vector<std::uint64_t>& index) const {
+  std::string k = v3_default ? "c" : "";
+  if (index.empty()) return v3_default ? k : "0";
+  for (std::size_t d = 0; d < index.size(); ++d) {
+    if (v3_default || d > 0) k.push_back(separator);
+    k += std::to_string(index[d]);
+  }
+  return k;
+}
+
+json ChunkKeyEncoding::to_json() const {
+  return {{"name", v3_default ? "default" : "v2"},
+          {"configuration", {{"separator", std::string(1, separator)}}}};
+}
+
+}  // namespace lazycube::zarr

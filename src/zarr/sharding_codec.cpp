@@ -1,0 +1,149 @@
+#include "sharding_codec.hpp"
+
+#include <cstring>
+#include <limits>
+
+#include "array_metadata.hpp"
+#include "chunk_copy.hpp"
+#include "lazycube/error.hpp"
+
+namespace lazycube::zarr {
+
+using nlohmann::json;
+
+namespace {
+constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();
+}
+
+ShardingCodec::ShardingCodec(const json& config, const codec::ChunkSpec& shard,
+                             const std::string& where)
+    : config_(config) {
+  const std::string ctx = where + " (sharding_indexed)";
+  inner_shape_ = parse_shape(require(config, "chunk_shape", ctx), "chunk_shape", ctx, false);
+  if (inner_shape_.size() != shard.shape.size())
+    throw MetadataError(ctx + ": chunk_shape has " + std::to_string(inner_shape_.size()) +
+                        " dims, the shard has " + std::to_string(shard.shape.size()));
+  num_inner_ = 1;
+  for (std::size_t d = 0; d < inner_shape_.size(); ++d) {
+    if (shard.shape[d] % inner_shape_[d] != 0)
+      throw MetadataError(ctx + ": inner chunk_shape " + json(inner_shape_).dump() +
+                          " does not divide the shard shape " + json(shard.shape).dump());
+    per_shard_.push_back(shard.shape[d] / inner_shape_[d]);
+    num_inner_ *= per_shard_.back();
+  }
+  inner_ = parse_v3_codecs(require(config, "codecs", ctx), {shard.dtype, inner_shape_}, ctx);
+
+  index_spec_ = {DataType::uint(8), per_shard_};
+  index_spec_.shape.push_back(2);
+  json index_codecs = config.contains("index_codecs")
+                          ? config["index_codecs"]
+                          : json::array({{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}},
+                                         {{"name", "crc32c"}}});
+  index_codecs_ = parse_v3_codecs(index_codecs, index_spec_, ctx + " index");
+  std::string loc = config.value("index_location", "end");
+  if (loc != "start" && loc != "end")
+    throw MetadataError(ctx + ": index_location must be \"start\" or \"end\", got \"" + loc + "\"");
+  index_at_end_ = loc == "end";
+  // The index has a fixed encoded size (the spec requires fixed-size index codecs): measure it.
+  codec::ChunkData empty;
+  empty.bytes.resize(index_spec_.nbytes());
+  std::memset(empty.bytes.data(), 0xff, empty.bytes.size());
+  index_size_ = index_codecs_.encode(empty, index_spec_).size();
+}
+
+std::vector<std::optional<ShardEntry>> ShardingCodec::decode_index(ByteView encoded,
+                                                                   std::uint64_t shard_size) const {
+  Buffer raw(index_spec_.nbytes());
+  index_codecs_.decode_into(encoded, index_spec_, raw.span());
+  std::vector<std::optional<ShardEntry>> entries(num_inner_);
+  for (std::uint64_t i = 0; i < num_inner_; ++i) {
+    std::uint64_t off, n;
+    std::memcpy(&off, raw.data() + 16 * i, 8);
+    std::memcpy(&n, raw.data() + 16 * i + 8, 8);
+    if (off == kEmpty && n == kEmpty) continue;
+    if (off > shard_size || n > shard_size - off)
+      throw CodecError("shard index entry " + std::to_string(i) + " (offset " + std::to_string(off) +
+                       ", " + std::to_string(n) + " bytes) lies outside the shard of " +
+                       std::to_string(shard_size) + " bytes");
+    entries[i] = ShardEntry{off, n};
+  }
+  return entries;
+}
+
+void ShardingCodec::decode(ByteView in, const codec::ChunkSpec& spec, codec::ChunkData& out) const {
+  if (in.size() < index_size_)
+    throw CodecError("shard of " + std::to_string(in.size()) + " bytes is smaller than its index (" +
+                     std::to_string(index_size_) + " bytes)");
+  ByteView index_bytes = index_at_end_ ? in.subspan(in.size() - index_size_) : in.subspan(0, index_size_);
+  auto entries = decode_index(index_bytes, in.size());
+  const codec::ChunkSpec inner_spec{spec.dtype, inner_shape_};
+  const bool vlen = spec.dtype.is_variable_length();
+  if (vlen) out.strings.assign(spec.num_elements(), std::string());
+  else {
+    // Without a fill value at this level, empty inner chunks of a nested shard read as zero;
+    // the array read path handles empty chunks at the top level with the array's fill value.
+    out.bytes.resize(spec.nbytes());
+    std::memset(out.bytes.data(), 0, out.bytes.size());
+  }
+  codec::ChunkData inner;
+  for (std::uint64_t i = 0; i < num_inner_; ++i) {
+    if (!entries[i]) continue;
+    inner_.decode(in.subspan(entries[i]->offset, entries[i]->nbytes), inner_spec, inner);
+    auto origin = unravel(i, per_shard_);
+    for (std::size_t d = 0; d < origin.size(); ++d) origin[d] *= inner_shape_[d];
+    if (vlen) copy_block_strings(inner.strings, inner_shape_, out.strings, spec.shape, origin, false);
+    else copy_block(inner.bytes.view(), inner_shape_, out.bytes.span(), spec.shape, origin,
+                    spec.dtype.itemsize, false);
+  }
+}
+
+Buffer ShardingCodec::encode(const codec::ChunkData& in, const codec::ChunkSpec& spec) const {
+  const codec::ChunkSpec inner_spec{spec.dtype, inner_shape_};
+  const bool vlen = spec.dtype.is_variable_length();
+  std::vector<Buffer> parts;
+  codec::ChunkData index;
+  index.bytes.resize(index_spec_.nbytes());
+  std::uint64_t offset = index_at_end_ ? 0 : index_size_;
+  for (std::uint64_t i = 0; i < num_inner_; ++i) {
+    auto origin = unravel(i, per_shard_);
+    for (std::size_t d = 0; d < origin.size(); ++d) origin[d] *= inner_shape_[d];
+    codec::ChunkData block;
+    if (vlen) {
+      block.strings.assign(inner_spec.num_elements(), std::string());
+      copy_block_strings(in.strings, spec.shape, block.strings, inner_shape_, origin, true);
+    } else {
+      block.bytes.resize(inner_spec.nbytes());
+      copy_block(in.bytes.view(), spec.shape, block.bytes.span(), inner_shape_, origin,
+                 spec.dtype.itemsize, true);
+    }
+    Buffer enc = inner_.encode(block, inner_spec);
+    std::uint64_t n = enc.size();
+    std::memcpy(index.bytes.data() + 16 * i, &offset, 8);
+    std::memcpy(index.bytes.data() + 16 * i + 8, &n, 8);
+    offset += n;
+    parts.push_back(std::move(enc));
+  }
+  Buffer index_enc = index_codecs_.encode(index, index_spec_);
+  Buffer out(offset + (index_at_end_ ? index_enc.size() : 0));
+  std::uint64_t pos = 0;
+  if (!index_at_end_) {
+    std::memcpy(out.data(), index_enc.data(), index_enc.size());
+    pos = index_enc.size();
+  }
+  for (auto& p : parts) {
+    if (p.size()) std::memcpy(out.data() + pos, p.data(), p.size());
+    pos += p.size();
+  }
+  if (index_at_end_) std::memcpy(out.data() + pos, index_enc.data(), index_enc.size());
+  return out;
+}
+
+json ShardingCodec::to_json() const {
+  json c = config_;
+  c["codecs"] = inner_.to_json();
+  c["index_codecs"] = index_codecs_.to_json();
+  c["index_location"] = index_at_end_ ? "end" : "start";
+  return {{"name", "sharding_indexed"}, {"configuration", c}};
+}
+
+}  // namespace lazycube::zarr

@@ -1,0 +1,61 @@
+// The v3 `sharding_indexed` codec. Full-shard encode/decode lives here; the array read path
+// uses the index helpers to fetch only the inner chunks a selection needs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lazycube/codec/codec.hpp"
+#include "lazycube/ndarray.hpp"
+
+namespace lazycube::zarr {
+
+// One index entry: where an inner chunk's bytes lie inside the shard (nullopt: empty chunk).
+struct ShardEntry {
+  std::uint64_t offset;
+  std::uint64_t nbytes;
+};
+
+class ShardingCodec final : public codec::ArrayToBytesCodec {
+ public:
+  // `shard` is the spec of a whole shard (the outer chunk).
+  ShardingCodec(const nlohmann::json& config, const codec::ChunkSpec& shard, const std::string& where);
+
+  std::string name() const override { return "sharding_indexed"; }
+  void decode(ByteView in, const codec::ChunkSpec& spec, codec::ChunkData& out) const override;
+  Buffer encode(const codec::ChunkData& in, const codec::ChunkSpec& spec) const override;
+  std::optional<std::uint64_t> encoded_size(const codec::ChunkSpec&) const override {
+    return std::nullopt;
+  }
+  nlohmann::json to_json() const override;
+
+  const Shape& inner_chunk_shape() const { return inner_shape_; }
+  // Inner chunks per shard along each dim.
+  const Shape& chunks_per_shard() const { return per_shard_; }
+  std::uint64_t num_inner_chunks() const { return num_inner_; }
+  const codec::CodecPipeline& inner_codecs() const { return inner_; }
+  bool index_at_end() const { return index_at_end_; }
+  // Encoded byte size of the index.
+  std::uint64_t index_size() const { return index_size_; }
+  // Decodes and checks an encoded index against a shard (or sub-range) of `shard_size` bytes;
+  // one entry per inner chunk in C order. Throws CodecError on a bad checksum or an entry
+  // that points outside the shard.
+  std::vector<std::optional<ShardEntry>> decode_index(ByteView encoded, std::uint64_t shard_size) const;
+
+ private:
+  Shape inner_shape_;
+  Shape per_shard_;
+  std::uint64_t num_inner_ = 0;
+  codec::CodecPipeline inner_;
+  codec::CodecPipeline index_codecs_;
+  codec::ChunkSpec index_spec_;
+  bool index_at_end_ = true;
+  std::uint64_t index_size_ = 0;
+  nlohmann::json config_;
+};
+
+}  // namespace lazycube::zarr

@@ -1,0 +1,292 @@
+#include "zarr_array.hpp"
+
+#include <cstring>
+#include <limits>
+
+#include "chunk_copy.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/util/thread_pool.hpp"
+
+namespace lazycube::zarr {
+
+namespace {
+
+// One run of selection positions [k0, k0+n) whose indices fall in read unit `unit` of a dim.
+struct DimPiece {
+  std::uint64_t unit;
+  std::uint64_t k0;
+  std::uint64_t n;
+};
+
+std::vector<DimPiece> plan_dim(const IndexRange& r, std::uint64_t unit_len) {
+  std::vector<DimPiece> pieces;
+  std::uint64_t k = 0;
+  while (k < r.count) {
+    const std::uint64_t i = r.at(k);
+    const std::uint64_t u = i / unit_len;
+    std::uint64_t m;
+    if (r.step > 0) m = ((u + 1) * unit_len - 1 - i) / static_cast<std::uint64_t>(r.step) + 1;
+    else m = (i - u * unit_len) / static_cast<std::uint64_t>(-r.step) + 1;
+    m = std::min(m, r.count - k);
+    pieces.push_back({u, k, m});
+    k += m;
+  }
+  return pieces;
+}
+
+// Fills a region of the destination with a repeated element.
+void fill_region(std::byte* dst, const Shape& dst_shape, const Region& r, const Buffer& value) {
+  const std::size_t item = value.size();
+  for_each_row(r, dst_shape, dst_shape, [&](std::uint64_t, std::uint64_t dofs, std::uint64_t n, std::int64_t) {
+    std::byte* p = dst + dofs * item;
+    if (item == 1) {
+      std::memset(p, static_cast<int>(value.data()[0]), n);
+      return;
+    }
+    bool zero = true;
+    for (std::size_t b = 0; b < item; ++b) zero = zero && value.data()[b] == std::byte{0};
+    if (zero) {
+      std::memset(p, 0, n * item);
+      return;
+    }
+    for (std::uint64_t i = 0; i < n; ++i) std::memcpy(p + i * item, value.data(), item);
+  });
+}
+
+// The unit's block lies in `dest` as one contiguous run: leading dims of extent 1, then one
+// dim of any extent, then dims covering the destination's full extent.
+bool contiguous_in_dest(const Region& r, const Shape& dst_shape) {
+  std::size_t d = 0;
+  while (d < r.count.size() && r.count[d] == 1) ++d;
+  for (std::size_t e = d + 1; e < r.count.size(); ++e)
+    if (r.count[e] != dst_shape[e]) return false;
+  return true;
+}
+
+std::string index_str(const std::vector<std::uint64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+ZarrArray::ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata)
+    : store_(std::move(store)), path_(std::move(path)), meta_(std::move(metadata)) {
+  unit_shape_ = meta_.chunk_shape;
+  unit_codecs_ = &meta_.codecs;
+  // Descend through (nested) sharding: the read unit is the innermost chunk.
+  while (auto* s = dynamic_cast<const ShardingCodec*>(unit_codecs_->array_to_bytes.get())) {
+    shard_levels_.push_back(s);
+    unit_shape_ = s->inner_chunk_shape();
+    unit_codecs_ = &s->inner_codecs();
+  }
+}
+
+std::string ZarrArray::describe() const { return store_->describe(path_); }
+
+std::string ZarrArray::chunk_key(const std::vector<std::uint64_t>& chunk) const {
+  std::string key = meta_.key_encoding.key(chunk);
+  return path_.empty() ? key : path_ + "/" + key;
+}
+
+std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::shard_index(std::size_t level,
+                                                                    const std::string& key,
+                                                                    std::uint64_t offset,
+                                                                    std::uint64_t length) const {
+  const std::string cache_key = std::to_string(level) + "@" + std::to_string(offset) + "@" + key;
+  {
+    std::lock_guard lock(index_mutex_);
+    if (auto it = index_cache_.find(cache_key); it != index_cache_.end()) return it->second;
+  }
+  const ShardingCodec& codec = *shard_levels_[level];
+  const std::uint64_t isz = codec.index_size();
+  auto index = std::make_shared<ShardIndex>();
+  std::optional<Buffer> bytes;
+  if (level == 0) {
+    bytes = store_->get(key, codec.index_at_end() ? ByteRange::suffix(isz) : ByteRange::range(0, isz));
+  } else {
+    if (length < isz)
+      throw CodecError("nested shard in '" + key + "' at offset " + std::to_string(offset) +
+                       " is smaller than its index");
+    bytes = store_->get(key, ByteRange::range(codec.index_at_end() ? offset + length - isz : offset, isz));
+  }
+  if (!bytes) {
+    index->missing = true;
+  } else {
+    if (bytes->size() != isz)
+      throw CodecError("shard '" + store_->describe(key) + "' is " + std::to_string(bytes->size()) +
+                       " bytes, too small for its " + std::to_string(isz) + "-byte index");
+    try {
+      index->entries = codec.decode_index(bytes->view(), level == 0 ? std::numeric_limits<std::uint64_t>::max() : length);
+    } catch (const CodecError& e) {
+      throw CodecError("shard index of '" + store_->describe(key) + "': " + e.what());
+    }
+    if (level > 0)  // nested offsets are relative to the sub-shard
+      for (auto& e : index->entries)
+        if (e) e->offset += offset;
+  }
+  std::lock_guard lock(index_mutex_);
+  if (index_cache_.size() > 4096) index_cache_.clear();  // bounded; the chunk cache owns reuse
+  index_cache_[cache_key] = index;
+  return index;
+}
+
+std::optional<Buffer> ZarrArray::fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what) const {
+  if (shard_levels_.empty()) {
+    std::string key = chunk_key(unit);
+    what = "chunk '" + key + "'";
+    return store_->get(key);
+  }
+  // Outer shard grid index, then walk down the levels.
+  std::vector<std::uint64_t> shard(unit.size());
+  for (std::size_t d = 0; d < unit.size(); ++d) shard[d] = unit[d] * unit_shape_[d] / meta_.chunk_shape[d];
+  const std::string key = chunk_key(shard);
+  what = "inner chunk " + index_str(unit) + " of shard '" + key + "'";
+  std::uint64_t offset = 0, length = 0;
+  Shape level_shape = meta_.chunk_shape;
+  for (std::size_t level = 0; level < shard_levels_.size(); ++level) {
+    const ShardingCodec& codec = *shard_levels_[level];
+    auto index = shard_index(level, key, offset, length);
+    if (index->missing) return std::nullopt;
+    // Position of the next-level chunk inside this (sub-)shard, C order.
+    std::uint64_t linear = 0;
+    for (std::size_t d = 0; d < unit.size(); ++d) {
+      const std::uint64_t elem = unit[d] * unit_shape_[d];
+      const std::uint64_t local = (elem % level_shape[d]) / codec.inner_chunk_shape()[d];
+      linear = linear * codec.chunks_per_shard()[d] + local;
+    }
+    const auto& entry = index->entries[linear];
+    if (!entry) return std::nullopt;
+    offset = entry->offset;
+    length = entry->nbytes;
+    level_shape = codec.inner_chunk_shape();
+  }
+  auto bytes = store_->get(key, ByteRange::range(offset, length));
+  if (!bytes) throw StoreError(store_->describe(key) + " disappeared while reading");
+  if (bytes->size() != length)
+    throw CodecError(what + ": shard is truncated (index says " + std::to_string(length) +
+                     " bytes at offset " + std::to_string(offset) + ", got " +
+                     std::to_string(bytes->size()) + ")");
+  return bytes;
+}
+
+void ZarrArray::check_selection(const ArraySelection& sel) const {
+  if (sel.size() != meta_.shape.size())
+    throw SelectionError(describe() + ": selection has " + std::to_string(sel.size()) +
+                         " dims, array has " + std::to_string(meta_.shape.size()));
+  for (std::size_t d = 0; d < sel.size(); ++d) {
+    const auto& r = sel[d];
+    if (r.count == 0) continue;
+    if (r.step == 0) throw SelectionError(describe() + ": step 0 on dim " + std::to_string(d));
+    const auto first = static_cast<std::int64_t>(r.start);
+    const auto last = first + static_cast<std::int64_t>(r.count - 1) * r.step;
+    const auto n = static_cast<std::int64_t>(meta_.shape[d]);
+    if (first < 0 || first >= n || last < 0 || last >= n)
+      throw SelectionError(describe() + ": selection on dim " + std::to_string(d) + " (start " +
+                           std::to_string(first) + ", last " + std::to_string(last) +
+                           ") is outside [0, " + std::to_string(n) + ")");
+  }
+}
+
+template <class Task>
+void ZarrArray::run_units(const ArraySelection& sel, Task&& task) const {
+  check_selection(sel);
+  const std::size_t nd = sel.size();
+  std::vector<std::vector<DimPiece>> pieces(nd);
+  std::uint64_t total = 1;
+  for (std::size_t d = 0; d < nd; ++d) {
+    pieces[d] = plan_dim(sel[d], unit_shape_[d]);
+    total *= pieces[d].size();
+  }
+  if (total == 0) return;
+  Shape per_dim(nd);
+  for (std::size_t d = 0; d < nd; ++d) per_dim[d] = pieces[d].size();
+  parallel_for(total, [&](std::size_t t) {
+    auto which = unravel(t, per_dim);
+    std::vector<std::uint64_t> unit(nd);
+    Region r;
+    r.src_first.resize(nd);
+    r.src_step.resize(nd);
+    r.dst_first.resize(nd);
+    r.count.resize(nd);
+    for (std::size_t d = 0; d < nd; ++d) {
+      const DimPiece& p = pieces[d][which[d]];
+      unit[d] = p.unit;
+      r.src_first[d] = sel[d].at(p.k0) - p.unit * unit_shape_[d];
+      r.src_step[d] = sel[d].step;
+      r.dst_first[d] = p.k0;
+      r.count[d] = p.n;
+    }
+    task(unit, r);
+  });
+}
+
+void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {
+  if (meta_.dtype.is_variable_length())
+    throw UsageError(describe() + ": " + meta_.dtype.name() + " data must be read as strings");
+  Shape dst_shape;
+  for (const auto& r : sel) dst_shape.push_back(r.count);
+  const std::size_t item = meta_.dtype.itemsize;
+  if (dest.size() != shape_size(dst_shape) * item)
+    throw UsageError(describe() + ": destination holds " + std::to_string(dest.size()) +
+                     " bytes, selection needs " + std::to_string(shape_size(dst_shape) * item));
+  const codec::ChunkSpec spec{meta_.dtype, unit_shape_};
+  const std::uint64_t unit_bytes = spec.nbytes();
+  const auto dst_strides = c_strides(dst_shape);
+
+  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
+    std::string what;
+    std::optional<Buffer> encoded = fetch_unit(unit, what);
+    if (!encoded) {
+      fill_region(dest.data(), dst_shape, r, meta_.fill.bytes);
+      return;
+    }
+    try {
+      bool whole = true;
+      for (std::size_t d = 0; d < r.count.size(); ++d)
+        whole = whole && r.count[d] == unit_shape_[d] && (r.src_step[d] == 1 || r.count[d] == 1);
+      if (whole && contiguous_in_dest(r, dst_shape)) {
+        // The chunk is exactly a contiguous run of the output: decode straight into it.
+        std::uint64_t off = 0;
+        for (std::size_t d = 0; d < r.count.size(); ++d) off += r.dst_first[d] * dst_strides[d];
+        unit_codecs_->decode_into(encoded->view(), spec, dest.subspan(off * item, unit_bytes));
+        return;
+      }
+      thread_local Buffer scratch;
+      scratch.resize(unit_bytes);
+      unit_codecs_->decode_into(encoded->view(), spec, scratch.span());
+      copy_region(scratch.data(), unit_shape_, dest.data(), dst_shape, r, item);
+    } catch (const CodecError& e) {
+      throw CodecError(what + " of " + describe() + ": " + e.what());
+    }
+  });
+}
+
+void ZarrArray::read_strings(const ArraySelection& sel, std::vector<std::string>& dest) const {
+  if (!meta_.dtype.is_variable_length())
+    throw UsageError(describe() + ": " + meta_.dtype.name() + " data is not variable-length");
+  Shape dst_shape;
+  for (const auto& r : sel) dst_shape.push_back(r.count);
+  dest.assign(shape_size(dst_shape), std::string());
+  const codec::ChunkSpec spec{meta_.dtype, unit_shape_};
+  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
+    std::string what;
+    std::optional<Buffer> encoded = fetch_unit(unit, what);
+    if (!encoded) {
+      for_each_row(r, dst_shape, dst_shape, [&](std::uint64_t, std::uint64_t dofs, std::uint64_t n, std::int64_t) {
+        for (std::uint64_t i = 0; i < n; ++i) dest[dofs + i] = meta_.fill.string;
+      });
+      return;
+    }
+    codec::ChunkData data;
+    try {
+      unit_codecs_->decode(encoded->view(), spec, data);
+    } catch (const CodecError& e) {
+      throw CodecError(what + " of " + describe() + ": " + e.what());
+    }
+    copy_region_strings(data.strings, unit_shape_, dest, dst_shape, r);
+  });
+}
+
+}  // namespace lazycube::zarr

@@ -1,0 +1,66 @@
+// A Zarr v2/v3 array: metadata plus the chunked read path.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "array_metadata.hpp"
+#include "lazycube/array.hpp"
+#include "lazycube/store/store.hpp"
+#include "sharding_codec.hpp"
+
+namespace lazycube::zarr {
+
+class ZarrArray final : public Array {
+ public:
+  ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata);
+
+  std::string path() const override { return path_; }
+  std::string describe() const override;
+  const Shape& shape() const override { return meta_.shape; }
+  const DataType& dtype() const override { return meta_.dtype; }
+  const Shape& chunk_shape() const override { return meta_.chunk_shape; }
+  const Shape& read_chunk_shape() const override { return unit_shape_; }
+  const std::vector<std::string>& dimension_names() const override { return meta_.dimension_names; }
+  const nlohmann::json& attrs() const override { return meta_.attrs; }
+  const Buffer& fill_value_bytes() const override { return meta_.fill.bytes; }
+  const std::string& fill_value_string() const override { return meta_.fill.string; }
+  bool has_fill_value() const override { return meta_.fill.specified; }
+  nlohmann::json codecs_json() const override { return meta_.codecs.to_json(); }
+  const ArrayMetadata& metadata() const { return meta_; }
+
+  void read(const ArraySelection& selection, MutableByteView dest) const override;
+  void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
+
+  // The encoded bytes of one read unit (a chunk, or an inner chunk of a shard), or nullopt when
+  // it is absent (read as fill). `what` receives a description of the unit for messages.
+  std::optional<Buffer> fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what) const;
+  const codec::CodecPipeline& unit_codecs() const { return *unit_codecs_; }
+
+ private:
+  struct ShardIndex {
+    bool missing = false;  // the shard object does not exist
+    std::vector<std::optional<ShardEntry>> entries;
+  };
+  std::shared_ptr<const ShardIndex> shard_index(std::size_t level, const std::string& key,
+                                                std::uint64_t offset, std::uint64_t length) const;
+  std::string chunk_key(const std::vector<std::uint64_t>& unit) const;
+  void check_selection(const ArraySelection& selection) const;
+  template <class Task>
+  void run_units(const ArraySelection& selection, Task&& task) const;
+
+  std::shared_ptr<Store> store_;
+  std::string path_;
+  ArrayMetadata meta_;
+  Shape unit_shape_;
+  std::vector<const ShardingCodec*> shard_levels_;  // outermost first
+  const codec::CodecPipeline* unit_codecs_;
+  mutable std::mutex index_mutex_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const ShardIndex>> index_cache_;
+};
+
+}  // namespace lazycube::zarr
