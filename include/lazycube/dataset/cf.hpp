@@ -1,0 +1,70 @@
+// CF decoding as xarray 2023.01 does it when opening Zarr (mask_and_scale, decode_times,
+// decode_timedelta): the plan is computed once from dtype + attributes, then applied to every
+// array read from the variable.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lazycube/array.hpp"
+#include "lazycube/dtype.hpp"
+#include "lazycube/ndarray.hpp"
+
+namespace lazycube {
+
+// Inputs of the plan besides the stored dtype and attributes.
+struct CfInputs {
+  // The array's fill value acting as _FillValue (Zarr v2: xarray's zarr backend puts it in
+  // the attributes; Zarr v3: only an explicit _FillValue attribute masks). Raw native bytes.
+  std::optional<Buffer> array_fill_bytes;
+};
+
+class CfDecoding {
+ public:
+  // An identity plan (decode_cf = false): dtype and attributes untouched.
+  static CfDecoding identity(const DataType& stored, nlohmann::json attrs);
+  // The xarray decoding of a variable with this stored dtype and these attributes.
+  static CfDecoding plan(const DataType& stored, const nlohmann::json& attrs,
+                         const CfInputs& inputs = {});
+
+  const DataType& stored_dtype() const { return stored_; }
+  const DataType& decoded_dtype() const { return decoded_; }
+  // Attributes left visible after decoding, and those moved into the encoding.
+  const nlohmann::json& attrs() const { return attrs_; }
+  const nlohmann::json& encoding() const { return encoding_; }
+  bool is_identity() const { return steps_ == 0; }
+
+  // Decodes `raw` (stored dtype) into a new array of the decoded dtype.
+  NDArray apply(const NDArray& raw) const;
+  // Decodes `count` stored elements into `out` (count * decoded itemsize bytes).
+  void apply(ByteView raw, std::uint64_t count, MutableByteView out) const;
+
+ private:
+  enum Step : unsigned { kMask = 1, kScale = 2, kDateTime = 4, kTimeDelta = 8 };
+  enum class Precision { F32, F64 };
+
+  DataType stored_;
+  DataType decoded_;
+  nlohmann::json attrs_ = nlohmann::json::object();
+  nlohmann::json encoding_ = nlohmann::json::object();
+  unsigned steps_ = 0;
+  // Mask: values equal to any of these (compared in mask precision) become NaN / NaT.
+  std::vector<double> fill_values_;
+  std::vector<std::int64_t> fill_ints_;   // datetime/timedelta storage
+  Buffer complex_fill_;                   // complex storage: exact bytes of the fill value
+  Precision mask_precision_ = Precision::F64;
+  // Scale/offset (x * scale + offset in scale precision).
+  std::optional<double> scale_factor_;
+  std::optional<double> add_offset_;
+  Precision scale_precision_ = Precision::F64;
+  // Time: value * unit_ns + reference_ns.
+  std::int64_t unit_ns_ = 1;
+  std::int64_t reference_ns_ = 0;
+  // The dtype entering the time step (after mask and scale).
+  DataType pre_time_;
+};
+
+}  // namespace lazycube

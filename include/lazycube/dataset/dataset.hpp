@@ -1,0 +1,78 @@
+// Dataset: named variables sharing dims, with coordinates and attributes (xarray.Dataset).
+// Opening reads metadata only; values are read by Variable::read().
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lazycube/dataset/selection.hpp"
+#include "lazycube/dataset/variable.hpp"
+#include "lazycube/store/store.hpp"
+
+namespace lazycube {
+
+struct OpenOptions {
+  StoreOptions storage_options;
+  bool decode_cf = true;
+  // nullopt: use consolidated metadata when present; true: require it; false: ignore it.
+  std::optional<bool> consolidated;
+};
+
+class Dataset {
+ public:
+  Dataset() = default;
+  // Builds a dataset from variables (in display order). Dims must agree in size across
+  // variables (MetadataError naming the dim and both variables otherwise). Coordinates are
+  // 1-D variables named like their dim plus names listed in a `coordinates` attribute.
+  Dataset(std::vector<Variable> variables, nlohmann::json attrs);
+
+  // Dims in order of first appearance, with sizes.
+  const std::vector<std::pair<std::string, std::uint64_t>>& dims() const { return dims_; }
+  std::optional<std::uint64_t> dim_size(const std::string& dim) const;
+  const nlohmann::json& attrs() const { return attrs_; }
+
+  // All variable names (display order), coordinate names and data variable names.
+  std::vector<std::string> variable_names() const;
+  std::vector<std::string> coord_names() const;
+  std::vector<std::string> data_var_names() const;
+  bool contains(const std::string& name) const;
+  bool is_coord(const std::string& name) const;
+  // The variable (NotFound naming it and listing the available ones otherwise), with the
+  // dataset's index coordinates attached for sel().
+  const Variable& operator[](const std::string& name) const { return variable(name); }
+  const Variable& variable(const std::string& name) const;
+
+  // Applies to every variable having the dim; an unknown dim is a SelectionError.
+  Dataset isel(const Indexers& indexers) const;
+  Dataset sel(const LabelIndexers& labels, const SelOptions& options = {}) const;
+
+ private:
+  std::vector<std::string> order_;
+  std::map<std::string, Variable> variables_;
+  std::vector<std::string> coord_names_;
+  std::vector<std::pair<std::string, std::uint64_t>> dims_;
+  nlohmann::json attrs_ = nlohmann::json::object();
+
+  void build();
+};
+
+// Opens a Zarr group (each array a variable) or a single array (one variable named after the
+// last path component) at `url`.
+Dataset open(std::string_view url, const OpenOptions& options = {});
+
+// A variable over a whole array: dims from the metadata, _ARRAY_DIMENSIONS dropped from the
+// attributes, CF decoding planned when `decode_cf` (the fill value acts as _FillValue for
+// Zarr v2 only, as in xarray's zarr backend).
+Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, int zarr_format);
+
+// Dim names for an array: metadata names, falling back to dim_0, dim_1, ...
+std::vector<std::string> dims_of(const Array& array);
+
+}  // namespace lazycube

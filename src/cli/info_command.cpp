@@ -1,0 +1,89 @@
+// lazycube info URL [--json]: a summary like xarray's Dataset repr, or JSON.
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "lazycube/dataset/dataset.hpp"
+
+namespace lazycube::cli {
+
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+std::string join_dims(const std::vector<std::string>& dims) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + dims[i];
+  return out + ")";
+}
+
+std::string shape_text(const Shape& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::string attr_text(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+ordered_json to_json(const Dataset& ds) {
+  ordered_json out;
+  out["dims"] = ordered_json::object();
+  for (const auto& [dim, size] : ds.dims()) out["dims"][dim] = size;
+  out["variables"] = ordered_json::object();
+  for (const auto& name : ds.variable_names()) {
+    const Variable& v = ds.variable(name);
+    ordered_json j;
+    j["dims"] = v.dims();
+    j["shape"] = v.shape();
+    j["dtype"] = v.dtype().numpy_str();
+    j["chunks"] = v.chunks();
+    j["codecs"] = ordered_json::parse(v.array()->codecs_json().dump());
+    j["attrs"] = ordered_json::parse(v.attrs().dump());
+    out["variables"][name] = std::move(j);
+  }
+  out["attrs"] = ordered_json::parse(ds.attrs().dump());
+  return out;
+}
+
+void print_text(const Dataset& ds, std::ostream& out) {
+  std::size_t width = 8;
+  for (const auto& n : ds.variable_names()) width = std::max(width, n.size() + 2);
+  auto pad = [&](const std::string& s) { return s + std::string(width - std::min(width, s.size()), ' '); };
+  out << "<lazycube.Dataset>\nDimensions:  (";
+  for (std::size_t i = 0; i < ds.dims().size(); ++i)
+    out << (i ? ", " : "") << ds.dims()[i].first << ": " << ds.dims()[i].second;
+  out << ")\n";
+  auto line = [&](const std::string& name, bool index) {
+    const Variable& v = ds.variable(name);
+    out << (index ? "  * " : "    ") << pad(name) << join_dims(v.dims()) << " " << v.dtype().name()
+        << " " << shape_text(v.shape()) << "\n";
+  };
+  out << "Coordinates:\n";
+  for (const auto& name : ds.coord_names()) {
+    const Variable& v = ds.variable(name);
+    line(name, v.ndim() == 1 && v.dims()[0] == name);
+  }
+  out << "Data variables:\n";
+  for (const auto& name : ds.data_var_names()) line(name, false);
+  if (!ds.attrs().empty()) {
+    out << "Attributes:\n";
+    for (const auto& [key, value] : ds.attrs().items())
+      out << "    " << pad(key + ":") << attr_text(value) << "\n";
+  }
+}
+
+}  // namespace
+
+int run_info(const InfoArgs& args) {
+  const Dataset ds = open(args.url);
+  if (args.json)
+    std::cout << to_json(ds).dump(2) << "\n";
+  else
+    print_text(ds, std::cout);
+  return 0;
+}
+
+}  // namespace lazycube::cli

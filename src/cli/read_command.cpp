@@ -1,0 +1,44 @@
+// lazycube read URL [VARIABLE] [--isel DIM=...]... [--raw] -o OUT.npy
+#include <iostream>
+
+#include "commands.hpp"
+#include "lazycube/dataset/dataset.hpp"
+#include "lazycube/util/npy.hpp"
+
+namespace lazycube::cli {
+
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+int run_read(const ReadArgs& args) {
+  Indexers indexers;
+  for (const auto& text : args.isel) {
+    auto [dim, indexer] = parse_isel(text);
+    if (indexers.count(dim) != 0) throw UsageProblem("--isel given twice for dim '" + dim + "'");
+    indexers.emplace(std::move(dim), indexer);
+  }
+  OpenOptions options;
+  options.decode_cf = !args.raw;
+  const Dataset ds = open(args.url, options);
+  std::string name = args.variable;
+  if (name.empty()) {
+    const auto names = ds.variable_names();
+    if (names.size() != 1)
+      throw UsageProblem("'" + args.url + "' holds several variables; name one of: " +
+                         join(names));
+    name = names.front();
+  }
+  const Variable variable = ds.variable(name).isel(indexers);
+  const NDArray values = variable.read();
+  npy::write_file(args.output, values);
+  return 0;
+}
+
+}  // namespace lazycube::cli

@@ -1,0 +1,374 @@
+// CF decoding rules, following xarray 2023.01 (coding/variables.py, coding/times.py):
+//   1. CFMaskCoder: missing_value and _FillValue move to the encoding; non-NaN fill values
+//      mask to NaN (NaT for times). Integers promote: <= 2 bytes -> float32, else float64.
+//   2. CFScaleOffsetCoder: scale_factor/add_offset move to the encoding; the result type is
+//      _choose_float_dtype(dtype after masking, has add_offset); x * scale then + offset,
+//      computed in that type.
+//   3. CFTimedeltaCoder: units in {days, hours, ..., nanoseconds} -> timedelta64[ns].
+//   4. CFDatetimeCoder: "<unit> since <date>" with a standard calendar -> datetime64[ns];
+//      NaN -> NaT. Non-standard calendars (noleap, 360_day, ...) stay undecoded with units and
+//      calendar kept in the attributes: xarray would produce cftime objects, which have no
+//      fixed-size representation here.
+// Deviations: xarray turns masked booleans and strings into object arrays; here those keep
+// their dtype and only the fill attributes move to the encoding.
+#include "lazycube/dataset/cf.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "lazycube/dataset/cf_time.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/util/half.hpp"
+
+namespace lazycube {
+
+namespace {
+
+bool is_real_numeric(const DataType& t) {
+  return t.kind == DTypeKind::Int || t.kind == DTypeKind::UInt || t.kind == DTypeKind::Float;
+}
+
+// Element i of a fixed-size numeric buffer as a double (exact except for |ints| > 2^53).
+double load_double(const std::byte* p, const DataType& t) {
+  switch (t.kind) {
+    case DTypeKind::Bool: return *reinterpret_cast<const std::uint8_t*>(p) != 0 ? 1.0 : 0.0;
+    case DTypeKind::Int:
+      switch (t.itemsize) {
+        case 1: return *reinterpret_cast<const std::int8_t*>(p);
+        case 2: { std::int16_t v; std::memcpy(&v, p, 2); return v; }
+        case 4: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
+        default: { std::int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+      }
+    case DTypeKind::UInt:
+      switch (t.itemsize) {
+        case 1: return *reinterpret_cast<const std::uint8_t*>(p);
+        case 2: { std::uint16_t v; std::memcpy(&v, p, 2); return v; }
+        case 4: { std::uint32_t v; std::memcpy(&v, p, 4); return v; }
+        default: { std::uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+      }
+    case DTypeKind::Float:
+      switch (t.itemsize) {
+        case 2: { std::uint16_t v; std::memcpy(&v, p, 2); return half_to_float(v); }
+        case 4: { float v; std::memcpy(&v, p, 4); return v; }
+        default: { double v; std::memcpy(&v, p, 8); return v; }
+      }
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+// Integer element as int64 (numpy astype(int64): uint64 wraps).
+std::int64_t load_int(const std::byte* p, const DataType& t) {
+  if (t.kind == DTypeKind::Bool) return *reinterpret_cast<const std::uint8_t*>(p) != 0;
+  const bool is_signed = t.kind == DTypeKind::Int;
+  switch (t.itemsize) {
+    case 1:
+      return is_signed ? *reinterpret_cast<const std::int8_t*>(p)
+                       : *reinterpret_cast<const std::uint8_t*>(p);
+    case 2: {
+      std::uint16_t v; std::memcpy(&v, p, 2);
+      return is_signed ? static_cast<std::int16_t>(v) : v;
+    }
+    case 4: {
+      std::uint32_t v; std::memcpy(&v, p, 4);
+      return is_signed ? static_cast<std::int32_t>(v) : static_cast<std::int64_t>(v);
+    }
+    default: { std::int64_t v; std::memcpy(&v, p, 8); return v; }
+  }
+}
+
+std::optional<double> json_number(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+  if (v.is_string()) {  // zarr-python writes "NaN", "Infinity", "-Infinity"
+    const auto& s = v.get_ref<const std::string&>();
+    if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  return std::nullopt;
+}
+
+// Collects the numbers in a scalar-or-list attribute.
+void collect_numbers(const nlohmann::json& v, std::vector<double>& out) {
+  if (v.is_array()) {
+    for (const auto& x : v) collect_numbers(x, out);
+  } else if (auto d = json_number(v)) {
+    out.push_back(*d);
+  }
+}
+
+// Moves attrs[key] into encoding[key]; returns the value (null when absent).
+nlohmann::json move_attr(nlohmann::json& attrs, nlohmann::json& encoding, const char* key) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return nullptr;
+  nlohmann::json v = *it;
+  attrs.erase(it);
+  if (!v.is_null()) encoding[key] = v;
+  return v;
+}
+
+std::optional<double> scalar_attr(const nlohmann::json& v) {
+  if (v.is_array()) return v.empty() ? std::nullopt : json_number(v.front());
+  return json_number(v);
+}
+
+// The fill value bytes as JSON, for the encoding.
+nlohmann::json fill_bytes_json(const Buffer& bytes, const DataType& t) {
+  if (bytes.size() != t.itemsize) return nullptr;
+  if (t.kind == DTypeKind::Int || t.kind == DTypeKind::DateTime || t.kind == DTypeKind::TimeDelta)
+    return load_int(bytes.data(), t.kind == DTypeKind::Int ? t : DataType::int_(8));
+  if (t.kind == DTypeKind::UInt) return static_cast<std::uint64_t>(load_int(bytes.data(), t));
+  if (t.kind == DTypeKind::Bool) return bytes.data()[0] != std::byte{0};
+  if (t.kind == DTypeKind::Float) {
+    const double d = load_double(bytes.data(), t);
+    if (std::isnan(d)) return "NaN";
+    if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+    return d;
+  }
+  if (t.kind == DTypeKind::Complex) {
+    const DataType half = DataType::float_(t.itemsize / 2);
+    return nlohmann::json::array(
+        {load_double(bytes.data(), half), load_double(bytes.data() + t.itemsize / 2, half)});
+  }
+  return nullptr;
+}
+
+void store_float(std::byte* p, const DataType& t, double v) {
+  if (t.itemsize == 8) {
+    std::memcpy(p, &v, 8);
+  } else if (t.itemsize == 4) {
+    const auto f = static_cast<float>(v);
+    std::memcpy(p, &f, 4);
+  } else {
+    const std::uint16_t h = float_to_half(static_cast<float>(v));
+    std::memcpy(p, &h, 2);
+  }
+}
+
+// pandas.to_timedelta(float, unit): whole part and the fraction (rounded to the unit's
+// decimal precision) converted separately.
+std::int64_t float_to_timedelta_ns(double x, std::int64_t unit_ns) {
+  if (std::isnan(x)) return cf::kNaT;
+  const auto base = static_cast<std::int64_t>(x);
+  double frac = x - static_cast<double>(base);
+  const int precision = static_cast<int>(std::log10(static_cast<double>(unit_ns)));
+  if (precision > 0) {
+    const double p10 = std::pow(10.0, precision);
+    frac = std::nearbyint(frac * p10) / p10;
+  }
+  return base * unit_ns + static_cast<std::int64_t>(frac * static_cast<double>(unit_ns));
+}
+
+}  // namespace
+
+CfDecoding CfDecoding::identity(const DataType& stored, nlohmann::json attrs) {
+  CfDecoding d;
+  d.stored_ = stored;
+  d.decoded_ = stored;
+  d.pre_time_ = stored;
+  d.attrs_ = attrs.is_object() ? std::move(attrs) : nlohmann::json::object();
+  return d;
+}
+
+CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_in,
+                            const CfInputs& inputs) {
+  CfDecoding d = identity(stored, attrs_in);
+  auto& attrs = d.attrs_;
+  auto& enc = d.encoding_;
+  DataType cur = stored;
+
+  // xarray's decode_cf moves the CF `coordinates` attribute to the encoding.
+  move_attr(attrs, enc, "coordinates");
+
+  // 1. Mask.
+  std::vector<double> fills;
+  collect_numbers(move_attr(attrs, enc, "missing_value"), fills);
+  const nlohmann::json fill_attr = move_attr(attrs, enc, "_FillValue");
+  if (inputs.array_fill_bytes && inputs.array_fill_bytes->size() == stored.itemsize &&
+      stored.itemsize > 0) {
+    const Buffer& fb = *inputs.array_fill_bytes;
+    enc["_FillValue"] = fill_bytes_json(fb, stored);
+    if (stored.kind == DTypeKind::Complex) {
+      d.complex_fill_ = fb;
+    } else if (stored.kind == DTypeKind::DateTime || stored.kind == DTypeKind::TimeDelta) {
+      const std::int64_t v = load_int(fb.data(), DataType::int_(8));
+      if (v != cf::kNaT) d.fill_ints_.push_back(v);
+    } else if (is_real_numeric(stored)) {
+      fills.push_back(load_double(fb.data(), stored));
+    }
+  } else {
+    collect_numbers(fill_attr, fills);
+  }
+  for (double f : fills)
+    if (!std::isnan(f)) d.fill_values_.push_back(f);
+  if (stored.kind == DTypeKind::DateTime || stored.kind == DTypeKind::TimeDelta) {
+    for (double f : d.fill_values_) d.fill_ints_.push_back(static_cast<std::int64_t>(f));
+    d.fill_values_.clear();
+    if (!d.fill_ints_.empty()) d.steps_ |= kMask;
+  } else if (stored.kind == DTypeKind::Complex) {
+    if (!d.complex_fill_.empty()) d.steps_ |= kMask;
+  } else if (is_real_numeric(stored) && !d.fill_values_.empty()) {
+    d.steps_ |= kMask;
+    if (stored.kind != DTypeKind::Float) cur = DataType::float_(stored.itemsize <= 2 ? 4 : 8);
+    d.mask_precision_ = cur.itemsize == 8 ? Precision::F64 : Precision::F32;
+  }
+
+  // 2. Scale and offset.
+  const bool numeric_for_scale = is_real_numeric(cur) || cur.kind == DTypeKind::Bool;
+  if (numeric_for_scale && (attrs.contains("scale_factor") || attrs.contains("add_offset"))) {
+    d.scale_factor_ = scalar_attr(move_attr(attrs, enc, "scale_factor"));
+    d.add_offset_ = scalar_attr(move_attr(attrs, enc, "add_offset"));
+    const bool has_offset = enc.contains("add_offset");
+    if (cur.kind == DTypeKind::Float && cur.itemsize <= 4)
+      cur = DataType::float_(4);
+    else if ((cur.kind == DTypeKind::Int || cur.kind == DTypeKind::UInt) && cur.itemsize <= 2 &&
+             !has_offset)
+      cur = DataType::float_(4);
+    else
+      cur = DataType::float_(8);
+    d.scale_precision_ = cur.itemsize == 8 ? Precision::F64 : Precision::F32;
+    d.steps_ |= kScale;
+  }
+
+  // 3./4. Times (only from plain numbers).
+  d.pre_time_ = cur;
+  auto units_it = attrs.find("units");
+  if (is_real_numeric(cur) && units_it != attrs.end() && units_it->is_string()) {
+    const std::string units = units_it->get<std::string>();
+    static const char* const kDeltaUnits[] = {"days",         "hours",        "minutes",
+                                              "seconds",      "milliseconds", "microseconds",
+                                              "nanoseconds"};
+    bool is_delta = false;
+    for (const char* u : kDeltaUnits) is_delta = is_delta || units == u;
+    if (is_delta) {
+      d.unit_ns_ = *cf::time_unit_ns(units);
+      move_attr(attrs, enc, "units");
+      cur = DataType::timedelta("ns");
+      d.steps_ |= kTimeDelta;
+    } else if (units.find("since") != std::string::npos) {
+      std::string calendar = "standard";
+      if (auto c = attrs.find("calendar"); c != attrs.end() && c->is_string())
+        calendar = c->get<std::string>();
+      const auto parsed = cf::parse_time_units(units);
+      if (parsed && cf::is_standard_calendar(calendar)) {
+        d.unit_ns_ = parsed->unit_ns;
+        d.reference_ns_ = parsed->reference_ns;
+        move_attr(attrs, enc, "units");
+        move_attr(attrs, enc, "calendar");
+        cur = DataType::datetime("ns");
+        d.steps_ |= kDateTime;
+      }
+    }
+  }
+  d.decoded_ = cur;
+  return d;
+}
+
+NDArray CfDecoding::apply(const NDArray& raw) const {
+  if (is_identity()) return raw;
+  NDArray out;
+  out.dtype = decoded_;
+  out.shape = raw.shape;
+  out.data.resize(out.size() * decoded_.itemsize);
+  apply(raw.data.view(), raw.size(), out.data.span());
+  return out;
+}
+
+void CfDecoding::apply(ByteView raw, std::uint64_t count, MutableByteView out) const {
+  if (raw.size() != count * stored_.itemsize || out.size() != count * decoded_.itemsize)
+    throw UsageError("CF decoding: buffer sizes do not match " + std::to_string(count) +
+                     " elements of " + stored_.name() + " -> " + decoded_.name());
+  if (is_identity()) {
+    if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
+    return;
+  }
+  const std::size_t in_size = stored_.itemsize;
+  const std::size_t out_size = decoded_.itemsize;
+
+  if (stored_.kind == DTypeKind::Complex) {
+    std::memcpy(out.data(), raw.data(), raw.size());
+    const DataType part = DataType::float_(in_size / 2);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      std::byte* p = out.data() + i * in_size;
+      if (std::memcmp(p, complex_fill_.data(), in_size) == 0) {
+        store_float(p, part, std::numeric_limits<double>::quiet_NaN());
+        store_float(p + in_size / 2, part, std::numeric_limits<double>::quiet_NaN());
+      }
+    }
+    return;
+  }
+  if (stored_.kind == DTypeKind::DateTime || stored_.kind == DTypeKind::TimeDelta) {
+    std::memcpy(out.data(), raw.data(), raw.size());
+    for (std::uint64_t i = 0; i < count; ++i) {
+      std::int64_t v;
+      std::memcpy(&v, out.data() + i * 8, 8);
+      for (auto f : fill_ints_)
+        if (v == f) v = cf::kNaT;
+      std::memcpy(out.data() + i * 8, &v, 8);
+    }
+    return;
+  }
+
+  const bool mask = (steps_ & kMask) != 0;
+  const bool scale = (steps_ & kScale) != 0;
+  const bool to_datetime = (steps_ & kDateTime) != 0;
+  const bool to_timedelta = (steps_ & kTimeDelta) != 0;
+  const bool integer_times = !mask && !scale && pre_time_.kind != DTypeKind::Float;
+  const bool time_f32 = pre_time_.kind == DTypeKind::Float && pre_time_.itemsize == 4;
+  const float sf32 = static_cast<float>(scale_factor_.value_or(1.0));
+  const float ao32 = static_cast<float>(add_offset_.value_or(0.0));
+  std::vector<float> fills32;
+  for (double f : fill_values_) fills32.push_back(static_cast<float>(f));
+
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::byte* p = raw.data() + i * in_size;
+    std::byte* q = out.data() + i * out_size;
+    if ((to_datetime || to_timedelta) && integer_times) {
+      std::int64_t ns = load_int(p, stored_) * unit_ns_;
+      if (to_datetime) ns += reference_ns_;
+      std::memcpy(q, &ns, 8);
+      continue;
+    }
+    double x = load_double(p, stored_);
+    if (mask) {
+      bool hit = false;
+      if (mask_precision_ == Precision::F32) {
+        const auto xf = static_cast<float>(x);
+        for (float f : fills32) hit = hit || xf == f;
+      } else {
+        for (double f : fill_values_) hit = hit || x == f;
+      }
+      if (hit) x = std::numeric_limits<double>::quiet_NaN();
+    }
+    if (scale) {
+      if (scale_precision_ == Precision::F32) {
+        auto y = static_cast<float>(x);
+        if (scale_factor_) y *= sf32;
+        if (add_offset_) y += ao32;
+        x = y;
+      } else {
+        if (scale_factor_) x *= *scale_factor_;
+        if (add_offset_) x += *add_offset_;
+      }
+    }
+    if (to_datetime) {
+      std::int64_t ns = cf::kNaT;
+      if (!std::isnan(x)) {
+        const double prod = time_f32 ? static_cast<double>(static_cast<float>(x) *
+                                                           static_cast<float>(unit_ns_))
+                                     : x * static_cast<double>(unit_ns_);
+        ns = static_cast<std::int64_t>(prod) + reference_ns_;
+      }
+      std::memcpy(q, &ns, 8);
+    } else if (to_timedelta) {
+      const std::int64_t ns = float_to_timedelta_ns(x, unit_ns_);
+      std::memcpy(q, &ns, 8);
+    } else {
+      store_float(q, decoded_, x);
+    }
+  }
+}
+
+}  // namespace lazycube

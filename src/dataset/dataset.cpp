@@ -1,0 +1,186 @@
+#include "lazycube/dataset/dataset.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "lazycube/error.hpp"
+
+namespace lazycube {
+
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> dims_of(const Array& array) {
+  const std::size_t n = array.shape().size();
+  std::vector<std::string> names = array.dimension_names();
+  if (names.empty()) {
+    const auto& attrs = array.attrs();
+    if (attrs.is_object()) {
+      auto it = attrs.find("_ARRAY_DIMENSIONS");
+      if (it != attrs.end() && it->is_array() && it->size() == n) {
+        for (const auto& d : *it) names.push_back(d.is_string() ? d.get<std::string>() : "");
+      }
+    }
+  }
+  if (names.size() != n) names.assign(n, "");
+  for (std::size_t i = 0; i < n; ++i)
+    if (names[i].empty()) names[i] = "dim_" + std::to_string(i);
+  return names;
+}
+
+Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, int zarr_format) {
+  nlohmann::json attrs = array->attrs().is_object() ? array->attrs() : nlohmann::json::object();
+  attrs.erase("_ARRAY_DIMENSIONS");
+  std::vector<std::string> dims = dims_of(*array);
+  if (!decode_cf) {
+    CfDecoding plan = CfDecoding::identity(array->dtype(), std::move(attrs));
+    return Variable(std::move(name), std::move(array), std::move(dims), std::move(plan));
+  }
+  CfInputs inputs;
+  if (zarr_format == 2 && array->has_fill_value() && !array->dtype().is_variable_length())
+    inputs.array_fill_bytes = array->fill_value_bytes();
+  CfDecoding plan = CfDecoding::plan(array->dtype(), attrs, inputs);
+  return Variable(std::move(name), std::move(array), std::move(dims), std::move(plan));
+}
+
+Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs) {
+  if (attrs.is_object()) attrs_ = std::move(attrs);
+  for (auto& v : variables) {
+    if (variables_.count(v.name()) != 0)
+      throw MetadataError("duplicate variable name '" + v.name() + "'");
+    order_.push_back(v.name());
+    variables_.emplace(v.name(), std::move(v));
+  }
+  build();
+}
+
+void Dataset::build() {
+  // Dims: ordered union, sizes must agree.
+  dims_.clear();
+  std::map<std::string, std::string> introduced_by;
+  for (const auto& name : order_) {
+    const Variable& v = variables_.at(name);
+    const Shape shape = v.shape();
+    for (std::size_t i = 0; i < v.dims().size(); ++i) {
+      const std::string& dim = v.dims()[i];
+      auto it = std::find_if(dims_.begin(), dims_.end(), [&](auto& d) { return d.first == dim; });
+      if (it == dims_.end()) {
+        dims_.emplace_back(dim, shape[i]);
+        introduced_by[dim] = name;
+      } else if (it->second != shape[i]) {
+        throw MetadataError("conflicting sizes for dimension '" + dim + "': " +
+                            std::to_string(it->second) + " in variable '" + introduced_by[dim] +
+                            "' but " + std::to_string(shape[i]) + " in variable '" + name + "'");
+      }
+    }
+  }
+  // Coordinates: kept from before (scalar coords after isel), dimension coordinates, and
+  // names listed in `coordinates` attributes.
+  std::set<std::string> coords(coord_names_.begin(), coord_names_.end());
+  for (const auto& name : order_) {
+    const Variable& v = variables_.at(name);
+    if (v.ndim() == 1 && v.dims()[0] == name) coords.insert(name);
+    for (const auto* source : {&v.encoding(), &v.attrs()}) {
+      auto it = source->find("coordinates");
+      if (it != source->end() && it->is_string())
+        for (const auto& c : split_words(it->get<std::string>()))
+          if (variables_.count(c) != 0) coords.insert(c);
+    }
+  }
+  coord_names_.clear();
+  for (const auto& name : order_)
+    if (coords.count(name) != 0) coord_names_.push_back(name);
+
+  // Index coordinates for Variable::sel.
+  auto index = std::make_shared<Variable::IndexCoords>();
+  for (const auto& name : order_) {
+    const Variable& v = variables_.at(name);
+    if (v.ndim() == 1 && v.dims()[0] == name) index->emplace(name, v.with_index_coords(nullptr));
+  }
+  std::shared_ptr<const Variable::IndexCoords> shared = std::move(index);
+  for (auto& [name, v] : variables_) v = v.with_index_coords(shared);
+}
+
+std::optional<std::uint64_t> Dataset::dim_size(const std::string& dim) const {
+  for (const auto& [d, n] : dims_)
+    if (d == dim) return n;
+  return std::nullopt;
+}
+
+std::vector<std::string> Dataset::variable_names() const { return order_; }
+std::vector<std::string> Dataset::coord_names() const { return coord_names_; }
+
+std::vector<std::string> Dataset::data_var_names() const {
+  std::vector<std::string> out;
+  for (const auto& name : order_)
+    if (!is_coord(name)) out.push_back(name);
+  return out;
+}
+
+bool Dataset::contains(const std::string& name) const { return variables_.count(name) != 0; }
+
+bool Dataset::is_coord(const std::string& name) const {
+  return std::find(coord_names_.begin(), coord_names_.end(), name) != coord_names_.end();
+}
+
+const Variable& Dataset::variable(const std::string& name) const {
+  auto it = variables_.find(name);
+  if (it == variables_.end())
+    throw NotFound("no variable named '" + name + "' (available: " + join(order_) + ")");
+  return it->second;
+}
+
+Dataset Dataset::isel(const Indexers& indexers) const {
+  for (const auto& [dim, indexer] : indexers) {
+    if (!dim_size(dim)) {
+      std::vector<std::string> names;
+      for (const auto& d : dims_) names.push_back(d.first);
+      throw SelectionError("dimension '" + dim + "' not found in dataset (dims: " + join(names) +
+                           ")");
+    }
+  }
+  Dataset out = *this;
+  for (auto& [name, v] : out.variables_) {
+    Indexers mine;
+    for (const auto& [dim, indexer] : indexers)
+      if (v.has_dim(dim)) mine.emplace(dim, indexer);
+    if (!mine.empty()) v = v.isel(mine);
+  }
+  out.build();
+  return out;
+}
+
+Dataset Dataset::sel(const LabelIndexers& labels, const SelOptions& options) const {
+  Indexers indexers;
+  for (const auto& [dim, label] : labels) {
+    if (!dim_size(dim)) {
+      std::vector<std::string> names;
+      for (const auto& d : dims_) names.push_back(d.first);
+      throw SelectionError("dimension '" + dim + "' not found in dataset (dims: " + join(names) +
+                           ")");
+    }
+    auto it = variables_.find(dim);
+    if (it == variables_.end() || it->second.ndim() != 1 || it->second.dims()[0] != dim)
+      throw SelectionError("cannot select by label on dimension '" + dim +
+                           "': it has no index coordinate");
+    indexers.emplace(dim, label_to_indexer(it->second, dim, label, options));
+  }
+  return isel(indexers);
+}
+
+}  // namespace lazycube

@@ -1,0 +1,36 @@
+// lazycube::open: URL -> store -> Zarr hierarchy -> Dataset.
+#include "lazycube/dataset/dataset.hpp"
+#include "lazycube/zarr/hierarchy.hpp"
+
+namespace lazycube {
+
+namespace {
+
+// Last non-empty '/'-separated component of `path`.
+std::string last_component(std::string_view path) {
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  const auto slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+}  // namespace
+
+Dataset open(std::string_view url, const OpenOptions& options) {
+  const Location location = open_location(url, options.storage_options);
+  const auto hierarchy = zarr::Hierarchy::open(location, options.consolidated);
+  std::vector<Variable> variables;
+  if (hierarchy.is_array()) {
+    std::string name = last_component(location.path);
+    if (name.empty()) name = last_component(url);
+    if (name.empty()) name = "data";
+    variables.push_back(variable_from_array(name, hierarchy.array(hierarchy.array_names().front()),
+                                            options.decode_cf, hierarchy.zarr_format()));
+  } else {
+    for (const auto& name : hierarchy.array_names())
+      variables.push_back(variable_from_array(name, hierarchy.array(name), options.decode_cf,
+                                              hierarchy.zarr_format()));
+  }
+  return Dataset(std::move(variables), hierarchy.attrs());
+}
+
+}  // namespace lazycube

@@ -1,0 +1,222 @@
+#include "lazycube/dataset/variable.hpp"
+
+#include <cstring>
+
+#include "lazycube/error.hpp"
+
+namespace lazycube {
+
+struct Variable::Source {
+  std::string name;
+  ArrayPtr array;
+  CfDecoding cf;
+  nlohmann::json encoding;
+};
+
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+Variable::Variable(std::string name, ArrayPtr array, std::vector<std::string> dims, CfDecoding cf) {
+  if (!array) throw UsageError("Variable '" + name + "' needs an array");
+  const Shape& shape = array->shape();
+  if (dims.size() != shape.size())
+    throw MetadataError("variable '" + name + "' has " + std::to_string(shape.size()) +
+                        " dimensions but " + std::to_string(dims.size()) + " dimension names");
+  auto source = std::make_shared<Source>();
+  source->name = std::move(name);
+  source->encoding = cf.encoding();
+  source->encoding["dtype"] = array->dtype().numpy_str();
+  source->encoding["chunks"] = array->chunk_shape();
+  source->cf = std::move(cf);
+  source->array = std::move(array);
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    axes_.push_back({IndexRange::all(shape[i]), false, dims[i]});
+  source_ = std::move(source);
+  refresh_dims();
+}
+
+void Variable::refresh_dims() {
+  dims_.clear();
+  for (const auto& a : axes_)
+    if (!a.dropped) dims_.push_back(a.dim);
+}
+
+Variable::Axis* Variable::find_axis(const std::string& dim) {
+  for (auto& a : axes_)
+    if (!a.dropped && a.dim == dim) return &a;
+  return nullptr;
+}
+
+const Variable::Axis* Variable::find_axis(const std::string& dim) const {
+  return const_cast<Variable*>(this)->find_axis(dim);
+}
+
+const std::string& Variable::name() const {
+  static const std::string empty;
+  return source_ ? source_->name : empty;
+}
+
+Shape Variable::shape() const {
+  Shape s;
+  for (const auto& a : axes_)
+    if (!a.dropped) s.push_back(a.range.count);
+  return s;
+}
+
+bool Variable::has_dim(const std::string& dim) const { return find_axis(dim) != nullptr; }
+
+std::uint64_t Variable::dim_size(const std::string& dim) const {
+  const Axis* a = find_axis(dim);
+  if (a == nullptr)
+    throw SelectionError("dimension '" + dim + "' not found in variable '" + name() +
+                         "' (dims: " + join(dims_) + ")");
+  return a->range.count;
+}
+
+const DataType& Variable::dtype() const { return source_->cf.decoded_dtype(); }
+const DataType& Variable::stored_dtype() const { return source_->cf.stored_dtype(); }
+const nlohmann::json& Variable::attrs() const { return source_->cf.attrs(); }
+const nlohmann::json& Variable::encoding() const { return source_->encoding; }
+const CfDecoding& Variable::cf() const { return source_->cf; }
+const ArrayPtr& Variable::array() const { return source_->array; }
+
+Shape Variable::chunks() const {
+  const Shape& stored = source_->array->chunk_shape();
+  Shape out;
+  for (std::size_t i = 0; i < axes_.size(); ++i) {
+    const Axis& a = axes_[i];
+    if (a.dropped) continue;
+    const std::uint64_t step = static_cast<std::uint64_t>(a.range.step < 0 ? -a.range.step
+                                                                           : a.range.step);
+    std::uint64_t c = i < stored.size() ? stored[i] : a.range.count;
+    c = (c + step - 1) / step;
+    if (c > a.range.count) c = a.range.count;
+    if (c == 0 && a.range.count > 0) c = 1;
+    out.push_back(c);
+  }
+  return out;
+}
+
+ArraySelection Variable::array_selection() const {
+  ArraySelection sel;
+  sel.reserve(axes_.size());
+  for (const auto& a : axes_) sel.push_back(a.range);
+  return sel;
+}
+
+Variable Variable::isel(const Indexers& indexers) const {
+  Variable out = *this;
+  for (const auto& [dim, indexer] : indexers) {
+    Axis* axis = out.find_axis(dim);
+    if (axis == nullptr)
+      throw SelectionError("dimension '" + dim + "' not found in variable '" + name() +
+                           "' (dims: " + join(dims_) + ")");
+    if (const auto* index = std::get_if<std::int64_t>(&indexer)) {
+      const std::uint64_t k = resolve_index(*index, axis->range.count, dim);
+      axis->range = {axis->range.at(k), 1, 1};
+      axis->dropped = true;
+    } else {
+      const IndexRange inner = resolve_slice(std::get<Slice>(indexer), axis->range.count, dim);
+      axis->range = compose(axis->range, inner);
+    }
+  }
+  out.refresh_dims();
+  return out;
+}
+
+Variable Variable::with_index_coords(std::shared_ptr<const IndexCoords> coords) const {
+  Variable out = *this;
+  out.index_coords_ = std::move(coords);
+  return out;
+}
+
+std::optional<Variable> Variable::index_coord(const std::string& dim) const {
+  const Axis* axis = find_axis(dim);
+  if (axis == nullptr) return std::nullopt;
+  if (index_coords_) {
+    auto it = index_coords_->find(dim);
+    if (it != index_coords_->end() && it->second.axes_.size() == 1) {
+      Variable coord = it->second;
+      coord.index_coords_.reset();
+      coord.axes_[0].range = axis->range;
+      coord.axes_[0].dropped = false;
+      coord.refresh_dims();
+      return coord;
+    }
+  }
+  if (name() == dim && axes_.size() == 1) {
+    Variable self = *this;
+    self.index_coords_.reset();
+    return self;
+  }
+  return std::nullopt;
+}
+
+Variable Variable::sel(const LabelIndexers& labels, const SelOptions& options) const {
+  Indexers indexers;
+  for (const auto& [dim, label] : labels) {
+    if (find_axis(dim) == nullptr)
+      throw SelectionError("dimension '" + dim + "' not found in variable '" + name() +
+                           "' (dims: " + join(dims_) + ")");
+    auto coord = index_coord(dim);
+    if (!coord)
+      throw SelectionError("cannot select by label on dimension '" + dim +
+                           "': it has no index coordinate");
+    indexers.emplace(dim, label_to_indexer(*coord, dim, label, options));
+  }
+  return isel(indexers);
+}
+
+NDArray Variable::read_raw() const {
+  NDArray out;
+  out.dtype = stored_dtype();
+  out.shape = shape();
+  const ArraySelection sel = array_selection();
+  if (out.dtype.is_variable_length()) {
+    if (out.size() > 0) source_->array->read_strings(sel, out.strings);
+  } else {
+    out.data.resize(out.size() * out.dtype.itemsize);
+    if (out.size() > 0) source_->array->read(sel, out.data.span());
+  }
+  return out;
+}
+
+NDArray Variable::read() const {
+  const CfDecoding& cf = source_->cf;
+  if (cf.is_identity()) return read_raw();
+  NDArray out;
+  out.dtype = cf.decoded_dtype();
+  out.shape = shape();
+  out.data.resize(out.size() * out.dtype.itemsize);
+  read_into(out.data.span());
+  return out;
+}
+
+void Variable::read_into(MutableByteView dest) const {
+  const DataType& t = dtype();
+  if (t.is_variable_length())
+    throw UsageError("read_into: variable '" + name() + "' has variable-length dtype " + t.name());
+  const std::uint64_t n = size();
+  if (dest.size() != n * t.itemsize)
+    throw UsageError("read_into: variable '" + name() + "' needs " +
+                     std::to_string(n * t.itemsize) + " bytes, got " +
+                     std::to_string(dest.size()));
+  if (n == 0) return;
+  const CfDecoding& cf = source_->cf;
+  if (cf.is_identity()) {
+    source_->array->read(array_selection(), dest);
+    return;
+  }
+  Buffer raw(n * cf.stored_dtype().itemsize);
+  source_->array->read(array_selection(), raw.span());
+  cf.apply(raw.view(), n, dest);
+}
+
+}  // namespace lazycube
