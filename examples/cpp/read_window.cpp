@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
     auto ds = lazycube::open(url);
 
     std::printf("%s\n  variables:", url.c_str());
-    for (const auto& name : ds.variables()) std::printf(" %s", name.c_str());
+    for (const auto& name : ds.variable_names()) std::printf(" %s", name.c_str());
     std::printf("\n");
 
     lazycube::NDArray t2m = ds["t2m"].isel({{"time", lazycube::Slice{0, 24}}}).read();
