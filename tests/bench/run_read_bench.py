@@ -62,7 +62,7 @@ def zarr_python_worker(store, runs, use_out):
 
 def run_json(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
+    if p.returncode != 0 or not p.stdout.strip():
         sys.stderr.write(p.stderr)
         raise SystemExit(f"FAILED ({p.returncode}): {' '.join(cmd)}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -130,6 +130,38 @@ def print_table(variant, res, checks, cores):
         print("  !!!!! OUTPUT MISMATCH: " + json.dumps(checks["checksums"]) + " !!!!!")
 
 
+def markdown(report):
+    """The report as Markdown tables (for docs/benchmarks.md)."""
+    lines = []
+    for variant, v in report["variants"].items():
+        res, checks = v["results"], v["checks"]
+        lc = res["lazycube"]
+        lines += [f"### {variant} ({lc['bytes'] / MIB:.0f} MiB float32, best of {report['runs']})", "",
+                  "| peer | GB/s | best s | first run s | peak RSS MiB |", "|---|---:|---:|---:|---:|"]
+        for label, mode in (("lazycube", "lazycube"), ("GDAL multidim `Read`", "gdal"),
+                            ("zarr-python 2.13 `arr[:]`", "zarr-python"),
+                            ("zarr-python `get_basic_selection(out=buf)` (info)", "zarr-python-out"),
+                            ("decode, 1 thread", "decode-bound")):
+            r = res[mode]
+            lines.append(f"| {label} | {r['gb_per_s']:.2f} | {r['seconds']:.3f} | "
+                         f"{r['runs'][0]:.3f} | {r['peak_rss_mb']:.0f} |")
+        cores = report["machine"]["cores"]
+        lines.append(f"| decode bound (1 thread x {cores}) | "
+                     f"{res['decode-bound']['bound_gb_per_s']:.2f} | | | |")
+        lines += ["", "| target | measured | result |", "|---|---:|---|"]
+        for peer in ("gdal", "zarr-python", "decode-bound"):
+            c = checks[peer]
+            lines.append(f"| lazycube / {peer} >= {c['target']:.1f}x | {c['ratio']:.2f}x | "
+                         f"{'PASS' if c['pass'] else 'MISS'} |")
+        c = checks["rss"]
+        lines.append(f"| lazycube peak RSS <= {c['limit_mb']:.0f} MiB | {c['peak_rss_mb']:.0f} MiB | "
+                     f"{'PASS' if c['pass'] else 'MISS'} |")
+        lines.append(f"| outputs identical (checksum) | {lc['checksum']} | "
+                     f"{'PASS' if checks['checksums_equal'] else 'MISMATCH'} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", default="build")
@@ -138,6 +170,7 @@ def main():
     ap.add_argument("--cores", type=int, default=os.cpu_count(), help="decode-bound scale")
     ap.add_argument("--quick", action="store_true", help="64 MiB arrays (smoke test)")
     ap.add_argument("--json", action="store_true", help="print one JSON document instead")
+    ap.add_argument("--markdown", action="store_true", help="print Markdown tables instead")
     ap.add_argument("--worker", nargs=2, metavar=("MODE", "STORE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -149,7 +182,7 @@ def main():
     if not os.access(exe, os.X_OK):
         raise SystemExit(f"{exe} not found: build it first (cmake --build {args.build_dir})")
     size = "quick" if args.quick else "full"
-    stores = make_bench_data.ensure(args.cache, size, verbose=not args.json)
+    stores = make_bench_data.ensure(args.cache, size, verbose=not (args.json or args.markdown))
     report = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
               "machine": {"cores": args.cores, "cpu_count": os.cpu_count(),
                           "platform": platform.platform()},
@@ -161,10 +194,12 @@ def main():
         checks = evaluate(res)
         ok = ok and checks["checksums_equal"]
         report["variants"][variant] = {"store": store, "results": res, "checks": checks}
-        if not args.json:
+        if not (args.json or args.markdown):
             print_table(variant, res, checks, args.cores)
     if args.json:
         print(json.dumps(report, indent=1))
+    elif args.markdown:
+        print(markdown(report))
     if not ok:
         print("!!!!! lazycube, GDAL, zarr-python and the decode bound disagree on the data !!!!!",
               file=sys.stderr)
