@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 machine for lazycube and builds it. Safe to run again and again.
+#
+#   bash scripts/setup.sh [--sanitize] [--build-dir DIR] [--no-build] [--dry-run]
+#
+#   --sanitize        ASan+UBSan build (-DLAZYCUBE_SANITIZE=ON) in build-asan/ (env LAZYCUBE_SANITIZE=1)
+#   --build-dir DIR   build folder (env LAZYCUBE_BUILD_DIR; default build/, or build-asan/ with --sanitize)
+#   --no-build        only install the missing Debian packages
+#   --dry-run         print the commands that would change the machine or the build, run none
+#
+# Extra CMake arguments can be passed in LAZYCUBE_CMAKE_ARGS (split on spaces).
+# Installing packages needs root (CI runs as root); when everything is installed already it does
+# not touch apt at all.
+set -euo pipefail
+
+# Every Debian package the project needs, in one place. Later features add to this list.
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libxtensor-dev xtl-dev nlohmann-json3-dev
+  libblosc-dev libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev libisal-dev libbz2-dev liblzma-dev
+  libgtest-dev libcli11-dev libgdal-dev gdal-bin
+  python3-dev python3-numpy python3-zarr python3-numcodecs python3-xarray python3-pytest
+  python3-dask python3-netcdf4
+)
+
+# Debian's interpreter: it is the one with numpy/zarr/pytest (the PATH python3 may be another).
+PYTHON=/usr/bin/python3
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+sanitize="${LAZYCUBE_SANITIZE:-0}"
+build_dir="${LAZYCUBE_BUILD_DIR:-}"
+do_build=1
+dry_run=0
+
+usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --sanitize) sanitize=1 ;;
+    --build-dir) build_dir="${2:?--build-dir needs a folder}"; shift ;;
+    --build-dir=*) build_dir="${1#*=}" ;;
+    --no-build) do_build=0 ;;
+    --dry-run) dry_run=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [[ "$sanitize" != 0 && "$sanitize" != 1 ]]; then
+  echo "setup.sh: LAZYCUBE_SANITIZE must be 0 or 1, not '$sanitize'" >&2
+  exit 2
+fi
+if [[ -z "$build_dir" ]]; then
+  if [[ "$sanitize" == 1 ]]; then build_dir=build-asan; else build_dir=build; fi
+fi
+[[ "$build_dir" == /* ]] || build_dir="$REPO_ROOT/$build_dir"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# Runs a command, or only prints it with --dry-run.
+run() {
+  if [[ "$dry_run" == 1 ]]; then
+    printf '[setup] would run:' >&2
+    printf ' %q' "$@" >&2
+    printf '\n' >&2
+  else
+    "$@"
+  fi
+}
+
+# ---- 1. Debian packages: install only what is missing ----
+missing_packages() {
+  local pkg status
+  for pkg in "${APT_PACKAGES[@]}"; do
+    # "ii " = installed; anything else (not known, removed, half-configured) counts as missing.
+    status="$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)"
+    if [[ "$status" != ii* ]]; then
+      printf '%s\n' "$pkg"
+    fi
+  done
+}
+
+mapfile -t missing < <(missing_packages)
+if [[ ${#missing[@]} -eq 0 ]]; then
+  log "all ${#APT_PACKAGES[@]} Debian packages are installed"
+else
+  log "missing Debian packages: ${missing[*]}"
+  as_root=()
+  if [[ "$(id -u)" != 0 ]]; then
+    if command -v sudo >/dev/null 2>&1; then
+      as_root=(sudo)
+    elif [[ "$dry_run" != 1 ]]; then
+      echo "setup.sh: installing packages needs root; run as root or install: ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  run "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+  run "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+  if [[ "$dry_run" != 1 ]]; then
+    mapfile -t still < <(missing_packages)
+    if [[ ${#still[@]} -ne 0 ]]; then
+      echo "setup.sh: still missing after apt-get install: ${still[*]}" >&2
+      exit 1
+    fi
+  fi
+fi
+
+[[ "$do_build" == 1 ]] || exit 0
+
+# ---- 2. Configure and build ----
+cmake_args=(
+  -S "$REPO_ROOT" -B "$build_dir" -G Ninja
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  "-DPython_EXECUTABLE=$PYTHON"
+)
+if [[ "$sanitize" == 1 ]]; then
+  cmake_args+=(-DLAZYCUBE_SANITIZE=ON)
+fi
+if [[ -n "${LAZYCUBE_CMAKE_ARGS:-}" ]]; then
+  read -r -a extra <<<"$LAZYCUBE_CMAKE_ARGS"
+  cmake_args+=("${extra[@]}")
+fi
+
+# A folder configured earlier with another generator cannot be reused by `-G Ninja`.
+cache="$build_dir/CMakeCache.txt"
+if [[ -f "$cache" ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$cache"; then
+  echo "setup.sh: $build_dir was configured with another generator; remove it or pick --build-dir" >&2
+  exit 1
+fi
+
+log "configuring $build_dir (sanitize=$sanitize)"
+run cmake "${cmake_args[@]}"
+log "building $build_dir"
+run cmake --build "$build_dir"
+log "done: $build_dir"

@@ -1,0 +1,71 @@
+#include "element_filter.hpp"
+
+#include "codec_factories.hpp"
+
+namespace lazycube::codec::detail {
+namespace {
+
+// Returns `in` when already native, else a byte-swapped copy in `tmp`.
+ByteView native_view(ByteView in, const ParsedNumpyDType& t, Buffer& tmp) {
+  if (t.order != ByteOrder::Big || t.dtype.swap_unit() <= 1) return in;
+  tmp = Buffer::copy_of(in);
+  swap_bytes(tmp.span(), t.dtype.swap_unit());
+  return tmp.view();
+}
+
+void to_stored_order(MutableByteView data, const ParsedNumpyDType& t) {
+  if (t.order == ByteOrder::Big && t.dtype.swap_unit() > 1) swap_bytes(data, t.dtype.swap_unit());
+}
+
+}  // namespace
+
+ElementFilter::ElementFilter(std::string name, ParsedNumpyDType dtype, ParsedNumpyDType astype,
+                             nlohmann::json config)
+    : name_(std::move(name)), dtype_(std::move(dtype)), astype_(std::move(astype)),
+      config_(std::move(config)) {}
+
+ByteView ElementFilter::decode(ByteView in, Buffer& scratch, const DecodeLimits& limits) const {
+  const std::size_t in_size = astype_.dtype.itemsize;
+  if (in.size() % in_size != 0)
+    fail(name_ + ": input of " + std::to_string(in.size()) + " bytes is not a whole number of " +
+         astype_.dtype.name() + " elements");
+  const std::size_t n = in.size() / in_size;
+  const std::uint64_t out_bytes = std::uint64_t{n} * dtype_.dtype.itemsize;
+  check_claim(name_, out_bytes, limits);
+  Buffer tmp;
+  const ByteView native = native_view(in, astype_, tmp);
+  scratch.resize(out_bytes);
+  decode_native(native.data(), scratch.data(), n);
+  to_stored_order(scratch.span(), dtype_);
+  return scratch.view();
+}
+
+Buffer ElementFilter::encode(ByteView in) const {
+  const std::size_t in_size = dtype_.dtype.itemsize;
+  if (in.size() % in_size != 0)
+    fail(name_ + ": input of " + std::to_string(in.size()) + " bytes is not a whole number of " +
+         dtype_.dtype.name() + " elements");
+  const std::size_t n = in.size() / in_size;
+  Buffer tmp;
+  const ByteView native = native_view(in, dtype_, tmp);
+  Buffer out(n * astype_.dtype.itemsize);
+  encode_native(native.data(), out.data(), n);
+  to_stored_order(out.span(), astype_);
+  return out;
+}
+
+nlohmann::json ElementFilter::to_json() const {
+  nlohmann::json c = config_;
+  if (c.is_object()) c.erase("id");
+  return {{"name", name_}, {"configuration", c}};
+}
+
+void require_numeric(const ConfigReader& cfg, std::string_view key, const ParsedNumpyDType& t) {
+  const auto k = t.dtype.kind;
+  const bool ok = (k == DTypeKind::Bool || k == DTypeKind::Int || k == DTypeKind::UInt ||
+                   k == DTypeKind::DateTime || k == DTypeKind::TimeDelta) ||
+                  (k == DTypeKind::Float && t.dtype.itemsize != 2);
+  if (!ok) cfg.bad(key, "dtype " + t.dtype.name() + " is not supported by this filter");
+}
+
+}  // namespace lazycube::codec::detail

@@ -1,0 +1,57 @@
+// numcodecs PackBits: byte 0 holds the number of padding bits in the last byte, then the
+// booleans packed 8 per byte, most significant bit first.
+#include "codec_factories.hpp"
+#include "codec_util.hpp"
+
+namespace lazycube::codec::detail {
+namespace {
+
+class PackBitsFilter final : public BytesToBytesCodec {
+ public:
+  explicit PackBitsFilter(std::string name) : name_(std::move(name)) {}
+
+  std::string name() const override { return name_; }
+
+  ByteView decode(ByteView in, Buffer& scratch, const DecodeLimits& limits) const override {
+    if (in.empty()) fail(name_ + ": truncated input (no padding byte)");
+    const auto padding = static_cast<unsigned>(in[0]);
+    const std::uint64_t packed = in.size() - 1;
+    if (padding > 7 || (padding > 0 && packed == 0))
+      fail(name_ + ": corrupt header (padding of " + std::to_string(padding) + " bits)");
+    const std::uint64_t n = packed * 8 - padding;
+    check_claim(name_, n, limits);
+    scratch.resize(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const auto byte = static_cast<unsigned>(in[1 + i / 8]);
+      scratch.data()[i] = std::byte((byte >> (7 - i % 8)) & 1u);
+    }
+    return scratch.view();
+  }
+
+  Buffer encode(ByteView in) const override {
+    const std::size_t packed = (in.size() + 7) / 8;
+    Buffer out(1 + packed);
+    std::memset(out.data(), 0, out.size());
+    out.data()[0] = std::byte(static_cast<std::uint8_t>(packed * 8 - in.size()));
+    for (std::size_t i = 0; i < in.size(); ++i)
+      if (in[i] != std::byte{0}) out.data()[1 + i / 8] |= std::byte(0x80u >> (i % 8));
+    return out;
+  }
+
+  nlohmann::json to_json() const override {
+    return {{"name", name_}, {"configuration", nlohmann::json::object()}};
+  }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
+
+BytesCodecPtr make_packbits(const std::string& name, const nlohmann::json& config,
+                            const ChunkSpec&) {
+  (void)ConfigReader(name, config);
+  return std::make_shared<PackBitsFilter>(name);
+}
+
+}  // namespace lazycube::codec::detail

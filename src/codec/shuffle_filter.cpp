@@ -1,0 +1,62 @@
+// numcodecs Shuffle: byte k of every element is stored together (all first bytes, then all
+// second bytes, ...), elementsize bytes per element.
+#include "codec_factories.hpp"
+#include "codec_util.hpp"
+
+namespace lazycube::codec::detail {
+namespace {
+
+class ShuffleFilter final : public BytesToBytesCodec {
+ public:
+  ShuffleFilter(std::string name, std::size_t elementsize)
+      : name_(std::move(name)), elementsize_(elementsize) {}
+
+  std::string name() const override { return name_; }
+
+  ByteView decode(ByteView in, Buffer& scratch, const DecodeLimits& limits) const override {
+    check_length(in.size());
+    check_claim(name_, in.size(), limits);
+    if (elementsize_ <= 1) return in;
+    scratch.resize(in.size());
+    const std::size_t count = in.size() / elementsize_;
+    for (std::size_t b = 0; b < elementsize_; ++b)
+      for (std::size_t i = 0; i < count; ++i) scratch.data()[i * elementsize_ + b] = in[b * count + i];
+    return scratch.view();
+  }
+
+  Buffer encode(ByteView in) const override {
+    check_length(in.size());
+    if (elementsize_ <= 1) return Buffer::copy_of(in);
+    Buffer out(in.size());
+    const std::size_t count = in.size() / elementsize_;
+    for (std::size_t b = 0; b < elementsize_; ++b)
+      for (std::size_t i = 0; i < count; ++i) out.data()[b * count + i] = in[i * elementsize_ + b];
+    return out;
+  }
+
+  nlohmann::json to_json() const override {
+    return {{"name", name_}, {"configuration", {{"elementsize", elementsize_}}}};
+  }
+
+ private:
+  void check_length(std::size_t size) const {
+    if (elementsize_ > 1 && size % elementsize_ != 0)
+      fail(name_ + ": input of " + std::to_string(size) +
+           " bytes is not a multiple of elementsize " + std::to_string(elementsize_));
+  }
+
+  std::string name_;
+  std::size_t elementsize_;
+};
+
+}  // namespace
+
+BytesCodecPtr make_shuffle(const std::string& name, const nlohmann::json& config,
+                           const ChunkSpec&) {
+  ConfigReader cfg(name, config);
+  const auto elementsize = cfg.integer("elementsize", 4);
+  if (elementsize < 0 || elementsize > 1 << 20) cfg.bad("elementsize", "out of range");
+  return std::make_shared<ShuffleFilter>(name, static_cast<std::size_t>(elementsize));
+}
+
+}  // namespace lazycube::codec::detail

@@ -1,0 +1,108 @@
+"""Shared pytest fixtures for lazycube's Python-side tests.
+
+Run with Debian's interpreter (it has numpy, zarr-python 2.13, numcodecs, xarray):
+
+    /usr/bin/python3 -m pytest -q -rs tests/python
+
+Environment:
+  LAZYCUBE_CLI           the `lazycube` executable (default: build/lazycube in the repository)
+  LAZYCUBE_SHARED_DATA   the shared data folder (default: ../shared/data beside the repository)
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "scripts"
+DATA = REPO / "data"
+
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+
+def _cli_path():
+    env = os.environ.get("LAZYCUBE_CLI")
+    return Path(env) if env else REPO / "build" / "lazycube"
+
+
+@pytest.fixture(scope="session")
+def repo_root():
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def sample_dir():
+    """The bundled sample folder (data/ in the repository)."""
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def lazycube_cli():
+    """Path to the lazycube CLI; skips (reason shown under -rs) when the default build/lazycube
+    is not built, fails when LAZYCUBE_CLI names a missing file."""
+    cli = _cli_path()
+    if not (cli.is_file() and os.access(cli, os.X_OK)):
+        if os.environ.get("LAZYCUBE_CLI"):
+            # Named explicitly (ctest does): a missing binary is a failure, not a skip.
+            pytest.fail("LAZYCUBE_CLI=%s is not an executable file" % cli)
+        pytest.skip("lazycube CLI not found at %s (build it, or set LAZYCUBE_CLI)" % cli)
+    return cli
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+    """The shared data folder (zarr-fixtures/, real/); skips visibly when it is absent."""
+    env = os.environ.get("LAZYCUBE_SHARED_DATA")
+    path = Path(env) if env else REPO.parent / "shared" / "data"
+    if not path.is_dir():
+        pytest.skip("shared data not found at %s (set LAZYCUBE_SHARED_DATA)" % path)
+    return path
+
+
+class CliError(AssertionError):
+    """The CLI exited non-zero; the message carries the command and its stderr."""
+
+
+def run_cli(cli, *args, timeout=120):
+    """Runs `lazycube ARGS...`; returns the CompletedProcess, raising CliError on failure."""
+    cmd = [str(cli)] + [str(a) for a in args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise CliError("%s exited %d\nstdout:\n%s\nstderr:\n%s"
+                       % (" ".join(cmd), proc.returncode, proc.stdout, proc.stderr))
+    return proc
+
+
+def read_npy(cli, url, tmp_path, variable=None, isel=(), raw=False, name="out.npy"):
+    """`lazycube read URL [VARIABLE] [--isel D=A:B ...] [--raw] -o OUT.npy`, then np.load(OUT).
+
+    `isel` is a sequence of strings like "time=0:24" or "latitude=0:40:2"."""
+    out = Path(tmp_path) / name
+    args = ["read", url]
+    if variable is not None:
+        args.append(variable)
+    for sel in isel:
+        args += ["--isel", sel]
+    if raw:
+        args.append("--raw")
+    args += ["-o", out]
+    run_cli(cli, *args)
+    return np.load(out, allow_pickle=False)
+
+
+@pytest.fixture
+def cli_read(lazycube_cli, tmp_path):
+    """Fixture form of read_npy bound to the CLI and a per-test temp dir:
+    cli_read(url, variable=None, isel=(), raw=False) -> numpy array."""
+    counter = iter(range(1_000_000))
+
+    def _read(url, variable=None, isel=(), raw=False):
+        return read_npy(lazycube_cli, url, tmp_path, variable=variable, isel=isel, raw=raw,
+                        name="out%d.npy" % next(counter))
+
+    return _read
