@@ -185,8 +185,12 @@ def main():
     stores = make_bench_data.ensure(args.cache, size, verbose=not (args.json or args.markdown))
     report = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
               "machine": {"cores": args.cores, "cpu_count": os.cpu_count(),
-                          "platform": platform.platform()},
+                          "platform": platform.platform(), "loadavg_at_start": os.getloadavg()},
               "runs": args.runs, "size": size, "variants": {}}
+    load = os.getloadavg()[0]
+    if load > 0.5 * os.cpu_count():
+        print(f"WARNING: load average {load:.1f} on {os.cpu_count()} CPUs: other work is running, "
+              "timings will be low and noisy", file=sys.stderr)
     ok = True
     for variant, store in stores.items():
         warm(store)
