@@ -22,7 +22,11 @@ bool valid_time_unit(std::string_view u) {
 
 std::string time_suffix(const DataType& t) {
   if (t.unit.empty() || t.unit == "generic") return "";
-  return "[" + (t.scale == 1 ? std::string() : std::to_string(t.scale)) + t.unit + "]";
+  std::string s = "[";
+  if (t.scale != 1) s += std::to_string(t.scale);
+  s += t.unit;
+  s += ']';
+  return s;
 }
 
 }  // namespace

@@ -36,18 +36,24 @@ class FileStore final : public Store {
   std::string url() const override { return root_; }
 
   std::optional<Buffer> get(std::string_view key, ByteRange range) override {
+    Buffer out;
+    if (!get_into(key, range, out)) return std::nullopt;
+    return out;
+  }
+
+  bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
     const std::string path = path_of(key);
     Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0) {
-      if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+      if (errno == ENOENT || errno == ENOTDIR) return false;
       throw StoreError("cannot open " + path + ": " + std::strerror(errno));
     }
     struct stat st {};
     if (::fstat(f.fd, &st) != 0)
       throw StoreError("cannot stat " + path + ": " + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) return std::nullopt;
+    if (S_ISDIR(st.st_mode)) return false;
     auto r = detail::resolve_range(range, static_cast<std::uint64_t>(st.st_size), path);
-    Buffer out(r.length);
+    out.resize(r.length);
     std::uint64_t done = 0;
     while (done < r.length) {
       ssize_t n = ::pread(f.fd, out.data() + done, r.length - done,
@@ -59,7 +65,7 @@ class FileStore final : public Store {
       if (n == 0) throw StoreError("cannot read " + path + ": file shrank while reading");
       done += static_cast<std::uint64_t>(n);
     }
-    return out;
+    return true;
   }
 
   std::optional<std::uint64_t> size(std::string_view key) override {

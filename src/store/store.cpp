@@ -17,6 +17,13 @@ std::vector<std::optional<Buffer>> Store::get_many(const std::vector<ByteRequest
   return out;
 }
 
+bool Store::get_into(std::string_view key, ByteRange range, Buffer& out) {
+  auto bytes = get(key, range);
+  if (!bytes) return false;
+  out = std::move(*bytes);
+  return true;
+}
+
 std::string Store::describe(std::string_view key) const {
   std::string u = url();
   if (key.empty()) return u;

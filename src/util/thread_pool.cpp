@@ -109,7 +109,9 @@ void parallel_for(std::size_t n, const std::function<void(std::size_t)>& body, T
       }
     }
   };
-  const std::size_t helpers = std::min(pool.size(), n - 1);
+  // The caller works too: pool.size() - 1 helpers keep the threads at the pool's size (one per
+  // core), instead of oversubscribing the cores by one.
+  const std::size_t helpers = std::min(pool.size() - 1, n - 1);
   state->running = helpers;
   for (std::size_t h = 0; h < helpers; ++h) {
     pool.submit([state, work] {

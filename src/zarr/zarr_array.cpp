@@ -132,11 +132,11 @@ std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::shard_index(std::size_t 
   return index;
 }
 
-std::optional<Buffer> ZarrArray::fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what) const {
+bool ZarrArray::fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what, Buffer& out) const {
   if (shard_levels_.empty()) {
     std::string key = chunk_key(unit);
     what = "chunk '" + key + "'";
-    return store_->get(key);
+    return store_->get_into(key, ByteRange::full(), out);
   }
   // Outer shard grid index, then walk down the levels.
   std::vector<std::uint64_t> shard(unit.size());
@@ -148,7 +148,7 @@ std::optional<Buffer> ZarrArray::fetch_unit(const std::vector<std::uint64_t>& un
   for (std::size_t level = 0; level < shard_levels_.size(); ++level) {
     const ShardingCodec& codec = *shard_levels_[level];
     auto index = shard_index(level, key, offset, length);
-    if (index->missing) return std::nullopt;
+    if (index->missing) return false;
     // Position of the next-level chunk inside this (sub-)shard, C order.
     std::uint64_t linear = 0;
     for (std::size_t d = 0; d < unit.size(); ++d) {
@@ -157,18 +157,18 @@ std::optional<Buffer> ZarrArray::fetch_unit(const std::vector<std::uint64_t>& un
       linear = linear * codec.chunks_per_shard()[d] + local;
     }
     const auto& entry = index->entries[linear];
-    if (!entry) return std::nullopt;
+    if (!entry) return false;
     offset = entry->offset;
     length = entry->nbytes;
     level_shape = codec.inner_chunk_shape();
   }
-  auto bytes = store_->get(key, ByteRange::range(offset, length));
-  if (!bytes) throw StoreError(store_->describe(key) + " disappeared while reading");
-  if (bytes->size() != length)
+  if (!store_->get_into(key, ByteRange::range(offset, length), out))
+    throw StoreError(store_->describe(key) + " disappeared while reading");
+  if (out.size() != length)
     throw CodecError(what + ": shard is truncated (index says " + std::to_string(length) +
                      " bytes at offset " + std::to_string(offset) + ", got " +
-                     std::to_string(bytes->size()) + ")");
-  return bytes;
+                     std::to_string(out.size()) + ")");
+  return true;
 }
 
 void ZarrArray::check_selection(const ArraySelection& sel) const {
@@ -237,8 +237,8 @@ void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {
 
   run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
     std::string what;
-    std::optional<Buffer> encoded = fetch_unit(unit, what);
-    if (!encoded) {
+    thread_local Buffer encoded;  // reused: no fresh allocation per chunk
+    if (!fetch_unit(unit, what, encoded)) {
       fill_region(dest.data(), dst_shape, r, meta_.fill.bytes);
       return;
     }
@@ -250,12 +250,12 @@ void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {
         // The chunk is exactly a contiguous run of the output: decode straight into it.
         std::uint64_t off = 0;
         for (std::size_t d = 0; d < r.count.size(); ++d) off += r.dst_first[d] * dst_strides[d];
-        unit_codecs_->decode_into(encoded->view(), spec, dest.subspan(off * item, unit_bytes));
+        unit_codecs_->decode_into(encoded.view(), spec, dest.subspan(off * item, unit_bytes));
         return;
       }
       thread_local Buffer scratch;
       scratch.resize(unit_bytes);
-      unit_codecs_->decode_into(encoded->view(), spec, scratch.span());
+      unit_codecs_->decode_into(encoded.view(), spec, scratch.span());
       copy_region(scratch.data(), unit_shape_, dest.data(), dst_shape, r, item);
     } catch (const CodecError& e) {
       throw CodecError(what + " of " + describe() + ": " + e.what());
@@ -272,8 +272,8 @@ void ZarrArray::read_strings(const ArraySelection& sel, std::vector<std::string>
   const codec::ChunkSpec spec{meta_.dtype, unit_shape_};
   run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
     std::string what;
-    std::optional<Buffer> encoded = fetch_unit(unit, what);
-    if (!encoded) {
+    thread_local Buffer encoded;
+    if (!fetch_unit(unit, what, encoded)) {
       for_each_row(r, dst_shape, dst_shape, [&](std::uint64_t, std::uint64_t dofs, std::uint64_t n, std::int64_t) {
         for (std::uint64_t i = 0; i < n; ++i) dest[dofs + i] = meta_.fill.string;
       });
@@ -281,7 +281,7 @@ void ZarrArray::read_strings(const ArraySelection& sel, std::vector<std::string>
     }
     codec::ChunkData data;
     try {
-      unit_codecs_->decode(encoded->view(), spec, data);
+      unit_codecs_->decode(encoded.view(), spec, data);
     } catch (const CodecError& e) {
       throw CodecError(what + " of " + describe() + ": " + e.what());
     }

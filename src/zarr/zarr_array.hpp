@@ -36,9 +36,9 @@ class ZarrArray final : public Array {
   void read(const ArraySelection& selection, MutableByteView dest) const override;
   void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
 
-  // The encoded bytes of one read unit (a chunk, or an inner chunk of a shard), or nullopt when
-  // it is absent (read as fill). `what` receives a description of the unit for messages.
-  std::optional<Buffer> fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what) const;
+  // Reads the encoded bytes of one read unit (a chunk, or an inner chunk of a shard) into `out`;
+  // false when it is absent (read as fill). `what` receives a description for messages.
+  bool fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what, Buffer& out) const;
   const codec::CodecPipeline& unit_codecs() const { return *unit_codecs_; }
 
  private:

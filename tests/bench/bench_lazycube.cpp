@@ -69,10 +69,11 @@ nlohmann::json run_decode_bound(const std::string& store, int runs, unsigned cor
   std::uint64_t encoded_bytes = 0;
   for (const auto& u : units) {
     std::string what;
-    std::optional<Buffer> b = zarray->fetch_unit(u, what);
-    if (!b) throw std::runtime_error(what + " is missing; the benchmark array must be complete");
-    encoded_bytes += b->size();
-    encoded.push_back(std::move(*b));
+    Buffer b;
+    if (!zarray->fetch_unit(u, what, b))
+      throw std::runtime_error(what + " is missing; the benchmark array must be complete");
+    encoded_bytes += b.size();
+    encoded.push_back(std::move(b));
   }
 
   const codec::ChunkSpec spec{array->dtype(), array->read_chunk_shape()};

@@ -48,6 +48,9 @@ class Store {
   // The object at `key`, or nullopt when it does not exist. A range reaching past the end is
   // clipped; a range starting past the end is a StoreError. Other failures throw StoreError.
   virtual std::optional<Buffer> get(std::string_view key, ByteRange range = {}) = 0;
+  // Like get(), but reads into `out` (reusing its capacity); false when the key does not exist.
+  // The hot read path calls this with a per-thread buffer so chunks cost no fresh allocation.
+  virtual bool get_into(std::string_view key, ByteRange range, Buffer& out);
   // Several reads at once; backends that can overlap requests do. Results in request order.
   virtual std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests);
   // Size of the object at `key`, or nullopt when it does not exist.
