@@ -16,7 +16,8 @@ std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to *
 }  // namespace
 
 std::byte* allocate_bytes(std::size_t size) {
-  if (size < kHugeThreshold) return static_cast<std::byte*>(::operator new(size, std::align_val_t{64}));
+  static const bool off = std::getenv("LAZYCUBE_NO_HUGEPAGES") != nullptr;
+  if (off || size < kHugeThreshold) return static_cast<std::byte*>(::operator new(size, std::align_val_t{64}));
   void* p = std::aligned_alloc(kHugePage, round_up(size, kHugePage));
   if (p == nullptr) throw std::bad_alloc();
   // Advice only: without THP support this is a no-op.
@@ -25,7 +26,8 @@ std::byte* allocate_bytes(std::size_t size) {
 }
 
 void free_bytes(std::byte* p, std::size_t size) noexcept {
-  if (size < kHugeThreshold) ::operator delete(p, std::align_val_t{64});
+  static const bool off = std::getenv("LAZYCUBE_NO_HUGEPAGES") != nullptr;
+  if (off || size < kHugeThreshold) ::operator delete(p, std::align_val_t{64});
   else std::free(p);
 }
 
