@@ -1,0 +1,77 @@
+// The process-wide HTTP fetch engine (internal: curl stays out of public headers).
+// One curl-multi event loop per process, shared by every HTTP/S3/GCS store: keep-alive and
+// HTTP/2 where offered, a cap on transfers in flight, connect/low-speed timeouts, retries with
+// exponential backoff and full jitter, Retry-After, per-request attempt cap and deadline.
+// After fork() the child gets a fresh engine on first use.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lazycube/store/store.hpp"
+#include "lazycube/util/buffer.hpp"
+
+namespace lazycube::http {
+
+// AWS Signature V4 for one request, done by libcurl (CURLOPT_AWS_SIGV4). Secrets never appear
+// in messages.
+struct SigV4 {
+  std::string region = "us-east-1";
+  std::string service = "s3";
+  std::string access_key;
+  std::string secret_key;
+  std::string session_token;  // adds x-amz-security-token when set
+};
+
+struct Request {
+  std::string method = "GET";  // GET or HEAD
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  ByteRange range;                   // sent as a Range header unless Full
+  std::optional<SigV4> sigv4;
+};
+
+struct Response {
+  long status = 0;  // final HTTP status (after retries)
+  Buffer body;
+  std::map<std::string, std::string> headers;  // lower-cased names
+  int attempts = 0;
+};
+
+struct RetryPolicy {
+  int max_attempts = 6;             // `retries` option + 1
+  double initial_backoff_s = 0.05;  // full jitter: sleep U(0, min(max, initial * 2^k))
+  double max_backoff_s = 5.0;
+  double deadline_s = 300.0;        // per request, across attempts
+};
+
+struct EngineOptions {
+  std::size_t max_in_flight = 64;
+  double connect_timeout_s = 10.0;
+  double low_speed_time_s = 30.0;   // abort a transfer slower than 1 byte/s for this long
+  double timeout_s = 0;             // whole-transfer timeout per attempt, 0 = none
+};
+
+// Per-store counters (thread-safe), exposed through Store::stats().
+class Counters;
+
+class Engine {
+ public:
+  // The process-wide engine; re-created after fork().
+  static Engine& global();
+  virtual ~Engine() = default;
+
+  // Performs the requests concurrently (at most `options.max_in_flight` at once, engine-wide
+  // cap too), retrying transient failures (408/429/500/502/503/504, resets, timeouts, short or
+  // over-long bodies) per `retry`. Returns one Response per request in order; HTTP errors that
+  // are final (404, 403, ...) are returned, not thrown. Throws StoreError when a request still
+  // fails after its last attempt or deadline, naming URL, status, attempts and the server's
+  // error code/message.
+  virtual std::vector<Response> perform(const std::vector<Request>& requests, const RetryPolicy& retry,
+                                        const EngineOptions& options, Counters* counters) = 0;
+};
+
+}  // namespace lazycube::http
