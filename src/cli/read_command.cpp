@@ -4,18 +4,9 @@
 #include "commands.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/util/npy.hpp"
+#include "lazycube/util/text.hpp"
 
 namespace lazycube::cli {
-
-namespace {
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-}  // namespace
 
 int run_read(const ReadArgs& args) {
   Indexers indexers;
@@ -32,7 +23,7 @@ int run_read(const ReadArgs& args) {
     const auto names = ds.variable_names();
     if (names.size() != 1)
       throw UsageProblem("'" + args.url + "' holds several variables; name one of: " +
-                         join(names));
+                         join_names(names));
     name = names.front();
   }
   const Variable variable = ds.variable(name).isel(indexers);

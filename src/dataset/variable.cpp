@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "lazycube/error.hpp"
+#include "lazycube/util/text.hpp"
 
 namespace lazycube {
 
@@ -12,16 +13,6 @@ struct Variable::Source {
   CfDecoding cf;
   nlohmann::json encoding;
 };
-
-namespace {
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-}  // namespace
 
 Variable::Variable(std::string name, ArrayPtr array, std::vector<std::string> dims, CfDecoding cf) {
   if (!array) throw UsageError("Variable '" + name + "' needs an array");
@@ -76,7 +67,7 @@ std::uint64_t Variable::dim_size(const std::string& dim) const {
   const Axis* a = find_axis(dim);
   if (a == nullptr)
     throw SelectionError("dimension '" + dim + "' not found in variable '" + name() +
-                         "' (dims: " + join(dims_) + ")");
+                         "' (dims: " + join_names(dims_) + ")");
   return a->range.count;
 }
 
@@ -117,7 +108,7 @@ Variable Variable::isel(const Indexers& indexers) const {
     Axis* axis = out.find_axis(dim);
     if (axis == nullptr)
       throw SelectionError("dimension '" + dim + "' not found in variable '" + name() +
-                           "' (dims: " + join(dims_) + ")");
+                           "' (dims: " + join_names(dims_) + ")");
     if (const auto* index = std::get_if<std::int64_t>(&indexer)) {
       const std::uint64_t k = resolve_index(*index, axis->range.count, dim);
       axis->range = {axis->range.at(k), 1, 1};
@@ -164,7 +155,7 @@ Variable Variable::sel(const LabelIndexers& labels, const SelOptions& options) c
   for (const auto& [dim, label] : labels) {
     if (find_axis(dim) == nullptr)
       throw SelectionError("dimension '" + dim + "' not found in variable '" + name() +
-                           "' (dims: " + join(dims_) + ")");
+                           "' (dims: " + join_names(dims_) + ")");
     auto coord = index_coord(dim);
     if (!coord)
       throw SelectionError("cannot select by label on dimension '" + dim +

@@ -115,4 +115,13 @@ std::string utf32_to_utf8(std::u32string_view s, bool stop_at_nul) {
   return out;
 }
 
+std::string join_names(const std::vector<std::string>& names, std::string_view separator) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += separator;
+    out += n;
+  }
+  return out;
+}
+
 }  // namespace lazycube

@@ -7,6 +7,7 @@
 
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/util/text.hpp"
 #include "zarr_array.hpp"
 
 namespace lazycube::zarr {
@@ -171,8 +172,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
 ArrayPtr Hierarchy::array(const std::string& name) const {
   for (std::size_t i = 0; i < array_names_.size(); ++i)
     if (array_names_[i] == name) return arrays_[i];
-  std::string known;
-  for (const auto& n : array_names_) known += (known.empty() ? "" : ", ") + n;
+  const std::string known = join_names(array_names_);
   throw NotFound("no array '" + name + "' in " + location_.store->describe(location_.path) +
                  " (arrays: " + (known.empty() ? "none" : known) + ")");
 }

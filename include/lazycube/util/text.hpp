@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lazycube {
 
@@ -15,5 +16,8 @@ std::string base64_encode(std::string_view bytes);
 std::u32string utf8_to_utf32(std::string_view utf8);
 // UTF-32 code points to UTF-8 (stops at the first NUL when `stop_at_nul`).
 std::string utf32_to_utf8(std::u32string_view utf32, bool stop_at_nul = true);
+
+// "a, b, c": names joined for messages.
+std::string join_names(const std::vector<std::string>& names, std::string_view separator = ", ");
 
 }  // namespace lazycube
