@@ -65,6 +65,9 @@ TEST_F(HttpFixture, HttpGetWholeRangeSuffixOffset) {
   ASSERT_TRUE(empty);
   EXPECT_EQ(empty->size(), 0u);
   EXPECT_THROW(store->get("obj.bin", ByteRange::range(200000, 10)), StoreError);
+  auto at_end = store->get("obj.bin", ByteRange::from(100000));  // like the file store: empty
+  ASSERT_TRUE(at_end);
+  EXPECT_EQ(at_end->size(), 0u);
 }
 
 TEST_F(HttpFixture, HttpMissingAndSize) {
