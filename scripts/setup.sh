@@ -21,6 +21,7 @@ APT_PACKAGES=(
   libgtest-dev libcli11-dev libgdal-dev gdal-bin
   python3-dev python3-numpy python3-zarr python3-numcodecs python3-xarray python3-pytest
   python3-dask python3-netcdf4
+  libcurl4-openssl-dev nginx libnginx-mod-http-lua
 )
 
 # Debian's interpreter: it is the one with numpy/zarr/pytest (the PATH python3 may be another).

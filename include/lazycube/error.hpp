@@ -19,6 +19,13 @@ class StoreError : public Error {
   using Error::Error;
 };
 
+// The server refused the credentials (HTTP 401/403): never retried. The message names the
+// status and the server's error code, e.g. "403 SignatureDoesNotMatch".
+class AuthError : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
 // A key, path, array, variable or group does not exist.
 class NotFound : public StoreError {
  public:

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,8 +61,12 @@ class Counters;
 
 class Engine {
  public:
-  // The process-wide engine; re-created after fork().
+  // The process-wide engine; re-created after fork(). Its engine-wide cap on transfers in
+  // flight is $LAZYCUBE_HTTP_MAX_IN_FLIGHT (default 64). Do not keep the reference across a
+  // fork(): call global() for each operation.
   static Engine& global();
+  // A private engine with its own event-loop thread (tests, special cases).
+  static std::unique_ptr<Engine> create(std::size_t max_in_flight = 64);
   virtual ~Engine() = default;
 
   // Performs the requests concurrently (at most `options.max_in_flight` at once, engine-wide

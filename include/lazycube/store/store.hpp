@@ -33,6 +33,17 @@ struct ByteRequest {
   ByteRange range;
 };
 
+// Counters of a store's traffic (network backends; local stores report zeros). Latency is per
+// HTTP attempt, in milliseconds, over a bounded window of recent attempts.
+struct StoreStats {
+  std::uint64_t requests = 0;  // HTTP attempts sent (retries included)
+  std::uint64_t bytes = 0;     // body bytes received
+  std::uint64_t retries = 0;   // attempts that were retried
+  std::map<std::string, std::uint64_t> retries_by_cause;  // "http_503", "timeout", "connection", ...
+  std::uint64_t errors = 0;    // requests that failed for good (after their last attempt)
+  double latency_ms_p50 = 0, latency_ms_p90 = 0, latency_ms_p99 = 0, latency_ms_max = 0;
+};
+
 // Options passed when opening a URL (fsspec-style storage_options for the cloud backends).
 using StoreOptions = std::map<std::string, std::string>;
 
@@ -60,6 +71,11 @@ class Store {
   virtual std::vector<std::string> list(std::string_view prefix) = 0;
   // Immediate children of `prefix` (keys and sub-prefixes, without trailing '/'), sorted.
   virtual std::vector<std::string> list_dir(std::string_view prefix) = 0;
+  // True for network stores, where one get_many over many keys beats one get per key: the
+  // Zarr read path then batches the fetches of a read's units.
+  virtual bool prefers_batches() const { return false; }
+  // Traffic counters (see StoreStats); all zero for stores that do no network I/O.
+  virtual StoreStats stats() const { return {}; }
 
   // Unique id of this store instance within the process (used in cache keys).
   std::uint64_t id() const { return id_; }
@@ -72,6 +88,10 @@ class Store {
 
 // Reads a local directory tree. Keys map to paths under `root`; '..' components are refused.
 std::shared_ptr<Store> make_file_store(const std::string& root);
+// Reads objects under an http:// or https:// root URL through the process-wide fetch engine.
+// Options: max_concurrency, timeout, connect_timeout, retries, deadline, coalesce_gap,
+// coalesce_max, ... (StoreError names an unknown one). Listing is not supported.
+std::shared_ptr<Store> make_http_store(const std::string& url, const StoreOptions& options = {});
 // An in-memory store (tests, generated data).
 class MemoryStore;
 std::shared_ptr<MemoryStore> make_memory_store();

@@ -1,0 +1,57 @@
+#include "http_coalesce.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace lazycube::http {
+
+CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t gap, std::uint64_t max_size) {
+  CoalescePlan plan;
+  plan.parts.resize(requests.size());
+  std::map<std::string_view, std::vector<std::size_t>> ranges_by_key;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    if (r.range.kind == ByteRange::Kind::Range && r.range.length > 0) {
+      ranges_by_key[r.key].push_back(i);
+    } else {
+      plan.parts[i].fetch = plan.fetches.size();
+      plan.fetches.push_back({r.key, r.range});
+    }
+  }
+  for (auto& [key, idx] : ranges_by_key) {
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      return requests[a].range.offset < requests[b].range.offset;
+    });
+    std::size_t run_begin = 0;
+    while (run_begin < idx.size()) {
+      const std::uint64_t start = requests[idx[run_begin]].range.offset;
+      std::uint64_t end = start + requests[idx[run_begin]].range.length;
+      std::size_t run_end = run_begin + 1;
+      while (run_end < idx.size()) {
+        const auto& next = requests[idx[run_end]].range;
+        const std::uint64_t next_end = std::max(end, next.offset + next.length);
+        if (next.offset > end + gap || next_end - start > max_size) break;
+        end = next_end;
+        ++run_end;
+      }
+      const std::size_t f = plan.fetches.size();
+      if (run_end - run_begin == 1) {
+        plan.fetches.push_back({std::string(key), requests[idx[run_begin]].range});
+        plan.parts[idx[run_begin]].fetch = f;
+      } else {
+        plan.fetches.push_back({std::string(key), ByteRange::range(start, end - start)});
+        for (std::size_t k = run_begin; k < run_end; ++k) {
+          auto& p = plan.parts[idx[k]];
+          p.fetch = f;
+          p.sliced = true;
+          p.offset = requests[idx[k]].range.offset - start;
+          p.length = requests[idx[k]].range.length;
+        }
+      }
+      run_begin = run_end;
+    }
+  }
+  return plan;
+}
+
+}  // namespace lazycube::http

@@ -1,0 +1,524 @@
+// The curl-multi fetch engine: one event-loop thread owns a CURLM and a pool of easy handles
+// (connections stay alive in the multi handle's cache; HTTP/2 is negotiated over TLS and
+// streams are multiplexed with PIPEWAIT). Callers block in perform() on a condition variable
+// while the loop runs their transfers, schedules retries on timers (never sleeping) and checks
+// every body against Content-Length / Content-Range.
+//
+// A server that ignores Range and answers 200 with the whole object is accepted: the engine
+// slices the requested bytes out locally (costly, but correct), and a range starting past the
+// end of such an object becomes a synthesized 416.
+#include "http_engine.hpp"
+
+#include <curl/curl.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "http_counters.hpp"
+#include "http_util.hpp"
+#include "lazycube/error.hpp"
+
+namespace lazycube::http {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Batch;
+
+// One request and its current attempt.
+struct Transfer {
+  Batch* batch = nullptr;
+  std::size_t index = 0;
+  const Request* req = nullptr;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  Buffer body;
+  std::size_t len = 0;
+  std::map<std::string, std::string> resp_headers;
+  int attempts = 0;
+  Clock::time_point started;
+  std::string last_error;  // why the previous attempt failed (for the final message)
+  char errbuf[CURL_ERROR_SIZE] = {};
+};
+
+// One perform() call.
+struct Batch {
+  RetryPolicy retry;
+  EngineOptions options;
+  Counters* counters = nullptr;
+  Clock::time_point deadline;
+  std::vector<Response> results;
+  std::vector<std::unique_ptr<Transfer>> transfers;
+  std::deque<Transfer*> ready;  // waiting for a slot (first attempt or retry due)
+  std::size_t in_flight = 0;
+  std::size_t remaining = 0;
+  bool failed = false;
+  std::string error;
+  bool done = false;  // guarded by the engine mutex
+  std::condition_variable cv;
+};
+
+std::string describe_request(const Request& r) {
+  std::string s = r.method + " " + redact_url(r.url);
+  if (r.range.kind != ByteRange::Kind::Full) s += " (" + r.range.describe() + ")";
+  return s;
+}
+
+const char* retry_cause(CURLcode rc) {
+  switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT: return "timeout";
+    case CURLE_PARTIAL_FILE: return "short_body";
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR: return "connection";
+    default: return nullptr;
+  }
+}
+
+bool retryable_status(long s) {
+  return s == 408 || s == 429 || s == 500 || s == 502 || s == 503 || s == 504;
+}
+
+std::size_t on_body(char* data, std::size_t, std::size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  if (t->len + n > t->body.size()) t->body.resize(std::max(t->len + n, 2 * t->body.size()));
+  std::memcpy(t->body.data() + t->len, data, n);
+  t->len += n;
+  return n;
+}
+
+std::size_t on_header(char* data, std::size_t, std::size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, n);
+  if (line.rfind("HTTP/", 0) == 0) {  // a new response (after 100-continue or a redirect)
+    t->resp_headers.clear();
+    return n;
+  }
+  auto colon = line.find(':');
+  if (colon == std::string_view::npos) return n;
+  std::string name(line.substr(0, colon));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string_view value = line.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+    value.remove_suffix(1);
+  t->resp_headers[name] = std::string(value);
+  if (name == "content-length" && t->req->method != "HEAD") {
+    std::uint64_t cl = std::strtoull(std::string(value).c_str(), nullptr, 10);
+    if (cl > t->body.size() && cl < (std::uint64_t(1) << 34)) t->body.resize(cl);
+  }
+  return n;
+}
+
+class CurlEngine final : public Engine {
+ public:
+  explicit CurlEngine(std::size_t max_in_flight)
+      : max_in_flight_(std::max<std::size_t>(1, max_in_flight)), rng_(std::random_device{}()) {
+    multi_ = curl_multi_init();
+    if (!multi_) throw StoreError("cannot initialise libcurl (curl_multi_init failed)");
+    curl_multi_setopt(multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(std::max<std::size_t>(64, 2 * max_in_flight_)));
+    thread_ = std::thread([this] { loop(); });
+  }
+
+  ~CurlEngine() override {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    curl_multi_wakeup(multi_);
+    thread_.join();
+    for (CURL* e : pool_) curl_easy_cleanup(e);
+    curl_multi_cleanup(multi_);
+  }
+
+  std::vector<Response> perform(const std::vector<Request>& requests, const RetryPolicy& retry,
+                                const EngineOptions& options, Counters* counters) override {
+    Batch b;
+    b.retry = retry;
+    b.options = options;
+    b.counters = counters;
+    b.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(retry.deadline_s > 0 ? retry.deadline_s : 1e9));
+    b.results.resize(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const Request& r = requests[i];
+      if (r.range.kind == ByteRange::Kind::Range && r.range.length == 0) {  // nothing to fetch
+        b.results[i].status = 206;
+        continue;
+      }
+      auto t = std::make_unique<Transfer>();
+      t->batch = &b;
+      t->index = i;
+      t->req = &r;
+      b.ready.push_back(t.get());
+      b.transfers.push_back(std::move(t));
+    }
+    b.remaining = b.transfers.size();
+    if (b.remaining == 0) return std::move(b.results);
+    {
+      std::lock_guard lock(mutex_);
+      incoming_.push_back(&b);
+    }
+    curl_multi_wakeup(multi_);
+    {
+      std::unique_lock lock(mutex_);
+      b.cv.wait(lock, [&] { return b.done; });
+    }
+    if (b.failed) throw StoreError(b.error);
+    return std::move(b.results);
+  }
+
+ private:
+  // ---- loop thread only ----
+  void loop() {
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        if (stop_) break;
+        for (Batch* b : incoming_) active_.push_back(b);
+        incoming_.clear();
+      }
+      fire_timers();
+      start_transfers();
+      int running = 0;
+      curl_multi_perform(multi_, &running);
+      bool finished_any = false;
+      int left = 0;
+      while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+        if (m->msg != CURLMSG_DONE) continue;
+        void* p = nullptr;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &p);
+        on_done(static_cast<Transfer*>(p), m->data.result);
+        finished_any = true;
+      }
+      int timeout_ms = 1000;
+      if (finished_any) timeout_ms = 0;
+      if (!timers_.empty()) {
+        auto until = std::chrono::duration_cast<std::chrono::milliseconds>(timers_.begin()->first - Clock::now()).count();
+        timeout_ms = static_cast<int>(std::clamp<long long>(until + 1, 0, timeout_ms));
+      }
+      curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr);
+    }
+  }
+
+  void fire_timers() {
+    const auto now = Clock::now();
+    while (!timers_.empty() && timers_.begin()->first <= now) {
+      Transfer* t = timers_.begin()->second;
+      timers_.erase(timers_.begin());
+      t->batch->ready.push_back(t);
+    }
+  }
+
+  void start_transfers() {
+    bool progress = true;
+    while (progress && in_flight_ < max_in_flight_) {
+      progress = false;
+      for (auto it = active_.begin(); it != active_.end() && in_flight_ < max_in_flight_;) {
+        Batch* b = *it;
+        ++it;  // finish() may remove b from active_
+        if (b->ready.empty()) continue;
+        if (b->failed) {  // drop what has not started yet
+          Transfer* t = b->ready.front();
+          b->ready.pop_front();
+          finish(t);
+          progress = true;
+          continue;
+        }
+        if (b->in_flight >= std::max<std::size_t>(1, b->options.max_in_flight)) continue;
+        Transfer* t = b->ready.front();
+        b->ready.pop_front();
+        start(t);
+        progress = true;
+      }
+    }
+  }
+
+  CURL* take_handle() {
+    if (!pool_.empty()) {
+      CURL* e = pool_.back();
+      pool_.pop_back();
+      return e;
+    }
+    return curl_easy_init();
+  }
+
+  void start(Transfer* t) {
+    Batch& b = *t->batch;
+    const Request& r = *t->req;
+    const auto now = Clock::now();
+    if (now >= b.deadline) {
+      fail(t, describe_request(r) + ": deadline of " + std::to_string(b.retry.deadline_s) + " s passed after " +
+                  std::to_string(t->attempts) + " attempt(s)" +
+                  (t->last_error.empty() ? "" : "; last error: " + t->last_error));
+      return;
+    }
+    CURL* e = t->easy = take_handle();
+    if (!e) {
+      fail(t, describe_request(r) + ": cannot create a curl handle");
+      return;
+    }
+    ++t->attempts;
+    t->len = 0;
+    t->resp_headers.clear();
+    t->errbuf[0] = 0;
+    t->started = now;
+    curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(b.options.connect_timeout_s * 1000));
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(b.options.low_speed_time_s)));
+    double left_ms = std::chrono::duration<double, std::milli>(b.deadline - now).count();
+    if (b.options.timeout_s > 0) left_ms = std::min(left_ms, b.options.timeout_s * 1000);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(left_ms)));
+    if (r.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    std::string range;
+    switch (r.range.kind) {
+      case ByteRange::Kind::Full: break;
+      case ByteRange::Kind::Range:
+        range = std::to_string(r.range.offset) + "-" + std::to_string(r.range.offset + r.range.length - 1);
+        break;
+      case ByteRange::Kind::Offset: range = std::to_string(r.range.offset) + "-"; break;
+      case ByteRange::Kind::Suffix: range = "-" + std::to_string(r.range.length); break;
+    }
+    if (!range.empty()) curl_easy_setopt(e, CURLOPT_RANGE, range.c_str());  // copied by libcurl
+    curl_slist_free_all(t->headers);
+    t->headers = nullptr;
+    for (const auto& h : r.headers) t->headers = curl_slist_append(t->headers, h.c_str());
+    if (r.sigv4) {
+      const SigV4& s = *r.sigv4;
+      const std::string provider = "aws:amz:" + s.region + ":" + s.service;
+      curl_easy_setopt(e, CURLOPT_AWS_SIGV4, provider.c_str());
+      curl_easy_setopt(e, CURLOPT_USERNAME, s.access_key.c_str());
+      curl_easy_setopt(e, CURLOPT_PASSWORD, s.secret_key.c_str());
+      t->headers = curl_slist_append(t->headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+      if (!s.session_token.empty())
+        t->headers = curl_slist_append(t->headers, ("x-amz-security-token: " + s.session_token).c_str());
+    } else {
+      curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+      curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+    }
+    if (t->headers) curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl_multi_add_handle(multi_, e);
+    ++in_flight_;
+    ++b.in_flight;
+  }
+
+  void release(Transfer* t) {
+    curl_multi_remove_handle(multi_, t->easy);
+    curl_easy_reset(t->easy);  // drops pointers into *t (error buffer, headers); keeps its connection cache
+    pool_.push_back(t->easy);
+    t->easy = nullptr;
+    curl_slist_free_all(t->headers);
+    t->headers = nullptr;
+    --in_flight_;
+    --t->batch->in_flight;
+  }
+
+  void on_done(Transfer* t, CURLcode rc) {
+    long status = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    release(t);
+    Batch& b = *t->batch;
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t->started).count();
+    if (b.counters) b.counters->attempt(t->len, ms);
+    const Request& r = *t->req;
+    if (rc != CURLE_OK) {
+      std::string what = std::string("curl error ") + std::to_string(static_cast<int>(rc)) + " (" +
+                         (t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc)) + ")";
+      if (const char* cause = retry_cause(rc)) return retry_later(t, cause, what, std::nullopt);
+      return fail(t, describe_request(r) + " failed: " + what);
+    }
+    if (retryable_status(status)) {
+      std::string what = "HTTP " + std::to_string(status);
+      std::string server = server_error(std::string_view(reinterpret_cast<const char*>(t->body.data()), t->len));
+      if (!server.empty()) what += " " + server;
+      std::optional<double> after;
+      if (auto it = t->resp_headers.find("retry-after"); it != t->resp_headers.end())
+        after = parse_retry_after(it->second);
+      return retry_later(t, "http_" + std::to_string(status), what, after);
+    }
+    if ((status == 200 || status == 206) && r.method != "HEAD") {
+      std::string problem = check_body(t, status);
+      if (!problem.empty()) {
+        if (problem[0] == '!') return fail(t, describe_request(r) + ": " + problem.substr(1));
+        return retry_later(t, "body_length", problem, std::nullopt);
+      }
+    }
+    if (status >= 400 && status != 404 && status != 416 && b.counters) b.counters->error();
+    Response& out = b.results[t->index];
+    out.status = status;
+    t->body.resize(t->len);
+    out.body = std::move(t->body);
+    out.headers = std::move(t->resp_headers);
+    out.attempts = t->attempts;
+    if (status == 200 && r.range.kind != ByteRange::Kind::Full) slice_full_reply(out, r.range);
+    finish(t);
+  }
+
+  // "" when the body is what the headers promised; a retryable description otherwise, or one
+  // starting with '!' for a reply that is wrong rather than cut short.
+  static std::string check_body(Transfer* t, long status) {
+    const auto& h = t->resp_headers;
+    if (auto it = h.find("content-length"); it != h.end()) {
+      const std::uint64_t cl = std::strtoull(it->second.c_str(), nullptr, 10);
+      if (cl != t->len)
+        return "body of " + std::to_string(t->len) + " bytes but Content-Length " + std::to_string(cl);
+    }
+    if (status != 206) return {};
+    auto it = h.find("content-range");
+    auto cr = it == h.end() ? std::nullopt : parse_content_range(it->second);
+    if (!cr) return "!206 reply without a valid Content-Range";
+    const std::uint64_t n = cr->last - cr->first + 1;
+    if (n != t->len)
+      return "body of " + std::to_string(t->len) + " bytes but Content-Range " + it->second;
+    const ByteRange& want = t->req->range;
+    const bool at_end = cr->total && cr->last + 1 == *cr->total;
+    bool ok = true;
+    switch (want.kind) {
+      case ByteRange::Kind::Full: ok = cr->first == 0 && at_end; break;
+      case ByteRange::Kind::Range: ok = cr->first == want.offset && (n == want.length || (n < want.length && at_end)); break;
+      case ByteRange::Kind::Offset: ok = cr->first == want.offset && (at_end || !cr->total); break;
+      case ByteRange::Kind::Suffix: ok = at_end && n == std::min<std::uint64_t>(want.length, *cr->total); break;
+    }
+    if (!ok) return "!server answered Content-Range " + it->second + " to a request for " + want.describe();
+    return {};
+  }
+
+  // The server ignored Range and sent the whole object: keep the requested bytes.
+  static void slice_full_reply(Response& out, const ByteRange& want) {
+    const std::uint64_t size = out.body.size();
+    std::uint64_t off = 0, n = size;
+    if (want.kind == ByteRange::Kind::Suffix) {
+      n = std::min(want.length, size);
+      off = size - n;
+    } else {
+      if (want.offset > size || (want.offset == size && size != 0 && want.kind == ByteRange::Kind::Range)) {
+        out.status = 416;
+        out.headers["content-range"] = "bytes */" + std::to_string(size);
+        out.body.clear();
+        return;
+      }
+      off = want.offset;
+      n = want.kind == ByteRange::Kind::Range ? std::min(want.length, size - off) : size - off;
+    }
+    if (off != 0 && n != 0) std::memmove(out.body.data(), out.body.data() + off, n);
+    out.body.resize(n);
+    out.status = 206;
+    out.headers["content-range"] =
+        "bytes " + std::to_string(off) + "-" + std::to_string(off + n - 1) + "/" + std::to_string(size);
+  }
+
+  void retry_later(Transfer* t, const std::string& cause, const std::string& what, std::optional<double> retry_after) {
+    Batch& b = *t->batch;
+    t->last_error = what;
+    const std::string who = describe_request(*t->req);
+    if (t->attempts >= std::max(1, b.retry.max_attempts))
+      return fail(t, who + " failed after " + std::to_string(t->attempts) + " attempt(s): " + what);
+    if (b.failed) return finish(t);
+    const double cap = std::min(b.retry.max_backoff_s, b.retry.initial_backoff_s * std::ldexp(1.0, t->attempts - 1));
+    double delay = std::uniform_real_distribution<double>(0.0, std::max(0.0, cap))(rng_);
+    if (retry_after) delay = std::max(delay, *retry_after);
+    const auto when = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delay));
+    if (when >= b.deadline)
+      return fail(t, who + " failed after " + std::to_string(t->attempts) + " attempt(s): " + what +
+                         " (no time left before the " + std::to_string(b.retry.deadline_s) + " s deadline to retry)");
+    if (b.counters) b.counters->retry(cause);
+    timers_.emplace(when, t);
+  }
+
+  void fail(Transfer* t, const std::string& message) {
+    Batch& b = *t->batch;
+    if (!b.failed) {
+      b.failed = true;
+      b.error = message;
+    }
+    if (b.counters) b.counters->error();
+    finish(t);
+  }
+
+  void finish(Transfer* t) {
+    Batch* b = t->batch;
+    if (--b->remaining != 0) return;
+    active_.remove(b);
+    std::lock_guard lock(mutex_);
+    b->done = true;
+    b->cv.notify_all();
+  }
+
+  const std::size_t max_in_flight_;
+  CURLM* multi_ = nullptr;
+  std::thread thread_;
+  std::mutex mutex_;
+  bool stop_ = false;
+  std::vector<Batch*> incoming_;
+  // loop thread only
+  std::list<Batch*> active_;
+  std::multimap<Clock::time_point, Transfer*> timers_;
+  std::vector<CURL*> pool_;
+  std::size_t in_flight_ = 0;
+  std::mt19937_64 rng_;
+};
+
+// The process-wide engine. After fork() the child forgets the parent's engine (its loop thread
+// does not exist in the child, and its mutexes may be held): a new one is built on first use.
+std::mutex* g_mutex = new std::mutex;
+Engine* g_engine = nullptr;
+
+void forget_engine_in_child() {
+  g_mutex = new std::mutex;  // the old one may have been locked by another thread at fork time
+  g_engine = nullptr;        // leaked on purpose: its thread and sockets belong to the parent
+}
+
+void init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    pthread_atfork(nullptr, nullptr, forget_engine_in_child);
+  });
+}
+
+}  // namespace
+
+Engine& Engine::global() {
+  init_once();
+  std::lock_guard lock(*g_mutex);
+  if (!g_engine) {
+    std::size_t cap = 64;
+    if (const char* env = std::getenv("LAZYCUBE_HTTP_MAX_IN_FLIGHT"); env && std::atol(env) > 0)
+      cap = static_cast<std::size_t>(std::atol(env));
+    g_engine = new CurlEngine(cap);  // never destroyed: stores may still use it at exit
+  }
+  return *g_engine;
+}
+
+std::unique_ptr<Engine> Engine::create(std::size_t max_in_flight) {
+  init_once();
+  return std::make_unique<CurlEngine>(max_in_flight);
+}
+
+}  // namespace lazycube::http

@@ -1,0 +1,190 @@
+// Read-only store over plain HTTP(S): keys are paths under the root URL. Listing is impossible
+// over plain HTTP, so Zarr hierarchies need consolidated metadata.
+#include "http_store.hpp"
+
+#include "http_coalesce.hpp"
+#include "http_counters.hpp"
+#include "http_engine.hpp"
+#include "http_util.hpp"
+#include "lazycube/error.hpp"
+
+namespace lazycube {
+
+namespace {
+
+double parse_double(const std::string& key, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    double v = std::stod(value, &used);
+    if (used == value.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw StoreError("storage option '" + key + "' needs a non-negative number, got '" + value + "'");
+}
+
+class HttpStore final : public Store {
+ public:
+  HttpStore(std::string root, const http::HttpOptions& options) : root_(std::move(root)), options_(options) {
+    while (!root_.empty() && root_.back() == '/') root_.pop_back();
+  }
+
+  std::string url() const override { return http::redact_url(root_); }
+
+  std::optional<Buffer> get(std::string_view key, ByteRange range) override {
+    auto r = fetch({{std::string(key), range}});
+    return std::move(r[0]);
+  }
+
+  bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
+    auto r = get(key, range);
+    if (!r) return false;
+    out = std::move(*r);
+    return true;
+  }
+
+  std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests) override {
+    return fetch(requests);
+  }
+
+  std::optional<std::uint64_t> size(std::string_view key) override {
+    http::Request req;
+    req.method = "HEAD";
+    req.url = url_of(key);
+    auto res = http::Engine::global().perform({req}, options_.retry, options_.engine, &counters_);
+    const long s = res[0].status;
+    if (s == 404) return std::nullopt;
+    check_status(res[0], req);
+    auto it = res[0].headers.find("content-length");
+    if (it == res[0].headers.end())
+      throw StoreError("HEAD " + http::redact_url(req.url) + ": no Content-Length in the reply");
+    return std::strtoull(it->second.c_str(), nullptr, 10);
+  }
+
+  std::vector<std::string> list(std::string_view) override { throw no_listing(); }
+  std::vector<std::string> list_dir(std::string_view) override { throw no_listing(); }
+
+  StoreStats stats() const override { return counters_.snapshot(); }
+  bool prefers_batches() const override { return true; }
+
+ private:
+  static StoreError no_listing() {
+    return StoreError("listing is not supported over plain HTTP; use consolidated metadata");
+  }
+
+  std::string url_of(std::string_view key) const {
+    std::string k(key);
+    while (!k.empty() && k.front() == '/') k.erase(0, 1);
+    return root_ + "/" + http::encode_key(k);
+  }
+
+  // Throws for a final reply that is neither data nor "missing".
+  void check_status(const http::Response& res, const http::Request& req) {
+    const long s = res.status;
+    if (s >= 200 && s < 300) return;
+    std::string server = http::server_error(
+        std::string_view(reinterpret_cast<const char*>(res.body.data()), res.body.size()));
+    std::string what = req.method + " " + http::redact_url(req.url);
+    if (req.range.kind != ByteRange::Kind::Full) what += " (" + req.range.describe() + ")";
+    if (s == 401 || s == 403)
+      throw AuthError(std::to_string(s) + " " + (server.empty() ? "access denied" : server) + " (" + what +
+                      ", attempts: " + std::to_string(res.attempts) + "): check the credentials");
+    if (s == 416)
+      throw StoreError(what + " starts past the end of the object (HTTP 416)");
+    throw StoreError(what + ": HTTP " + std::to_string(s) + (server.empty() ? "" : " " + server) +
+                     " (attempts: " + std::to_string(res.attempts) + ")");
+  }
+
+  // A 416 for a range starting exactly at the object's end ("bytes */N" with offset N).
+  static bool starts_at_end(const http::Response& res, const ByteRange& range) {
+    if (range.kind != ByteRange::Kind::Range && range.kind != ByteRange::Kind::Offset) return false;
+    auto it = res.headers.find("content-range");
+    if (it == res.headers.end()) return false;
+    auto total = http::parse_unsatisfied_range(it->second);
+    return total && *total == range.offset;
+  }
+
+  std::vector<std::optional<Buffer>> fetch(const std::vector<ByteRequest>& requests) {
+    auto plan = http::coalesce(requests, options_.coalesce_gap, options_.coalesce_max);
+    std::vector<http::Request> reqs(plan.fetches.size());
+    for (std::size_t i = 0; i < plan.fetches.size(); ++i) {
+      reqs[i].url = url_of(plan.fetches[i].key);
+      reqs[i].range = plan.fetches[i].range;
+    }
+    auto res = http::Engine::global().perform(reqs, options_.retry, options_.engine, &counters_);
+    std::vector<std::optional<Buffer>> out(requests.size());
+    for (std::size_t f = 0; f < res.size(); ++f) {
+      if (res[f].status == 404) continue;  // missing: every part stays nullopt
+      if (res[f].status == 416 && starts_at_end(res[f], reqs[f].range)) {
+        res[f].status = 206;  // a read starting exactly at the end is empty, not an error
+        res[f].body.clear();
+        continue;
+      }
+      check_status(res[f], reqs[f]);
+    }
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const auto& part = plan.parts[i];
+      const auto& r = res[part.fetch];
+      if (r.status == 404) continue;
+      if (!part.sliced) {
+        out[i] = std::move(res[part.fetch].body);
+        continue;
+      }
+      // A slice of a coalesced range; the object may have ended inside the range.
+      const std::uint64_t have = r.body.size();
+      if (part.offset > have)
+        throw StoreError(describe(requests[i].key) + ": " + requests[i].range.describe() +
+                         " starts past the end of the object");
+      const std::uint64_t n = std::min(part.length, have - part.offset);
+      out[i] = Buffer::copy_of(r.body.view().subspan(part.offset, n));
+    }
+    return out;
+  }
+
+  std::string root_;
+  http::HttpOptions options_;
+  mutable http::Counters counters_;
+};
+
+}  // namespace
+
+namespace http {
+
+HttpOptions parse_http_options(const StoreOptions& options) {
+  HttpOptions o;
+  for (const auto& [k, v] : options) {
+    if (k == "max_concurrency") {
+      o.engine.max_in_flight = static_cast<std::size_t>(std::max(1.0, parse_double(k, v)));
+    } else if (k == "timeout") {
+      o.engine.timeout_s = parse_double(k, v);
+    } else if (k == "connect_timeout") {
+      o.engine.connect_timeout_s = parse_double(k, v);
+    } else if (k == "low_speed_time") {
+      o.engine.low_speed_time_s = parse_double(k, v);
+    } else if (k == "retries") {
+      o.retry.max_attempts = static_cast<int>(parse_double(k, v)) + 1;
+    } else if (k == "deadline") {
+      o.retry.deadline_s = parse_double(k, v);
+    } else if (k == "backoff") {
+      o.retry.initial_backoff_s = parse_double(k, v);
+    } else if (k == "max_backoff") {
+      o.retry.max_backoff_s = parse_double(k, v);
+    } else if (k == "coalesce_gap") {
+      o.coalesce_gap = static_cast<std::uint64_t>(parse_double(k, v));
+    } else if (k == "coalesce_max") {
+      o.coalesce_max = static_cast<std::uint64_t>(parse_double(k, v));
+    } else {
+      throw StoreError("unknown storage option '" + k +
+                       "' for an HTTP store (known: max_concurrency, timeout, connect_timeout, "
+                       "low_speed_time, retries, deadline, backoff, max_backoff, coalesce_gap, coalesce_max)");
+    }
+  }
+  return o;
+}
+
+}  // namespace http
+
+std::shared_ptr<Store> make_http_store(const std::string& url, const StoreOptions& options) {
+  return std::make_shared<HttpStore>(url, http::parse_http_options(options));
+}
+
+}  // namespace lazycube

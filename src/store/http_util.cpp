@@ -1,0 +1,98 @@
+#include "http_util.hpp"
+
+#include <charconv>
+#include <cstdlib>
+
+namespace lazycube::http {
+
+namespace {
+
+std::optional<std::uint64_t> to_u64(std::string_view s) {
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::string xml_element(std::string_view body, std::string_view name) {
+  const std::string open = "<" + std::string(name) + ">", close = "</" + std::string(name) + ">";
+  auto a = body.find(open);
+  if (a == std::string_view::npos) return {};
+  a += open.size();
+  auto b = body.find(close, a);
+  if (b == std::string_view::npos) return {};
+  return std::string(trim(body.substr(a, b - a)));
+}
+
+}  // namespace
+
+std::optional<ContentRange> parse_content_range(std::string_view v) {
+  v = trim(v);
+  if (v.rfind("bytes ", 0) != 0) return std::nullopt;
+  v.remove_prefix(6);
+  auto dash = v.find('-'), slash = v.find('/');
+  if (dash == std::string_view::npos || slash == std::string_view::npos || slash < dash) return std::nullopt;
+  auto first = to_u64(v.substr(0, dash)), last = to_u64(v.substr(dash + 1, slash - dash - 1));
+  if (!first || !last || *last < *first) return std::nullopt;
+  ContentRange r{*first, *last, std::nullopt};
+  auto total = v.substr(slash + 1);
+  if (total != "*") {
+    r.total = to_u64(total);
+    if (!r.total || r.last >= *r.total) return std::nullopt;
+  }
+  return r;
+}
+
+std::optional<std::uint64_t> parse_unsatisfied_range(std::string_view v) {
+  v = trim(v);
+  if (v.rfind("bytes */", 0) != 0) return std::nullopt;
+  return to_u64(v.substr(8));
+}
+
+std::optional<double> parse_retry_after(std::string_view v) {
+  auto n = to_u64(trim(v));
+  if (!n) return std::nullopt;
+  return static_cast<double>(*n);
+}
+
+std::string server_error(std::string_view body) {
+  if (body.size() > 65536) body = body.substr(0, 65536);
+  std::string code = xml_element(body, "Code"), message = xml_element(body, "Message");
+  if (code.empty()) return message;
+  return message.empty() ? code : code + ": " + message;
+}
+
+std::string redact_url(std::string_view url) {
+  std::string u(url.substr(0, url.find_first_of("?#")));
+  auto scheme = u.find("://");
+  auto host = scheme == std::string::npos ? 0 : scheme + 3;
+  auto at = u.find('@', host), slash = u.find('/', host);
+  if (at != std::string::npos && (slash == std::string::npos || at < slash)) u.erase(host, at + 1 - host);
+  return u;
+}
+
+std::string encode_key(std::string_view key) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(key.size());
+  for (unsigned char c : key) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace lazycube::http
