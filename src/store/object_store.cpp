@@ -175,16 +175,18 @@ class ObjectStore final : public Store {
 
   [[noreturn]] void fail(const http::Response& r, const std::string& what) const {
     const auto err = s3::parse_error_body(body_text(r.body));
-    std::string msg;
-    if (r.status == 401 || r.status == 403)
-      msg = "authentication failed for " + what + ": HTTP " + std::to_string(r.status);
-    else
-      msg = what + ": HTTP " + std::to_string(r.status);
+    // 401/403, and the 400s S3 answers for bad session tokens or malformed credentials.
+    const bool auth = r.status == 401 || r.status == 403 ||
+                      (r.status == 400 && (err.code == "InvalidToken" || err.code == "ExpiredToken" ||
+                                           err.code == "TokenRefreshRequired" ||
+                                           err.code == "AuthorizationHeaderMalformed"));
+    std::string msg = auth ? "authentication failed for " + what + ": HTTP " : what + ": HTTP ";
+    msg += std::to_string(r.status);
     if (!err.code.empty()) msg += " " + err.code;
     if (!err.message.empty()) msg += " (" + err.message + ")";
-    if (r.status == 401 || r.status == 403) msg += " [credentials: " + c_.auth_description + "]";
+    if (auth) msg += " [credentials: " + c_.auth_description + "]";
     msg = s3::redact(std::move(msg), c_.secrets);
-    if (r.status == 401 || r.status == 403) throw AuthError(msg);
+    if (auth) throw AuthError(msg);
     if (r.status == 404) throw NotFound(msg);
     throw StoreError(msg);
   }

@@ -159,7 +159,9 @@ class MotoServer {
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the test process
       if (::getppid() != parent) ::_exit(1);
-      FILE* devnull = std::fopen("/dev/null", "w");
+      // Server log: $LAZYCUBE_MOTO_LOG when set (debugging), else nowhere.
+      const char* log = std::getenv("LAZYCUBE_MOTO_LOG");
+      FILE* devnull = std::fopen(log && *log ? log : "/dev/null", "w");
       if (devnull) {
         ::dup2(::fileno(devnull), 1);
         ::dup2(::fileno(devnull), 2);

@@ -37,7 +37,7 @@ def setup(endpoint, bucket, trees):
                 path = os.path.join(root, name)
                 rel = os.path.relpath(path, src).replace(os.sep, "/")
                 with open(path, "rb") as f:
-                    s3.put_object(Bucket=bucket, Key=f"{prefix}/{rel}", Body=f.read())
+                    s3.put_object(Bucket=bucket, Key=f"{prefix}/{rel}", Body=f.read(), ACL="public-read")
     iam = client("iam", endpoint)
     iam.create_user(UserName="lazycube")
     iam.put_user_policy(UserName="lazycube", PolicyName="all", PolicyDocument=ALLOW_ALL)
