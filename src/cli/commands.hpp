@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lazycube/dataset/selection.hpp"
+#include "lazycube/store/store.hpp"
 
 namespace lazycube::cli {
 
@@ -18,6 +19,8 @@ class UsageProblem : public std::runtime_error {
 struct InfoArgs {
   std::string url;
   bool json = false;
+  std::vector<std::string> options;  // storage options, KEY=VALUE
+  bool stats = false;                // print the store's traffic counters afterwards
 };
 int run_info(const InfoArgs& args);
 
@@ -27,8 +30,12 @@ struct ReadArgs {
   std::vector<std::string> isel;    // DIM=INDEX or DIM=START:STOP[:STEP]
   bool raw = false;
   std::string output;
+  std::vector<std::string> options;  // storage options, KEY=VALUE
 };
 int run_read(const ReadArgs& args);
+
+// Storage options from "KEY=VALUE" texts; UsageProblem on a text without '=' or a repeated key.
+StoreOptions parse_storage_options(const std::vector<std::string>& texts);
 
 // Parses "DIM=5", "DIM=-1", "DIM=2:10", "DIM=:10", "DIM=5:", "DIM=::2", "DIM=10:0:-1".
 // UsageProblem on malformed text.

@@ -75,14 +75,50 @@ void print_text(const Dataset& ds, std::ostream& out) {
   }
 }
 
+ordered_json stats_json(const StoreStats& s) {
+  ordered_json j;
+  j["requests"] = s.requests;
+  j["bytes"] = s.bytes;
+  j["retries"] = s.retries;
+  j["retries_by_cause"] = ordered_json::object();
+  for (const auto& [cause, n] : s.retries_by_cause) j["retries_by_cause"][cause] = n;
+  j["errors"] = s.errors;
+  j["latency_ms"] = {{"p50", s.latency_ms_p50}, {"p90", s.latency_ms_p90}, {"p99", s.latency_ms_p99},
+                     {"max", s.latency_ms_max}};
+  return j;
+}
+
+void print_stats(const StoreStats& s, std::ostream& out) {
+  out << "Store stats:\n    requests: " << s.requests << "\n    bytes: " << s.bytes
+      << "\n    retries: " << s.retries;
+  if (!s.retries_by_cause.empty()) {
+    out << " (";
+    bool first = true;
+    for (const auto& [cause, n] : s.retries_by_cause) {
+      out << (first ? "" : ", ") << cause << ": " << n;
+      first = false;
+    }
+    out << ")";
+  }
+  out << "\n    errors: " << s.errors << "\n    latency ms: p50 " << s.latency_ms_p50 << ", p90 "
+      << s.latency_ms_p90 << ", p99 " << s.latency_ms_p99 << ", max " << s.latency_ms_max << "\n";
+}
+
 }  // namespace
 
 int run_info(const InfoArgs& args) {
-  const Dataset ds = open(args.url);
-  if (args.json)
-    std::cout << to_json(ds).dump(2) << "\n";
-  else
+  OpenOptions options;
+  options.storage_options = parse_storage_options(args.options);
+  const Location location = open_location(args.url, options.storage_options);
+  const Dataset ds = open(location, options);
+  if (args.json) {
+    ordered_json j = to_json(ds);
+    if (args.stats) j["stats"] = stats_json(location.store->stats());
+    std::cout << j.dump(2) << "\n";
+  } else {
     print_text(ds, std::cout);
+    if (args.stats) print_stats(location.store->stats(), std::cout);
+  }
   return 0;
 }
 

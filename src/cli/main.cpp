@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
   auto* info_cmd = app.add_subcommand("info", "Show dims, coordinates, variables and attributes");
   info_cmd->add_option("URL", info.url, "Zarr group or array (path or URL)")->required();
   info_cmd->add_flag("--json", info.json, "Print JSON instead of text");
+  info_cmd->add_option("--option", info.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  info_cmd->add_flag("--stats", info.stats, "Print the store's request/retry/latency counters afterwards");
 
   ReadArgs read;
   std::vector<std::string> isel;
@@ -32,6 +36,9 @@ int main(int argc, char** argv) {
   read_cmd->add_option("URL", read.url, "Zarr group or array (path or URL)")->required();
   read_cmd->add_option("VARIABLE", read.variable, "Variable name (omit for a single array)");
   read_cmd->add_option("--isel", isel, "DIM=INDEX or DIM=START:STOP[:STEP] (repeatable)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  read_cmd->add_option("--option", read.options, "Storage option KEY=VALUE (repeatable), e.g. retries=10")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   read_cmd->add_flag("--raw", read.raw, "Skip CF decoding: stored values and dtype");

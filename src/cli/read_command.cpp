@@ -26,6 +26,7 @@ int run_read(const ReadArgs& args) {
   }
   OpenOptions options;
   options.decode_cf = !args.raw;
+  options.storage_options = parse_storage_options(args.options);
   const Dataset ds = open(args.url, options);
   std::string name = args.variable;
   if (name.empty()) {

@@ -16,12 +16,15 @@ std::string last_component(std::string_view path) {
 }  // namespace
 
 Dataset open(std::string_view url, const OpenOptions& options) {
-  const Location location = open_location(url, options.storage_options);
+  return open(open_location(url, options.storage_options), options);
+}
+
+Dataset open(const Location& location, const OpenOptions& options) {
   const auto hierarchy = zarr::Hierarchy::open(location, options.consolidated);
   std::vector<Variable> variables;
   if (hierarchy.is_array()) {
     std::string name = last_component(location.path);
-    if (name.empty()) name = last_component(url);
+    if (name.empty()) name = last_component(location.store->url());
     if (name.empty()) name = "data";
     variables.push_back(variable_from_array(name, hierarchy.array(hierarchy.array_names().front()),
                                             options.decode_cf, hierarchy.zarr_format()));

@@ -66,6 +66,9 @@ class Dataset {
 // Opens a Zarr group (each array a variable) or a single array (one variable named after the
 // last path component) at `url`.
 Dataset open(std::string_view url, const OpenOptions& options = {});
+// The same over an already opened location (keeps the store at hand, e.g. for its stats());
+// `options.storage_options` are not used.
+Dataset open(const Location& location, const OpenOptions& options = {});
 
 // A variable over a whole array: dims from the metadata, _ARRAY_DIMENSIONS dropped from the
 // attributes, CF decoding planned when `decode_cf` (the fill value acts as _FillValue for
