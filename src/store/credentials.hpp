@@ -1,0 +1,41 @@
+// The S3 credential chain: explicit options → AWS_* environment → profile files → anonymous.
+// Region and endpoint are resolved alongside (they come from the same places).
+#pragma once
+
+#include <string>
+
+#include "cloud_options.hpp"
+
+namespace lazycube::cloud {
+
+struct AwsCredentials {
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;
+  std::string source = "anonymous";  // "options", "environment", "profile 'name' (path)", "anonymous"
+
+  bool anonymous() const { return access_key_id.empty(); }
+  // For messages and logs: source and a masked key id ("AKIA****"); never the secret or token.
+  std::string describe() const;
+};
+
+struct AwsSettings {
+  AwsCredentials credentials;
+  std::string region;        // never empty: "us-east-1" when nothing says otherwise
+  std::string endpoint_url;  // empty: AWS's own endpoints (virtual-hosted addressing)
+};
+
+// Resolves credentials, region and endpoint for an S3 store.
+//   credentials: `anon` → anonymous; `key`+`secret` (+`token`) options; AWS_ACCESS_KEY_ID +
+//     AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN); the profile (`profile` option, AWS_PROFILE,
+//     else "default") in AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials) then AWS_CONFIG_FILE
+//     (~/.aws/config, "[profile name]" sections); anonymous when nothing is found.
+//   region: `region_name` → AWS_REGION → AWS_DEFAULT_REGION → profile `region` → us-east-1.
+//   endpoint: `endpoint_url` → AWS_ENDPOINT_URL_S3 → AWS_ENDPOINT_URL.
+// Throws StoreError for half-given credentials or an explicitly named profile that does not exist.
+AwsSettings resolve_aws_settings(const CloudOptions& options);
+
+// Masks an access key id for messages: its first 4 characters then "****" ("****" when short).
+std::string mask_key_id(const std::string& key_id);
+
+}  // namespace lazycube::cloud

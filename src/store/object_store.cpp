@@ -1,0 +1,242 @@
+// The S3-protocol Store: GET/HEAD objects, ListObjectsV2 listings, errors mapped to StoreError.
+#include "object_store.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "byte_range.hpp"
+#include "http_counters.hpp"
+#include "lazycube/error.hpp"
+#include "s3_protocol.hpp"
+
+namespace lazycube::cloud {
+
+namespace {
+
+std::string body_text(const Buffer& b) {
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+class ObjectStore final : public Store {
+ public:
+  explicit ObjectStore(ObjectStoreConfig c) : c_(std::move(c)) {}
+
+  std::string url() const override {
+    return c_.scheme + "://" + c_.bucket + (c_.prefix.empty() ? "" : "/" + c_.prefix);
+  }
+
+  StoreStats stats() const override { return counters_.snapshot(); }
+
+  std::optional<Buffer> get(std::string_view key, ByteRange range) override {
+    Buffer out;
+    if (!get_into(key, range, out)) return std::nullopt;
+    return out;
+  }
+
+  bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
+    if (range.kind == ByteRange::Kind::Range && range.length == 0) {
+      auto n = size(key);  // a zero-length range has no Range header form: check existence
+      if (!n) return false;
+      detail::resolve_range(range, *n, describe(key));
+      out.resize(0);
+      return true;
+    }
+    auto responses = perform({object_request("GET", key, range)});
+    return finish_get(key, range, responses[0], out);
+  }
+
+  std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests) override {
+    std::vector<http::Request> batch;
+    std::vector<std::size_t> batched;
+    std::vector<std::optional<Buffer>> out(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const auto& r = requests[i];
+      if (r.range.kind == ByteRange::Kind::Range && r.range.length == 0) {
+        out[i] = get(r.key, r.range);
+      } else {
+        batch.push_back(object_request("GET", r.key, r.range));
+        batched.push_back(i);
+      }
+    }
+    if (batch.empty()) return out;
+    auto responses = perform(batch);
+    for (std::size_t j = 0; j < batched.size(); ++j) {
+      const auto& r = requests[batched[j]];
+      Buffer b;
+      if (finish_get(r.key, r.range, responses[j], b)) out[batched[j]] = std::move(b);
+    }
+    return out;
+  }
+
+  std::optional<std::uint64_t> size(std::string_view key) override {
+    auto responses = perform({object_request("HEAD", key, ByteRange::full())});
+    auto& r = responses[0];
+    if (r.status == 404) return std::nullopt;
+    if (r.status != 200) {
+      // HEAD errors carry no body: ask again with a one-byte GET to learn the server's error code.
+      auto again = perform({object_request("GET", key, ByteRange::range(0, 1))});
+      if (again[0].status == 404) return std::nullopt;
+      if (again[0].status >= 400 && again[0].status != 416) fail(again[0], describe(key));
+      fail(r, describe(key));
+    }
+    auto it = r.headers.find("content-length");
+    if (it == r.headers.end())
+      throw StoreError(describe(key) + ": HEAD response without Content-Length");
+    try {
+      return std::stoull(it->second);
+    } catch (const std::exception&) {
+      throw StoreError(describe(key) + ": bad Content-Length '" + it->second + "'");
+    }
+  }
+
+  std::vector<std::string> list(std::string_view prefix) override {
+    std::vector<std::string> keys;
+    const std::string rel = dir_prefix(prefix);
+    list_objects(rel, false, [&](std::string key, bool) { keys.push_back(std::move(key)); });
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+  std::vector<std::string> list_dir(std::string_view prefix) override {
+    std::vector<std::string> names;
+    const std::string rel = dir_prefix(prefix);
+    list_objects(rel, true, [&](std::string key, bool) {
+      std::string name = key.substr(rel.size());
+      while (!name.empty() && name.back() == '/') name.pop_back();
+      if (!name.empty()) names.push_back(std::move(name));
+    });
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  }
+
+ private:
+  static std::string dir_prefix(std::string_view prefix) {
+    std::string p(prefix);
+    while (!p.empty() && p.front() == '/') p.erase(0, 1);
+    if (!p.empty() && p.back() != '/') p += '/';
+    return p;
+  }
+
+  std::string full_key(std::string_view key) const {
+    std::string k(key);
+    while (!k.empty() && k.front() == '/') k.erase(0, 1);
+    return c_.prefix.empty() ? k : c_.prefix + "/" + k;
+  }
+
+  http::Request base_request(const std::string& method, std::string url) const {
+    http::Request req;
+    req.method = method;
+    req.url = std::move(url);
+    req.headers = c_.headers;
+    req.sigv4 = c_.sigv4;
+    return req;
+  }
+
+  http::Request object_request(const std::string& method, std::string_view key, ByteRange range) const {
+    auto req = base_request(method, c_.base_url + "/" + s3::uri_encode(full_key(key), true));
+    req.range = range;
+    return req;
+  }
+
+  std::vector<http::Response> perform(const std::vector<http::Request>& requests) {
+    try {
+      return http::Engine::global().perform(requests, c_.retry, c_.engine, &counters_);
+    } catch (const AuthError& e) {
+      throw AuthError(s3::redact(e.what(), c_.secrets));
+    } catch (const NotFound& e) {
+      throw NotFound(s3::redact(e.what(), c_.secrets));
+    } catch (const StoreError& e) {
+      throw StoreError(s3::redact(e.what(), c_.secrets));
+    }
+  }
+
+  bool finish_get(std::string_view key, const ByteRange& range, http::Response& r, Buffer& out) {
+    if (r.status == 404) return false;
+    if (r.status == 416) {
+      // Range not satisfiable: an empty object read from 0 / by suffix is empty, else past the end.
+      if (range.kind == ByteRange::Kind::Suffix || range.offset == 0) {
+        out.resize(0);
+        return true;
+      }
+      throw StoreError(describe(key) + ": " + range.describe() + " starts past the end of the object");
+    }
+    if (r.status == 200 && range.kind != ByteRange::Kind::Full) {
+      // The server ignored the Range header: cut the range out of the whole object.
+      auto rr = detail::resolve_range(range, r.body.size(), describe(key));
+      out.resize(rr.length);
+      if (rr.length) std::memmove(out.data(), r.body.data() + rr.offset, rr.length);
+      return true;
+    }
+    if (r.status != 200 && r.status != 206) fail(r, describe(key));
+    out = std::move(r.body);
+    return true;
+  }
+
+  [[noreturn]] void fail(const http::Response& r, const std::string& what) const {
+    const auto err = s3::parse_error_body(body_text(r.body));
+    // 401/403, and the 400s S3 answers for bad session tokens or malformed credentials.
+    const bool auth = r.status == 401 || r.status == 403 ||
+                      (r.status == 400 && (err.code == "InvalidToken" || err.code == "ExpiredToken" ||
+                                           err.code == "TokenRefreshRequired" ||
+                                           err.code == "AuthorizationHeaderMalformed"));
+    std::string msg = auth ? "authentication failed for " + what + ": HTTP " : what + ": HTTP ";
+    msg += std::to_string(r.status);
+    if (!err.code.empty()) msg += " " + err.code;
+    if (!err.message.empty()) msg += " (" + err.message + ")";
+    if (auth) msg += " [credentials: " + c_.auth_description + "]";
+    msg = s3::redact(std::move(msg), c_.secrets);
+    if (auth) throw AuthError(msg);
+    if (r.status == 404) throw NotFound(msg);
+    throw StoreError(msg);
+  }
+
+  // ListObjectsV2 over every page; calls `emit(key_or_prefix, is_prefix)` with keys relative to
+  // the store root.
+  template <class Emit>
+  void list_objects(const std::string& rel_prefix, bool delimited, Emit&& emit) {
+    const std::string root = c_.prefix.empty() ? std::string() : c_.prefix + "/";
+    const std::string prefix = root + rel_prefix;
+    std::string token;
+    for (int page_no = 0;; ++page_no) {
+      // Query parameters in sorted order (as SigV4's canonical form wants them).
+      std::string q;
+      auto add = [&](const char* k, const std::string& v) {
+        q += q.empty() ? '?' : '&';
+        q += k;
+        q += '=';
+        q += s3::uri_encode(v, false);
+      };
+      if (!token.empty()) add("continuation-token", token);
+      if (delimited) add("delimiter", "/");
+      q += "&list-type=2";
+      if (q[0] == '&') q[0] = '?';
+      if (c_.list_page_size > 0) add("max-keys", std::to_string(c_.list_page_size));
+      if (!prefix.empty()) add("prefix", prefix);
+      auto responses = perform({base_request("GET", c_.base_url + "/" + q)});
+      auto& r = responses[0];
+      const std::string what = "listing " + url() + (rel_prefix.empty() ? "/" : "/" + rel_prefix);
+      if (r.status != 200) fail(r, what);
+      auto page = s3::parse_list_page(body_text(r.body));
+      for (auto& k : page.keys)
+        if (k.size() > root.size() && k.compare(0, root.size(), root) == 0) emit(k.substr(root.size()), false);
+      for (auto& p : page.prefixes)
+        if (p.size() > root.size() && p.compare(0, root.size(), root) == 0) emit(p.substr(root.size()), true);
+      if (!page.truncated) break;
+      if (page.next_token == token || page_no > 1000000)
+        throw StoreError(what + ": listing does not advance (continuation token repeats)");
+      token = std::move(page.next_token);
+    }
+  }
+
+  ObjectStoreConfig c_;
+  mutable http::Counters counters_;
+};
+
+}  // namespace
+
+std::shared_ptr<Store> make_object_store(ObjectStoreConfig config) {
+  return std::make_shared<ObjectStore>(std::move(config));
+}
+
+}  // namespace lazycube::cloud

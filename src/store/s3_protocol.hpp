@@ -1,0 +1,41 @@
+// Pieces of the S3 REST protocol (also spoken by GCS's XML API): URI encoding, the
+// ListObjectsV2 result and error bodies (parsed minimally: only the elements we use).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lazycube::s3 {
+
+// RFC 3986 percent-encoding: unreserved characters kept, '/' kept when `keep_slash`.
+std::string uri_encode(std::string_view text, bool keep_slash);
+
+// Decodes the five predefined XML entities and numeric character references (as UTF-8).
+std::string xml_decode(std::string_view text);
+
+// The text of the first <name>…</name> element at or after `from` (decoded), or empty.
+// `from` is moved past the element when found; `found` tells an empty element from none.
+std::string xml_element(std::string_view xml, std::string_view name, std::size_t& from, bool* found = nullptr);
+
+struct ListPage {
+  std::vector<std::string> keys;      // <Contents><Key>
+  std::vector<std::string> prefixes;  // <CommonPrefixes><Prefix>
+  bool truncated = false;             // <IsTruncated>
+  std::string next_token;             // <NextContinuationToken>
+};
+
+// Parses a ListBucketResult (ListObjectsV2). Throws StoreError when it is not one.
+ListPage parse_list_page(std::string_view xml);
+
+struct ErrorBody {
+  std::string code;     // <Code>, e.g. SignatureDoesNotMatch
+  std::string message;  // <Message>
+};
+// The <Error> of a failed request; empty fields when the body is not an S3 error document.
+ErrorBody parse_error_body(std::string_view xml);
+
+// Replaces every occurrence of each non-empty secret in `text` by "***".
+std::string redact(std::string text, const std::vector<std::string>& secrets);
+
+}  // namespace lazycube::s3

@@ -1,0 +1,48 @@
+// s3://bucket/prefix: AWS S3 or an S3-compatible endpoint, SigV4-signed unless anonymous.
+#include <cstdlib>
+
+#include "cloud_options.hpp"
+#include "credentials.hpp"
+#include "object_store.hpp"
+
+namespace lazycube::cloud {
+
+std::string s3_bucket_url(const std::string& bucket, const std::string& region, const std::string& endpoint_url) {
+  if (!endpoint_url.empty()) return endpoint_url + "/" + bucket;
+  if (bucket.find('.') != std::string::npos) return "https://s3." + region + ".amazonaws.com/" + bucket;
+  return "https://" + bucket + ".s3." + region + ".amazonaws.com";
+}
+
+void apply_transfer_options(const CloudOptions& o, ObjectStoreConfig& c) {
+  c.engine.max_in_flight = o.max_concurrency;
+  c.engine.timeout_s = o.timeout_s;
+  c.retry.max_attempts = o.retries + 1;
+}
+
+std::shared_ptr<Store> make_s3_store(const std::string& bucket, const std::string& prefix,
+                                     const StoreOptions& options) {
+  const CloudOptions o = parse_cloud_options(options, "s3");
+  const AwsSettings aws = resolve_aws_settings(o);
+  ObjectStoreConfig c;
+  c.scheme = "s3";
+  c.bucket = bucket;
+  c.prefix = prefix;
+  c.base_url = s3_bucket_url(bucket, aws.region, aws.endpoint_url);
+  apply_transfer_options(o, c);
+  const auto& cred = aws.credentials;
+  if (!cred.anonymous()) {
+    http::SigV4 sig;
+    sig.region = aws.region;
+    sig.service = "s3";
+    sig.access_key = cred.access_key_id;
+    sig.secret_key = cred.secret_access_key;
+    sig.session_token = cred.session_token;
+    c.sigv4 = sig;
+    c.secrets = {cred.secret_access_key, cred.session_token};
+  }
+  if (o.requester_pays) c.headers.push_back("x-amz-request-payer: requester");
+  c.auth_description = cred.describe();
+  return make_object_store(std::move(c));
+}
+
+}  // namespace lazycube::cloud
