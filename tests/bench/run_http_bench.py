@@ -13,7 +13,8 @@ every request, and measures in one run, each peer in its own process:
                                        connections on top of the 50 ms
 
 plus informational rows that show where the time goes (Store::get_many of every chunk in one
-call, the HTTP engine's ceiling; and Array::read with a larger decode thread pool).
+call, the HTTP engine's ceiling, with and without the latency and faults; max_concurrency=1
+alone; and Array::read with a larger decode thread pool).
 
 Targets (from the issue): lazycube >= 25x the one-in-flight rate, >= 3x zarr-python + fsspec, and
 under the fault mix >= 70 % of its clean throughput. Every peer's output is checked against the
@@ -50,6 +51,7 @@ VARIABLE = "data"
 
 LATENCY_MS = 50
 CLEAN = {"latency_ms": LATENCY_MS}
+NO_LATENCY = {"latency_ms": 0}
 FAULTS = {"latency_ms": LATENCY_MS, "p503": 0.10, "p429": 0.05, "pdrop": 0.02}
 TARGETS = {"one_in_flight": 25.0, "zarr_python": 3.0, "faults_vs_clean": 0.70}
 
@@ -238,6 +240,8 @@ def peer_list(exe, url, runs, slow_runs, info):
         peers += [
             ("get_many", "Store::get_many, all chunks [info]", CLEAN, many, None, True),
             ("get_many_faults", "Store::get_many, fault mix [info]", FAULTS, many, None, True),
+            # No injected latency: what loopback, nginx and the client can move on this machine.
+            ("get_many_nolat", "Store::get_many, no added latency [info]", NO_LATENCY, many, None, True),
             ("mc1_only", "lazycube, max_concurrency=1 only [info]", CLEAN,
              lc + ["--runs", str(slow_runs), "--option", "max_concurrency=1"], None, True),
             ("threads64", "lazycube, LAZYCUBE_NUM_THREADS=64 [info]", CLEAN, lc + ["--runs", str(runs)],
@@ -352,6 +356,7 @@ def main():
     ap.add_argument("--no-info", action="store_true", help="skip the informational rows")
     ap.add_argument("--json", action="store_true", help="print one JSON document instead")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables instead")
+    ap.add_argument("--save", metavar="FILE", help="also write the JSON document to FILE")
     ap.add_argument("--worker", metavar="URL", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -401,6 +406,9 @@ def main():
     finally:
         nginx.stop()
     report["checks"] = evaluate(report["results"], marker["checksum"])
+    if args.save:
+        with open(args.save, "w") as fh:
+            json.dump(report, fh, indent=1)
     if args.json:
         print(json.dumps(report, indent=1))
     elif args.markdown:
