@@ -64,6 +64,7 @@ class HttpStore final : public Store {
   std::vector<std::string> list_dir(std::string_view) override { throw no_listing(); }
 
   StoreStats stats() const override { return counters_.snapshot(); }
+  bool prefers_batches() const override { return true; }
 
  private:
   static StoreError no_listing() {

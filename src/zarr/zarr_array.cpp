@@ -1,5 +1,7 @@
 #include "zarr_array.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -101,16 +103,32 @@ std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::shard_index(std::size_t 
   }
   const ShardingCodec& codec = *shard_levels_[level];
   const std::uint64_t isz = codec.index_size();
-  auto index = std::make_shared<ShardIndex>();
   std::optional<Buffer> bytes;
   if (level == 0) {
-    bytes = store_->get(key, codec.index_at_end() ? ByteRange::suffix(isz) : ByteRange::range(0, isz));
+    bytes = store_->get(key, shard_index_range(0, 0, 0));
   } else {
     if (length < isz)
       throw CodecError("nested shard in '" + key + "' at offset " + std::to_string(offset) +
                        " is smaller than its index");
-    bytes = store_->get(key, ByteRange::range(codec.index_at_end() ? offset + length - isz : offset, isz));
+    bytes = store_->get(key, shard_index_range(level, offset, length));
   }
+  return cache_shard_index(level, key, offset, length, std::move(bytes));
+}
+
+ByteRange ZarrArray::shard_index_range(std::size_t level, std::uint64_t offset, std::uint64_t length) const {
+  const ShardingCodec& codec = *shard_levels_[level];
+  const std::uint64_t isz = codec.index_size();
+  if (level == 0) return codec.index_at_end() ? ByteRange::suffix(isz) : ByteRange::range(0, isz);
+  return ByteRange::range(codec.index_at_end() ? offset + length - isz : offset, isz);
+}
+
+std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::cache_shard_index(std::size_t level, const std::string& key,
+                                                                          std::uint64_t offset, std::uint64_t length,
+                                                                          std::optional<Buffer> bytes) const {
+  const std::string cache_key = std::to_string(level) + "@" + std::to_string(offset) + "@" + key;
+  const ShardingCodec& codec = *shard_levels_[level];
+  const std::uint64_t isz = codec.index_size();
+  auto index = std::make_shared<ShardIndex>();
   if (!bytes) {
     index->missing = true;
   } else {
@@ -132,23 +150,21 @@ std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::shard_index(std::size_t 
   return index;
 }
 
-bool ZarrArray::fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what, Buffer& out) const {
+std::optional<ByteRequest> ZarrArray::locate_unit(const std::vector<std::uint64_t>& unit, std::string& what) const {
   if (shard_levels_.empty()) {
     std::string key = chunk_key(unit);
     what = "chunk '" + key + "'";
-    return store_->get_into(key, ByteRange::full(), out);
+    return ByteRequest{std::move(key), ByteRange::full()};
   }
   // Outer shard grid index, then walk down the levels.
-  std::vector<std::uint64_t> shard(unit.size());
-  for (std::size_t d = 0; d < unit.size(); ++d) shard[d] = unit[d] * unit_shape_[d] / meta_.chunk_shape[d];
-  const std::string key = chunk_key(shard);
+  std::string key = shard_key(unit);
   what = "inner chunk " + index_str(unit) + " of shard '" + key + "'";
   std::uint64_t offset = 0, length = 0;
   Shape level_shape = meta_.chunk_shape;
   for (std::size_t level = 0; level < shard_levels_.size(); ++level) {
     const ShardingCodec& codec = *shard_levels_[level];
     auto index = shard_index(level, key, offset, length);
-    if (index->missing) return false;
+    if (index->missing) return std::nullopt;
     // Position of the next-level chunk inside this (sub-)shard, C order.
     std::uint64_t linear = 0;
     for (std::size_t d = 0; d < unit.size(); ++d) {
@@ -157,18 +173,101 @@ bool ZarrArray::fetch_unit(const std::vector<std::uint64_t>& unit, std::string& 
       linear = linear * codec.chunks_per_shard()[d] + local;
     }
     const auto& entry = index->entries[linear];
-    if (!entry) return false;
+    if (!entry) return std::nullopt;
     offset = entry->offset;
     length = entry->nbytes;
     level_shape = codec.inner_chunk_shape();
   }
-  if (!store_->get_into(key, ByteRange::range(offset, length), out))
-    throw StoreError(store_->describe(key) + " disappeared while reading");
-  if (out.size() != length)
-    throw CodecError(what + ": shard is truncated (index says " + std::to_string(length) +
-                     " bytes at offset " + std::to_string(offset) + ", got " +
-                     std::to_string(out.size()) + ")");
+  return ByteRequest{std::move(key), ByteRange::range(offset, length)};
+}
+
+std::string ZarrArray::shard_key(const std::vector<std::uint64_t>& unit) const {
+  std::vector<std::uint64_t> shard(unit.size());
+  for (std::size_t d = 0; d < unit.size(); ++d) shard[d] = unit[d] * unit_shape_[d] / meta_.chunk_shape[d];
+  return chunk_key(shard);
+}
+
+void ZarrArray::check_unit_bytes(const ByteRequest& where, const std::string& what, const Buffer& bytes) const {
+  if (where.range.kind == ByteRange::Kind::Range && bytes.size() != where.range.length)
+    throw CodecError(what + ": shard is truncated (index says " + std::to_string(where.range.length) +
+                     " bytes at offset " + std::to_string(where.range.offset) + ", got " +
+                     std::to_string(bytes.size()) + ")");
+}
+
+bool ZarrArray::fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what, Buffer& out) const {
+  auto where = locate_unit(unit, what);
+  if (!where) return false;
+  if (!store_->get_into(where->key, where->range, out)) {
+    if (shard_levels_.empty()) return false;
+    throw StoreError(store_->describe(where->key) + " disappeared while reading");
+  }
+  check_unit_bytes(*where, what, out);
   return true;
+}
+
+template <class Decode>
+void ZarrArray::for_each_unit(const ArraySelection& sel, Decode&& decode) const {
+  if (!store_->prefers_batches()) {
+    // Local stores: each worker fetches and decodes its own units (no batching overhead).
+    run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
+      std::string what;
+      thread_local Buffer encoded;  // reused: no fresh allocation per chunk
+      const bool present = fetch_unit(unit, what, encoded);
+      decode(present ? &encoded : nullptr, what, r);
+    });
+    return;
+  }
+  // Network stores: locate the units of a batch, fetch all their bytes in one get_many
+  // (requests overlap; nearby inner chunks of a shard coalesce), then decode in parallel.
+  struct Unit {
+    std::vector<std::uint64_t> coords;
+    Region region;
+  };
+  std::vector<Unit> units;
+  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) { units.push_back({unit, r}); },
+            /*parallel=*/false);
+  constexpr std::size_t kBatch = 512;
+  for (std::size_t b0 = 0; b0 < units.size(); b0 += kBatch) {
+    const std::size_t n = std::min(kBatch, units.size() - b0);
+    if (!shard_levels_.empty()) {  // outer shard indexes first, in one get_many
+      std::vector<std::string> keys;
+      for (std::size_t i = 0; i < n; ++i) keys.push_back(shard_key(units[b0 + i].coords));
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      std::vector<ByteRequest> index_reqs;
+      {
+        std::lock_guard lock(index_mutex_);
+        for (const auto& k : keys)
+          if (!index_cache_.count("0@0@" + k)) index_reqs.push_back({k, shard_index_range(0, 0, 0)});
+      }
+      auto got = store_->get_many(index_reqs);
+      for (std::size_t i = 0; i < index_reqs.size(); ++i) cache_shard_index(0, index_reqs[i].key, 0, 0, std::move(got[i]));
+    }
+    std::vector<std::string> whats(n);
+    std::vector<std::optional<ByteRequest>> where(n);
+    std::vector<ByteRequest> reqs;
+    std::vector<std::size_t> req_of(n, SIZE_MAX);
+    for (std::size_t i = 0; i < n; ++i) {
+      where[i] = locate_unit(units[b0 + i].coords, whats[i]);
+      if (!where[i]) continue;
+      req_of[i] = reqs.size();
+      reqs.push_back(*where[i]);
+    }
+    auto bytes = store_->get_many(reqs);
+    parallel_for(n, [&](std::size_t i) {
+      const Buffer* encoded = nullptr;
+      if (req_of[i] != SIZE_MAX) {
+        auto& got = bytes[req_of[i]];
+        if (got) {
+          check_unit_bytes(*where[i], whats[i], *got);
+          encoded = &*got;
+        } else if (!shard_levels_.empty()) {
+          throw StoreError(store_->describe(where[i]->key) + " disappeared while reading");
+        }
+      }
+      decode(encoded, whats[i], units[b0 + i].region);
+    });
+  }
 }
 
 void ZarrArray::check_selection(const ArraySelection& sel) const {
@@ -190,7 +289,7 @@ void ZarrArray::check_selection(const ArraySelection& sel) const {
 }
 
 template <class Task>
-void ZarrArray::run_units(const ArraySelection& sel, Task&& task) const {
+void ZarrArray::run_units(const ArraySelection& sel, Task&& task, bool parallel) const {
   check_selection(sel);
   const std::size_t nd = sel.size();
   std::vector<std::vector<DimPiece>> pieces(nd);
@@ -202,7 +301,7 @@ void ZarrArray::run_units(const ArraySelection& sel, Task&& task) const {
   if (total == 0) return;
   Shape per_dim(nd);
   for (std::size_t d = 0; d < nd; ++d) per_dim[d] = pieces[d].size();
-  parallel_for(total, [&](std::size_t t) {
+  auto one = [&](std::size_t t) {
     auto which = unravel(t, per_dim);
     std::vector<std::uint64_t> unit(nd);
     Region r;
@@ -219,7 +318,12 @@ void ZarrArray::run_units(const ArraySelection& sel, Task&& task) const {
       r.count[d] = p.n;
     }
     task(unit, r);
-  });
+  };
+  if (parallel) {
+    parallel_for(total, one);
+  } else {
+    for (std::size_t t = 0; t < total; ++t) one(t);
+  }
 }
 
 void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {
@@ -235,10 +339,8 @@ void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {
   const std::uint64_t unit_bytes = spec.nbytes();
   const auto dst_strides = c_strides(dst_shape);
 
-  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
-    std::string what;
-    thread_local Buffer encoded;  // reused: no fresh allocation per chunk
-    if (!fetch_unit(unit, what, encoded)) {
+  for_each_unit(sel, [&](const Buffer* encoded, const std::string& what, const Region& r) {
+    if (!encoded) {
       fill_region(dest.data(), dst_shape, r, meta_.fill.bytes);
       return;
     }
@@ -250,12 +352,12 @@ void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {
         // The chunk is exactly a contiguous run of the output: decode straight into it.
         std::uint64_t off = 0;
         for (std::size_t d = 0; d < r.count.size(); ++d) off += r.dst_first[d] * dst_strides[d];
-        unit_codecs_->decode_into(encoded.view(), spec, dest.subspan(off * item, unit_bytes));
+        unit_codecs_->decode_into(encoded->view(), spec, dest.subspan(off * item, unit_bytes));
         return;
       }
       thread_local Buffer scratch;
       scratch.resize(unit_bytes);
-      unit_codecs_->decode_into(encoded.view(), spec, scratch.span());
+      unit_codecs_->decode_into(encoded->view(), spec, scratch.span());
       copy_region(scratch.data(), unit_shape_, dest.data(), dst_shape, r, item);
     } catch (const CodecError& e) {
       throw CodecError(what + " of " + describe() + ": " + e.what());
@@ -270,10 +372,8 @@ void ZarrArray::read_strings(const ArraySelection& sel, std::vector<std::string>
   for (const auto& r : sel) dst_shape.push_back(r.count);
   dest.assign(shape_size(dst_shape), std::string());
   const codec::ChunkSpec spec{meta_.dtype, unit_shape_};
-  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
-    std::string what;
-    thread_local Buffer encoded;
-    if (!fetch_unit(unit, what, encoded)) {
+  for_each_unit(sel, [&](const Buffer* encoded, const std::string& what, const Region& r) {
+    if (!encoded) {
       for_each_row(r, dst_shape, dst_shape, [&](std::uint64_t, std::uint64_t dofs, std::uint64_t n, std::int64_t) {
         for (std::uint64_t i = 0; i < n; ++i) dest[dofs + i] = meta_.fill.string;
       });
@@ -281,7 +381,7 @@ void ZarrArray::read_strings(const ArraySelection& sel, std::vector<std::string>
     }
     codec::ChunkData data;
     try {
-      unit_codecs_->decode(encoded.view(), spec, data);
+      unit_codecs_->decode(encoded->view(), spec, data);
     } catch (const CodecError& e) {
       throw CodecError(what + " of " + describe() + ": " + e.what());
     }

@@ -48,10 +48,21 @@ class ZarrArray final : public Array {
   };
   std::shared_ptr<const ShardIndex> shard_index(std::size_t level, const std::string& key,
                                                 std::uint64_t offset, std::uint64_t length) const;
+  std::shared_ptr<const ShardIndex> cache_shard_index(std::size_t level, const std::string& key, std::uint64_t offset,
+                                                     std::uint64_t length, std::optional<Buffer> bytes) const;
+  ByteRange shard_index_range(std::size_t level, std::uint64_t offset, std::uint64_t length) const;
+  // Where the encoded bytes of a read unit are (key and range), or nullopt when absent.
+  std::optional<ByteRequest> locate_unit(const std::vector<std::uint64_t>& unit, std::string& what) const;
+  std::string shard_key(const std::vector<std::uint64_t>& unit) const;
+  void check_unit_bytes(const ByteRequest& where, const std::string& what, const Buffer& bytes) const;
+  // Calls decode(encoded or nullptr when absent, what, region) for every unit of a selection:
+  // per worker for local stores, in get_many batches for stores that prefer batches.
+  template <class Decode>
+  void for_each_unit(const ArraySelection& selection, Decode&& decode) const;
   std::string chunk_key(const std::vector<std::uint64_t>& unit) const;
   void check_selection(const ArraySelection& selection) const;
   template <class Task>
-  void run_units(const ArraySelection& selection, Task&& task) const;
+  void run_units(const ArraySelection& selection, Task&& task, bool parallel = true) const;
 
   std::shared_ptr<Store> store_;
   std::string path_;

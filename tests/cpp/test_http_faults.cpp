@@ -146,3 +146,35 @@ TEST_F(HttpFaults, HttpForkedChildReads) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_EQ(as_string(*s->get("o7")), objects[7]);  // the parent's engine still works
 }
+
+TEST_F(HttpFaults, HttpConcurrencyHidesLatency) {
+  server->set_faults("latency_ms = 200");
+  std::vector<ByteRequest> reqs;
+  for (int i = 0; i < 8; ++i) reqs.push_back({"o" + std::to_string(i), ByteRange::full()});
+  auto timed = [&](const std::string& conc) {
+    auto s = store({{"max_concurrency", conc}});
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = s->get_many(reqs);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(as_string(*out[i]), objects[i]);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  EXPECT_LT(timed("8"), 0.2 * 8 * 0.6);  // overlapped (nginx sleeps without blocking)
+  EXPECT_GE(timed("1"), 0.2 * 8 * 0.95);  // one at a time
+}
+
+TEST_F(HttpFaults, HttpSlowServerTimesOutAndIsRetried) {
+  server->set_faults("latency_ms = 3000");
+  auto s = store({{"timeout", "0.2"}, {"retries", "2"}});
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    s->get("o1");
+    FAIL() << "expected StoreError";
+  } catch (const StoreError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("3 attempt"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("/o1"), std::string::npos) << msg;
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+  auto st = s->stats();
+  EXPECT_EQ(st.retries_by_cause["timeout"], 2u);
+}

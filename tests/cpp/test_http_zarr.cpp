@@ -69,3 +69,22 @@ TEST_P(HttpZarr, HttpReadsLikeLocal) {
 
 INSTANTIATE_TEST_SUITE_P(Http, HttpZarr, ::testing::Values("era5_sample_v2.zarr", "era5_sample_v3.zarr"),
                          [](const auto& info) { return info.param.substr(12, 2); });
+
+TEST(HttpZarrBatching, HttpShardedReadCoalescesRequests) {
+  LAZYCUBE_REQUIRE_NGINX();
+  TempDir www;
+  stage("era5_sample_v3.zarr", www.path());
+  NginxServer server(www.path());
+  const std::string url = server.url() + "/era5_sample_v3.zarr";
+  auto count = [&](const StoreOptions& options) {
+    const Location loc = open_location(url, options);
+    const Dataset ds = open(loc);
+    const std::uint64_t before = loc.store->stats().requests;
+    for (const auto& name : ds.data_var_names()) ds[name].read_raw();
+    return loc.store->stats().requests - before;
+  };
+  const std::uint64_t merged = count({});
+  const std::uint64_t apart = count({{"coalesce_max", "0"}});
+  EXPECT_LT(merged, apart) << "coalescing did not reduce the request count";
+  EXPECT_GT(merged, 0u);
+}

@@ -71,6 +71,9 @@ class Store {
   virtual std::vector<std::string> list(std::string_view prefix) = 0;
   // Immediate children of `prefix` (keys and sub-prefixes, without trailing '/'), sorted.
   virtual std::vector<std::string> list_dir(std::string_view prefix) = 0;
+  // True for network stores, where one get_many over many keys beats one get per key: the
+  // Zarr read path then batches the fetches of a read's units.
+  virtual bool prefers_batches() const { return false; }
   // Traffic counters (see StoreStats); all zero for stores that do no network I/O.
   virtual StoreStats stats() const { return {}; }
 

@@ -1,0 +1,80 @@
+// Server-free pieces of the HTTP layer: header parsing, error bodies, URL redaction, range
+// coalescing and the counters.
+#include <gtest/gtest.h>
+
+#include "../../src/store/http_coalesce.hpp"
+#include "../../src/store/http_counters.hpp"
+#include "../../src/store/http_util.hpp"
+
+using namespace lazycube;
+using namespace lazycube::http;
+
+TEST(HttpUnits, HttpParsesHeaders) {
+  auto cr = parse_content_range("bytes 10-19/100");
+  ASSERT_TRUE(cr);
+  EXPECT_EQ(cr->first, 10u);
+  EXPECT_EQ(cr->last, 19u);
+  EXPECT_EQ(cr->total, 100u);
+  EXPECT_FALSE(parse_content_range("bytes 10-19/*")->total);
+  EXPECT_FALSE(parse_content_range("bytes 20-10/100"));
+  EXPECT_FALSE(parse_content_range("bytes 10-100/100"));
+  EXPECT_FALSE(parse_content_range("items 1-2/3"));
+  EXPECT_EQ(parse_unsatisfied_range("bytes */42"), 42u);
+  EXPECT_EQ(parse_retry_after(" 3 "), 3.0);
+  EXPECT_FALSE(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"));
+}
+
+TEST(HttpUnits, HttpServerErrorAndRedaction) {
+  EXPECT_EQ(server_error("<?xml?><Error><Code>SignatureDoesNotMatch</Code><Message>bad sig</Message></Error>"),
+            "SignatureDoesNotMatch: bad sig");
+  EXPECT_EQ(server_error("<Error><Code>NoSuchKey</Code></Error>"), "NoSuchKey");
+  EXPECT_EQ(server_error("plain text"), "");
+  EXPECT_EQ(redact_url("https://user:pw@host:9/a/b?X-Amz-Signature=abc#f"), "https://host:9/a/b");
+  EXPECT_EQ(redact_url("http://host/a@b"), "http://host/a@b");
+  EXPECT_EQ(encode_key("a b/c%d.0~"), "a%20b/c%25d.0~");
+}
+
+TEST(HttpUnits, HttpCoalescePlans) {
+  std::vector<ByteRequest> reqs = {
+      {"a", ByteRange::range(100, 10)},  {"a", ByteRange::range(0, 10)},   {"b", ByteRange::range(0, 10)},
+      {"a", ByteRange::range(5, 10)},    {"a", ByteRange::suffix(4)},      {"a", ByteRange::range(1000, 10)},
+      {"a", ByteRange::full()},
+  };
+  auto plan = coalesce(reqs, 100, 1 << 20);
+  // a: [0,10) [5,15) [100,110) merge (gaps <= 100); [1000,1010) alone; b alone; suffix, full alone.
+  EXPECT_EQ(plan.fetches.size(), 5u);
+  const auto& merged = plan.fetches[plan.parts[0].fetch];
+  EXPECT_EQ(merged.key, "a");
+  EXPECT_EQ(merged.range.offset, 0u);
+  EXPECT_EQ(merged.range.length, 110u);
+  EXPECT_TRUE(plan.parts[0].sliced);
+  EXPECT_EQ(plan.parts[0].offset, 100u);
+  EXPECT_EQ(plan.parts[3].offset, 5u);
+  EXPECT_EQ(plan.parts[1].fetch, plan.parts[3].fetch);
+  EXPECT_FALSE(plan.parts[5].sliced);
+  EXPECT_FALSE(plan.parts[2].sliced);
+  EXPECT_EQ(plan.fetches[plan.parts[4].fetch].range.kind, ByteRange::Kind::Suffix);
+  // Size cap: nothing merges past 20 bytes.
+  EXPECT_EQ(coalesce(reqs, 100, 20).fetches.size(), 6u);
+  EXPECT_EQ(coalesce(reqs, 0, 1 << 20).fetches.size(), 6u);  // overlapping ranges still merge
+}
+
+TEST(HttpUnits, HttpCountersPercentiles) {
+  Counters c;
+  for (int i = 1; i <= 100; ++i) c.attempt(10, i);
+  c.retry("http_503");
+  c.retry("timeout");
+  c.retry("weird");
+  c.error();
+  const auto s = c.snapshot();
+  EXPECT_EQ(s.requests, 100u);
+  EXPECT_EQ(s.bytes, 1000u);
+  EXPECT_EQ(s.retries, 3u);
+  EXPECT_EQ(s.retries_by_cause.at("http_503"), 1u);
+  EXPECT_EQ(s.retries_by_cause.at("other"), 1u);
+  EXPECT_EQ(s.errors, 1u);
+  EXPECT_DOUBLE_EQ(s.latency_ms_p50, 50.0);
+  EXPECT_DOUBLE_EQ(s.latency_ms_p90, 90.0);
+  EXPECT_DOUBLE_EQ(s.latency_ms_p99, 99.0);
+  EXPECT_DOUBLE_EQ(s.latency_ms_max, 100.0);
+}
