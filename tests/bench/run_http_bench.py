@@ -226,8 +226,9 @@ def peer_list(exe, url, runs, slow_runs, info):
     lc = [exe, "read", url, VARIABLE]
     peers = [
         ("default", "lazycube (default)", CLEAN, lc + ["--runs", str(runs)], None, False),
-        # max_concurrency caps one Store call (one engine batch); Array::read issues one call per
-        # chunk from each decode thread, so one request in flight also needs one thread.
+        # max_concurrency caps one Store call (one engine batch); with one decode thread as well,
+        # one request is in flight whichever path Array::read takes (batched get_many on network
+        # stores, or one get per chunk from each decode thread as before).
         ("one_in_flight", "lazycube, 1 in flight", CLEAN,
          lc + ["--runs", str(slow_runs), "--option", "max_concurrency=1"], {"LAZYCUBE_NUM_THREADS": "1"},
          False),
