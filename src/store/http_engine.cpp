@@ -254,7 +254,6 @@ class CurlEngine final : public Engine {
     if (!pool_.empty()) {
       CURL* e = pool_.back();
       pool_.pop_back();
-      curl_easy_reset(e);
       return e;
     }
     return curl_easy_init();
@@ -331,6 +330,7 @@ class CurlEngine final : public Engine {
 
   void release(Transfer* t) {
     curl_multi_remove_handle(multi_, t->easy);
+    curl_easy_reset(t->easy);  // drops pointers into *t (error buffer, headers); keeps its connection cache
     pool_.push_back(t->easy);
     t->easy = nullptr;
     curl_slist_free_all(t->headers);

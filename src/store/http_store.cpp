@@ -94,6 +94,15 @@ class HttpStore final : public Store {
                      " (attempts: " + std::to_string(res.attempts) + ")");
   }
 
+  // A 416 for a range starting exactly at the object's end ("bytes */N" with offset N).
+  static bool starts_at_end(const http::Response& res, const ByteRange& range) {
+    if (range.kind != ByteRange::Kind::Range && range.kind != ByteRange::Kind::Offset) return false;
+    auto it = res.headers.find("content-range");
+    if (it == res.headers.end()) return false;
+    auto total = http::parse_unsatisfied_range(it->second);
+    return total && *total == range.offset;
+  }
+
   std::vector<std::optional<Buffer>> fetch(const std::vector<ByteRequest>& requests) {
     auto plan = http::coalesce(requests, options_.coalesce_gap, options_.coalesce_max);
     std::vector<http::Request> reqs(plan.fetches.size());
@@ -105,6 +114,11 @@ class HttpStore final : public Store {
     std::vector<std::optional<Buffer>> out(requests.size());
     for (std::size_t f = 0; f < res.size(); ++f) {
       if (res[f].status == 404) continue;  // missing: every part stays nullopt
+      if (res[f].status == 416 && starts_at_end(res[f], reqs[f].range)) {
+        res[f].status = 206;  // a read starting exactly at the end is empty, not an error
+        res[f].body.clear();
+        continue;
+      }
       check_status(res[f], reqs[f]);
     }
     for (std::size_t i = 0; i < requests.size(); ++i) {

@@ -67,6 +67,8 @@ class NginxServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   // `table` is the body of a Lua table, e.g. "p503 = 0.1, retry_after = 1" (see faults.lua).
   void set_faults(const std::string& table) { write_file(prefix_ / "faults.lua", "return {" + table + "}\n"); }
+  // The access log: "CONNECTION_ID REQUESTS_ON_CONNECTION STATUS "REQUEST" RANGE BYTES" lines.
+  std::string access_log() const { return read_file(prefix_ / "logs" / "access.log"); }
   // Requests nginx has logged so far (the log is written when each request ends).
   std::size_t logged_requests() const {
     const std::string log = read_file(prefix_ / "logs" / "access.log");

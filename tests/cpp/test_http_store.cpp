@@ -2,6 +2,9 @@
 // sizes, authentication errors and options.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <sstream>
+
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
 #include "nginx_server.hpp"
@@ -62,6 +65,9 @@ TEST_F(HttpFixture, HttpGetWholeRangeSuffixOffset) {
   ASSERT_TRUE(empty);
   EXPECT_EQ(empty->size(), 0u);
   EXPECT_THROW(store->get("obj.bin", ByteRange::range(200000, 10)), StoreError);
+  auto at_end = store->get("obj.bin", ByteRange::from(100000));  // like the file store: empty
+  ASSERT_TRUE(at_end);
+  EXPECT_EQ(at_end->size(), 0u);
 }
 
 TEST_F(HttpFixture, HttpMissingAndSize) {
@@ -93,6 +99,16 @@ TEST_F(HttpFixture, HttpForbiddenIsImmediateAuthError) {
     EXPECT_NE(msg.find("attempts: 1"), std::string::npos) << msg;
   }
   EXPECT_EQ(store->stats().requests, 1u);
+  // Credentials in the URL never reach messages or url().
+  const std::string with_secret = "http://user:hunter2@" + server->url().substr(7) + "/forbidden";
+  auto secret_store = make_http_store(with_secret);
+  EXPECT_EQ(secret_store->url().find("hunter2"), std::string::npos);
+  try {
+    secret_store->get("k?sig=s3cr3t");
+    FAIL() << "expected AuthError";
+  } catch (const AuthError& e) {
+    EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+  }
   auto unauth = make_http_store(server->url() + "/unauthorized");
   try {
     unauth->get("x");
@@ -127,6 +143,19 @@ TEST_F(HttpFixture, HttpGetManyCoalesces) {
   auto parts = capped->get_many(std::vector<ByteRequest>(reqs.begin(), reqs.begin() + 50));
   EXPECT_EQ(capped->stats().requests, 5u);
   for (std::size_t i = 0; i < 50; ++i) EXPECT_EQ(as_string(*parts[i]), content.substr(i * 1000, 500));
+}
+
+TEST_F(HttpFixture, HttpKeepsConnectionsAlive) {
+  auto store = make_http_store(server->url() + "/dir", {{"max_concurrency", "1"}});
+  for (std::uint64_t i = 0; i < 30; ++i) ASSERT_TRUE(store->get("obj.bin", ByteRange::range(i * 10, 10)));
+  for (int i = 0; i < 100 && server->logged_requests() < 30; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::istringstream log(server->access_log());
+  std::set<std::string> connections;
+  std::string line;
+  while (std::getline(log, line)) connections.insert(line.substr(0, line.find(' ')));
+  EXPECT_EQ(server->logged_requests(), 30u);
+  EXPECT_LE(connections.size(), 2u) << server->access_log();
 }
 
 TEST(HttpOptions, HttpUnknownOptionIsNamed) {

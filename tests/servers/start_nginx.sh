@@ -6,7 +6,8 @@
 #   tests/servers/start_nginx.sh PREFIX ROOT
 #
 # Faults are read on each request from PREFIX/faults.lua, a Lua chunk returning a table
-# (see faults.lua); rewrite it to change them. The access log is PREFIX/logs/access.log.
+# (see faults.lua); rewrite it to change them. The access log is PREFIX/logs/access.log, one line
+# per request: CONNECTION_ID REQUESTS_ON_CONNECTION STATUS "REQUEST" RANGE BYTES.
 set -euo pipefail
 PREFIX="$(mkdir -p "$1" && cd "$1" && pwd)"
 ROOT="$(cd "$2" && pwd)"
@@ -27,7 +28,8 @@ error_log logs/error.log warn;
 pid logs/nginx.pid;
 events { worker_connections 1024; }
 http {
-  access_log logs/access.log;
+  log_format lazycube '\$connection \$connection_requests \$status "\$request" \$http_range \$body_bytes_sent';
+  access_log logs/access.log lazycube;
   client_body_temp_path tmp/body;
   proxy_temp_path tmp/proxy;
   fastcgi_temp_path tmp/fastcgi;
