@@ -1,0 +1,426 @@
+#!/usr/bin/python3
+"""Remote read throughput over HTTP: lazycube vs one request in flight vs zarr-python 2.13 + fsspec.
+
+Writes (once, cached under build/bench-data/http) a Zarr v2 store of 256 uncompressed 1 MiB
+float32 chunks (shape (256, 512, 512), chunks (1, 512, 512), consolidated), starts nginx on
+127.0.0.1 (tests/servers/start_nginx.sh, free port) with the lua fault injector adding 50 ms to
+every request, and measures in one run, each peer in its own process:
+
+  lazycube (default settings)          lazycube_bench_http read URL data
+  lazycube, 1 request in flight        ... --option max_concurrency=1, LAZYCUBE_NUM_THREADS=1
+  zarr-python 2.13 + fsspec HTTP       zarr.open_consolidated(fsspec.get_mapper(URL))["data"][:]
+  lazycube (default), fault mix        the same server with 10 % 503 + 5 % 429 + 2 % dropped
+                                       connections on top of the 50 ms
+
+plus informational rows that show where the time goes (Store::get_many of every chunk in one
+call, the HTTP engine's ceiling, with and without the latency and faults; max_concurrency=1
+alone; and Array::read with a larger decode thread pool).
+
+Targets (from the issue): lazycube >= 25x the one-in-flight rate, >= 3x zarr-python + fsspec, and
+under the fault mix >= 70 % of its clean throughput. Every peer's output is checked against the
+checksum of the data as written. nginx is stopped by PID at the end, also on errors.
+
+Run from the repository root with Debian's /usr/bin/python3 after `cmake --build build`. A report,
+not a test: it exits non-zero only when a peer fails or outputs disagree, never for a missed target.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+MB = 1e6
+MIB = 1 << 20
+
+FORMAT_VERSION = 1  # bump when the generated data changes
+SEED = 20261122
+NY, NX = 512, 512  # one chunk = 512 * 512 float32 = 1 MiB
+STEPS = {"full": 256, "quick": 32}
+VARIABLE = "data"
+
+LATENCY_MS = 50
+CLEAN = {"latency_ms": LATENCY_MS}
+NO_LATENCY = {"latency_ms": 0}
+FAULTS = {"latency_ms": LATENCY_MS, "p503": 0.10, "p429": 0.05, "pdrop": 0.02}
+TARGETS = {"one_in_flight": 25.0, "zarr_python": 3.0, "faults_vs_clean": 0.70}
+
+
+# ---------------------------------------------------------------------------- data
+
+def checksum(arr):
+    """Same as bench_common.hpp: sum of 32-bit words w_i * (2i + 1), mod 2^64."""
+    words = np.ascontiguousarray(arr).reshape(-1).view(np.uint32)
+    total, step = 0, 1 << 22
+    for lo in range(0, words.size, step):
+        w = words[lo:lo + step].astype(np.uint64)
+        k = np.arange(lo, lo + w.size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        total += int(np.sum(w * k, dtype=np.uint64))
+    return total % (1 << 64)
+
+
+def slab(t):
+    """One (NY, NX) float32 time step; depends only on (SEED, t). Uncompressed, so any values do."""
+    rng = np.random.default_rng([SEED, t])
+    return (280.0 + 10.0 * rng.standard_normal((NY, NX))).astype(np.float32)
+
+
+def ensure_store(cache, size, verbose):
+    """Writes ROOT/<size>/store.zarr once; reuses it while its marker matches. Returns
+    (www root, marker dict)."""
+    import zarr
+    steps = STEPS[size]
+    www = os.path.join(cache, size)
+    store = os.path.join(www, "store.zarr")
+    marker_path = os.path.join(www, "bench-complete.json")
+    want = {"format_version": FORMAT_VERSION, "seed": SEED, "shape": [steps, NY, NX],
+            "chunks": [1, NY, NX], "dtype": "float32", "compressor": None}
+    if os.path.exists(marker_path):
+        with open(marker_path) as fh:
+            marker = json.load(fh)
+        if all(marker.get(k) == v for k, v in want.items()):
+            return www, marker
+    if verbose:
+        print(f"writing {store} ({steps} chunks of 1 MiB) ...", file=sys.stderr)
+    if os.path.exists(marker_path):
+        os.remove(marker_path)
+    os.makedirs(www, exist_ok=True)
+    g = zarr.open_group(store, mode="w")
+    arr = g.create_dataset(VARIABLE, shape=(steps, NY, NX), chunks=(1, NY, NX), dtype="f4",
+                           compressor=None, fill_value=None)
+    arr.attrs["_ARRAY_DIMENSIONS"] = ["time", "y", "x"]
+    total, words_before = 0, 0
+    for t in range(steps):
+        s = slab(t)
+        arr[t] = s
+        # checksum of the whole array from per-slab pieces: index offset by the words before
+        w = s.reshape(-1).view(np.uint32).astype(np.uint64)
+        k = (np.arange(w.size, dtype=np.uint64) + np.uint64(words_before)) * np.uint64(2) + np.uint64(1)
+        total += int(np.sum(w * k, dtype=np.uint64))
+        words_before += w.size
+    zarr.consolidate_metadata(store)
+    marker = dict(want, checksum=f"{total % (1 << 64):016x}", bytes=steps * NY * NX * 4)
+    with open(marker_path, "w") as fh:
+        json.dump(marker, fh)
+    return www, marker
+
+
+def warm(path):
+    for root, _, files in os.walk(path):
+        for f in files:
+            with open(os.path.join(root, f), "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
+
+
+# ---------------------------------------------------------------------------- nginx
+
+class Nginx:
+    """tests/servers/start_nginx.sh in the foreground; its PID is the nginx master."""
+
+    def __init__(self, prefix, root):
+        self.prefix = prefix
+        os.makedirs(prefix, exist_ok=True)
+        self.set_faults(CLEAN)
+        self.log = os.path.join(prefix, "logs", "access.log")
+        env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/sbin")
+        self.stderr = open(os.path.join(prefix, "nginx.stderr"), "w")
+        self.proc = subprocess.Popen(["bash", os.path.join(REPO, "tests", "servers", "start_nginx.sh"), prefix, root],
+                                     stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env)
+        line = self.proc.stdout.readline().strip()
+        if not line.isdigit():
+            self.stop()
+            raise SystemExit(f"nginx did not start: {line!r}; see {self.stderr.name}")
+        self.port = int(line)
+        self.base = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with urllib.request.urlopen(self.base + "/store.zarr/.zmetadata", timeout=2) as r:
+                    r.read()
+                break
+            except Exception:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise SystemExit("nginx did not answer on " + self.base)
+                time.sleep(0.1)
+
+    def set_faults(self, cfg):
+        body = "return {" + ", ".join(f"{k} = {v}" for k, v in cfg.items()) + "}\n"
+        tmp = os.path.join(self.prefix, "faults.lua.tmp")
+        with open(tmp, "w") as fh:
+            fh.write(body)
+        os.replace(tmp, os.path.join(self.prefix, "faults.lua"))
+
+    def log_offset(self):
+        try:
+            return os.path.getsize(self.log)
+        except OSError:
+            return 0
+
+    def statuses_since(self, offset):
+        """HTTP statuses nginx logged since `offset` (444 = connection dropped by the injector)."""
+        counts = {}
+        with open(self.log, "rb") as fh:
+            fh.seek(offset)
+            for line in fh:
+                m = re.search(rb'" (\d{3}) ', line)
+                if m:
+                    counts[m.group(1).decode()] = counts.get(m.group(1).decode(), 0) + 1
+        return dict(sorted(counts.items()))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# ---------------------------------------------------------------------------- peers
+
+def zarr_python_worker(url, runs):
+    """zarr-python 2.13 through fsspec's HTTP filesystem (aiohttp), as users write it."""
+    import fsspec
+    import zarr
+    t_open = time.perf_counter()
+    g = zarr.open_consolidated(fsspec.get_mapper(url), mode="r")
+    arr = g[VARIABLE]
+    open_s = time.perf_counter() - t_open
+    times, data = [], None
+    for _ in range(runs):
+        data = None
+        t0 = time.perf_counter()
+        data = arr[:]
+        times.append(time.perf_counter() - t0)
+    nchunks = int(np.prod([-(-s // c) for s, c in zip(arr.shape, arr.chunks)]))
+    best = min(times)
+    return {"mode": "zarr-python", "store": url, "seconds": best, "gb_per_s": data.nbytes / best / 1e9,
+            "bytes": int(data.nbytes), "runs": times, "checksum": f"{checksum(data):016x}",
+            "chunks": nchunks, "open_seconds": open_s,
+            "versions": {"zarr": zarr.__version__, "fsspec": fsspec.__version__}}
+
+
+def run_json(cmd, env=None, timeout=900):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if p.returncode != 0 or not p.stdout.strip():
+        sys.stderr.write(p.stderr)
+        raise RuntimeError(f"FAILED ({p.returncode}): {' '.join(cmd)}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def peer_list(exe, url, runs, slow_runs, info):
+    """(key, label, faults, argv, extra env, informational)."""
+    lc = [exe, "read", url, VARIABLE]
+    peers = [
+        ("default", "lazycube (default)", CLEAN, lc + ["--runs", str(runs)], None, False),
+        # max_concurrency caps one Store call (one engine batch); with one decode thread as well,
+        # one request is in flight whichever path Array::read takes (batched get_many on network
+        # stores, or one get per chunk from each decode thread as before).
+        ("one_in_flight", "lazycube, 1 in flight", CLEAN,
+         lc + ["--runs", str(slow_runs), "--option", "max_concurrency=1"], {"LAZYCUBE_NUM_THREADS": "1"},
+         False),
+        ("zarr_python", "zarr-python 2.13 + fsspec", CLEAN,
+         [sys.executable, os.path.abspath(__file__), "--worker", url, "--runs", str(runs)], None, False),
+        ("faults", "lazycube (default), fault mix", FAULTS, lc + ["--runs", str(runs)], None, False),
+    ]
+    if info:
+        many = [exe, "get-many", url, VARIABLE, "--runs", str(runs)]
+        peers += [
+            ("get_many", "Store::get_many, all chunks [info]", CLEAN, many, None, True),
+            ("get_many_faults", "Store::get_many, fault mix [info]", FAULTS, many, None, True),
+            # No injected latency: what loopback, nginx and the client can move on this machine.
+            ("get_many_nolat", "Store::get_many, no added latency [info]", NO_LATENCY, many, None, True),
+            ("mc1_only", "lazycube, max_concurrency=1 only [info]", CLEAN,
+             lc + ["--runs", str(slow_runs), "--option", "max_concurrency=1"], None, True),
+            ("threads64", "lazycube, LAZYCUBE_NUM_THREADS=64 [info]", CLEAN, lc + ["--runs", str(runs)],
+             {"LAZYCUBE_NUM_THREADS": "64"}, True),
+        ]
+    return peers
+
+
+def summarize(r):
+    runs = r["runs"]
+    chunks, nbytes = r["chunks"], r["bytes"]
+    best, med = min(runs), statistics.median(runs)
+    out = {"best_s": best, "median_s": med, "first_s": runs[0],
+           "chunks_per_s": chunks / best, "mb_per_s": nbytes / MB / best,
+           "median_chunks_per_s": chunks / med}
+    if "stats" in r:
+        st = r["stats"]
+        out["requests_per_run"] = [s["requests"] for s in st]
+        out["retries_per_run"] = [s["retries"] for s in st]
+        causes = {}
+        for s in st:
+            for c, n in s["retries_by_cause"].items():
+                causes[c] = causes.get(c, 0) + n
+        out["retries_by_cause"] = causes
+        out["errors"] = sum(s["errors"] for s in st)
+        out["latency_ms_p50"] = st[-1]["latency_ms_p50"]
+        out["latency_ms_p99"] = st[-1]["latency_ms_p99"]
+    return out
+
+
+def evaluate(res, expected):
+    s = {k: v["summary"] for k, v in res.items()}
+    checks = {}
+    d = s["default"]["chunks_per_s"]
+    for key, peer in (("one_in_flight", "one_in_flight"), ("zarr_python", "zarr_python")):
+        ratio = d / s[peer]["chunks_per_s"]
+        checks[key] = {"ratio": ratio, "target": TARGETS[key], "pass": ratio >= TARGETS[key]}
+    ratio = s["faults"]["chunks_per_s"] / d
+    checks["faults_vs_clean"] = {"ratio": ratio, "target": TARGETS["faults_vs_clean"],
+                                 "pass": ratio >= TARGETS["faults_vs_clean"]}
+    sums = {k: v["result"]["checksum"] for k, v in res.items()}
+    checks["checksums"] = sums
+    checks["expected_checksum"] = expected
+    checks["checksums_equal"] = all(c == expected for c in sums.values())
+    return checks
+
+
+def fmt_retries(sm):
+    if "retries_per_run" not in sm:
+        return "n/a"
+    causes = ", ".join(f"{c} {n}" for c, n in sorted(sm["retries_by_cause"].items()))
+    per = "/".join(str(n) for n in sm["retries_per_run"])
+    return per + (f" ({causes})" if causes else "")
+
+
+def print_report(report):
+    m = report["machine"]
+    print(f"\n== HTTP read: {report['chunks']} chunks x 1 MiB float32, nginx +{LATENCY_MS} ms/request, "
+          f"{m['cpu_count']} CPUs, best of {report['runs']} "
+          f"(one-in-flight: {report['slow_runs']}) ==")
+    print(f"{'peer':42} {'chunks/s':>9} {'MB/s':>8} {'best s':>7} {'median s':>8} {'1st s':>7} "
+          f"{'req/run':>8}  retries per run (causes)  nginx statuses")
+    for key, v in report["results"].items():
+        sm = v["summary"]
+        req = "/".join(str(n) for n in sm.get("requests_per_run", [])) or "n/a"
+        st = " ".join(f"{k}:{n}" for k, n in v["nginx_statuses"].items())
+        print(f"{v['label']:42} {sm['chunks_per_s']:9.1f} {sm['mb_per_s']:8.1f} {sm['best_s']:7.3f} "
+              f"{sm['median_s']:8.3f} {sm['first_s']:7.3f} {req:>8}  {fmt_retries(sm)}  {st}")
+    c = report["checks"]
+    labels = {"one_in_flight": "lazycube / one in flight", "zarr_python": "lazycube / zarr-python+fsspec",
+              "faults_vs_clean": "lazycube fault mix / clean"}
+    for key, label in labels.items():
+        x = c[key]
+        print(f"  {label:32} {x['ratio']:7.2f}x  target >= {x['target']:.2f}x  "
+              f"{'PASS' if x['pass'] else 'MISS'}")
+    if c["checksums_equal"]:
+        print(f"  outputs identical to the data written (checksum {c['expected_checksum']})")
+    else:
+        print("  !!!!! OUTPUT MISMATCH: expected " + c["expected_checksum"] + ", got "
+              + json.dumps(c["checksums"]) + " !!!!!")
+
+
+def markdown(report):
+    lines = [f"| peer | chunks/s | MB/s | best s | median s | requests/run | retries/run (causes) |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for key, v in report["results"].items():
+        sm = v["summary"]
+        req = "/".join(str(n) for n in sm.get("requests_per_run", [])) or "n/a"
+        lines.append(f"| {v['label']} | {sm['chunks_per_s']:.1f} | {sm['mb_per_s']:.1f} | {sm['best_s']:.3f} | "
+                     f"{sm['median_s']:.3f} | {req} | {fmt_retries(sm)} |")
+    c = report["checks"]
+    lines += ["", "| target | measured | result |", "|---|---:|---|"]
+    for key, label in (("one_in_flight", "lazycube >= 25x one request in flight"),
+                       ("zarr_python", "lazycube >= 3x zarr-python 2.13 + fsspec"),
+                       ("faults_vs_clean", "fault mix >= 70 % of clean")):
+        x = c[key]
+        val = f"{x['ratio'] * 100:.0f} %" if key == "faults_vs_clean" else f"{x['ratio']:.2f}x"
+        lines.append(f"| {label} | {val} | {'PASS' if x['pass'] else 'MISS'} |")
+    lines.append(f"| outputs identical (checksum) | {c['expected_checksum']} | "
+                 f"{'PASS' if c['checksums_equal'] else 'MISMATCH'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--cache", default="build/bench-data/http", help="benchmark store (reused)")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs per peer, best reported")
+    ap.add_argument("--slow-runs", type=int, default=1,
+                    help="timed runs of the one-in-flight peer (~14 s each at full size)")
+    ap.add_argument("--quick", action="store_true", help="32 chunks, 1 run each (smoke test)")
+    ap.add_argument("--no-info", action="store_true", help="skip the informational rows")
+    ap.add_argument("--json", action="store_true", help="print one JSON document instead")
+    ap.add_argument("--markdown", action="store_true", help="print Markdown tables instead")
+    ap.add_argument("--save", metavar="FILE", help="also write the JSON document to FILE")
+    ap.add_argument("--worker", metavar="URL", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(zarr_python_worker(args.worker, args.runs)))
+        return 0
+    if args.quick:
+        args.runs = 1
+
+    exe = os.path.join(args.build_dir, "tests", "bench", "lazycube_bench_http")
+    if not os.access(exe, os.X_OK):
+        raise SystemExit(f"{exe} not found: build it first (cmake --build {args.build_dir} "
+                         "--target lazycube_bench_http)")
+    size = "quick" if args.quick else "full"
+    quiet = args.json or args.markdown
+    www, marker = ensure_store(os.path.abspath(args.cache), size, verbose=not quiet)
+    warm(www)
+    load = os.getloadavg()
+    if load[0] > 0.5 * os.cpu_count():
+        print(f"WARNING: load average {load[0]:.1f} on {os.cpu_count()} CPUs: other work is running, "
+              "timings will be low and noisy", file=sys.stderr)
+
+    # SIGTERM/SIGINT unwind through `finally`, so nginx is always stopped.
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    report = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
+              "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+                          "loadavg_at_start": load},
+              "size": size, "chunks": marker["shape"][0], "bytes": marker["bytes"],
+              "latency_ms": LATENCY_MS, "faults": FAULTS, "runs": args.runs, "slow_runs": args.slow_runs,
+              "results": {}}
+    nginx = Nginx(os.path.join(os.path.abspath(args.cache), f"nginx-{size}"), www)
+    try:
+        url = nginx.base + "/store.zarr"
+        report["url"] = url
+        for key, label, faults, cmd, env, info in peer_list(exe, url, args.runs, args.slow_runs,
+                                                            not args.no_info):
+            nginx.set_faults(faults)
+            if not quiet:
+                print(f"  {label} ...", file=sys.stderr, flush=True)
+            off = nginx.log_offset()
+            r = run_json(cmd, env=dict(os.environ, **env) if env else None)
+            report["results"][key] = {"label": label, "faults": faults, "info": info, "result": r,
+                                      "summary": summarize(r),
+                                      "nginx_statuses": nginx.statuses_since(off)}
+    finally:
+        nginx.stop()
+    report["checks"] = evaluate(report["results"], marker["checksum"])
+    if args.save:
+        with open(args.save, "w") as fh:
+            json.dump(report, fh, indent=1)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    elif args.markdown:
+        print(markdown(report))
+    else:
+        print_report(report)
+    if not report["checks"]["checksums_equal"]:
+        print("!!!!! the peers' outputs disagree with the data written !!!!!", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
