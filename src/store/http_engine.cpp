@@ -296,6 +296,7 @@ class CurlEngine final : public Engine {
     if (b.options.timeout_s > 0) left_ms = std::min(left_ms, b.options.timeout_s * 1000);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(left_ms)));
     if (r.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    if (!b.options.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, b.options.ca_file.c_str());
     std::string range;
     switch (r.range.kind) {
       case ByteRange::Kind::Full: break;

@@ -54,6 +54,7 @@ struct EngineOptions {
   double connect_timeout_s = 10.0;
   double low_speed_time_s = 30.0;   // abort a transfer slower than 1 byte/s for this long
   double timeout_s = 0;             // whole-transfer timeout per attempt, 0 = none
+  std::string ca_file;              // PEM bundle to verify TLS peers with ("" = system default)
 };
 
 // Per-store counters (thread-safe), exposed through Store::stats().

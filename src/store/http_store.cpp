@@ -168,6 +168,8 @@ HttpOptions parse_http_options(const StoreOptions& options) {
       o.retry.initial_backoff_s = parse_double(k, v);
     } else if (k == "max_backoff") {
       o.retry.max_backoff_s = parse_double(k, v);
+    } else if (k == "ca_file") {
+      o.engine.ca_file = v;
     } else if (k == "coalesce_gap") {
       o.coalesce_gap = static_cast<std::uint64_t>(parse_double(k, v));
     } else if (k == "coalesce_max") {
@@ -175,7 +177,7 @@ HttpOptions parse_http_options(const StoreOptions& options) {
     } else {
       throw StoreError("unknown storage option '" + k +
                        "' for an HTTP store (known: max_concurrency, timeout, connect_timeout, "
-                       "low_speed_time, retries, deadline, backoff, max_backoff, coalesce_gap, coalesce_max)");
+                       "low_speed_time, retries, deadline, backoff, max_backoff, ca_file, coalesce_gap, coalesce_max)");
     }
   }
   return o;

@@ -17,7 +17,7 @@ struct HttpOptions {
 };
 
 // max_concurrency, timeout, connect_timeout, low_speed_time, retries, deadline, backoff,
-// max_backoff, coalesce_gap, coalesce_max. An unknown option is a StoreError naming it.
+// max_backoff, ca_file, coalesce_gap, coalesce_max. An unknown option is a StoreError naming it.
 HttpOptions parse_http_options(const StoreOptions& options);
 
 }  // namespace lazycube::http

@@ -29,7 +29,8 @@ inline std::string nginx_unavailable_reason() {
 
 class NginxServer {
  public:
-  explicit NginxServer(const fs::path& root) {
+  // `tls`: HTTPS + HTTP/2 with a self-signed certificate (ca_file()).
+  explicit NginxServer(const fs::path& root, bool tls = false) : tls_(tls) {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     const std::string script = std::string(LAZYCUBE_SOURCE_DIR) + "/tests/servers/start_nginx.sh";
@@ -40,7 +41,8 @@ class NginxServer {
       ::dup2(fds[1], 1);
       ::close(fds[0]);
       ::close(fds[1]);
-      ::execl("/bin/bash", "bash", script.c_str(), prefix.c_str(), www.c_str(), static_cast<char*>(nullptr));
+      ::execl("/bin/bash", "bash", script.c_str(), prefix.c_str(), www.c_str(), tls ? "tls" : "plain",
+              static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ::close(fds[1]);
@@ -64,10 +66,11 @@ class NginxServer {
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;
 
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_); }
+  std::string ca_file() const { return (prefix_ / "tls" / "cert.pem").string(); }
   // `table` is the body of a Lua table, e.g. "p503 = 0.1, retry_after = 1" (see faults.lua).
   void set_faults(const std::string& table) { write_file(prefix_ / "faults.lua", "return {" + table + "}\n"); }
-  // The access log: "CONNECTION_ID REQUESTS_ON_CONNECTION STATUS "REQUEST" RANGE BYTES" lines.
+  // The access log: "CONNECTION_ID REQUESTS_ON_CONNECTION STATUS "REQUEST" RANGE BYTES PROTOCOL".
   std::string access_log() const { return read_file(prefix_ / "logs" / "access.log"); }
   // Requests nginx has logged so far (the log is written when each request ends).
   std::size_t logged_requests() const {
@@ -96,6 +99,7 @@ class NginxServer {
   }
 
   TempDir dir_;
+  bool tls_ = false;
   fs::path prefix_;
   pid_t pid_ = -1;
   int port_ = 0;

@@ -158,6 +158,30 @@ TEST_F(HttpFixture, HttpKeepsConnectionsAlive) {
   EXPECT_LE(connections.size(), 2u) << server->access_log();
 }
 
+TEST_F(HttpFixture, HttpHttp2OverTls) {
+  NginxServer tls(www.path(), /*tls=*/true);
+  auto untrusted = make_http_store(tls.url() + "/dir", {{"retries", "0"}});
+  EXPECT_THROW(untrusted->get("obj.bin"), StoreError);  // self-signed: refused without its CA
+  auto store = make_http_store(tls.url() + "/dir", {{"ca_file", tls.ca_file()}, {"coalesce_gap", "0"}});
+  std::vector<ByteRequest> reqs;
+  for (std::uint64_t i = 0; i < 20; ++i) reqs.push_back({"obj.bin", ByteRange::range(i * 4000, 1000)});
+  auto out = store->get_many(reqs);
+  for (std::uint64_t i = 0; i < 20; ++i) EXPECT_EQ(as_string(*out[i]), content.substr(i * 4000, 1000));
+  for (int i = 0; i < 100 && tls.logged_requests() < 21; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::istringstream log(tls.access_log());
+  std::set<std::string> connections;
+  std::string line;
+  std::size_t h2 = 0;
+  while (std::getline(log, line)) {
+    if (line.find(" 206 ") == std::string::npos) continue;
+    connections.insert(line.substr(0, line.find(' ')));
+    h2 += line.find("HTTP/2.0") != std::string::npos;
+  }
+  EXPECT_EQ(h2, 20u) << tls.access_log();
+  EXPECT_LE(connections.size(), 2u) << "HTTP/2 streams should share a connection\n" << tls.access_log();
+}
+
 TEST(HttpOptions, HttpUnknownOptionIsNamed) {
   try {
     open_location("http://127.0.0.1:1/x", {{"max_concurency", "4"}});

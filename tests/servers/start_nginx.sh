@@ -3,11 +3,14 @@
 # (tests/servers/faults.lua) in front of every file. Prints the port on stdout, then runs nginx
 # in the foreground (exec: the PID of this script is the nginx master; stop it with SIGTERM).
 #
-#   tests/servers/start_nginx.sh PREFIX ROOT
+#   tests/servers/start_nginx.sh PREFIX ROOT [tls]
+#
+# With "tls": HTTPS + HTTP/2 with a fresh self-signed certificate for 127.0.0.1 in
+# PREFIX/tls/cert.pem (give it to the client as its CA file).
 #
 # Faults are read on each request from PREFIX/faults.lua, a Lua chunk returning a table
 # (see faults.lua); rewrite it to change them. The access log is PREFIX/logs/access.log, one line
-# per request: CONNECTION_ID REQUESTS_ON_CONNECTION STATUS "REQUEST" RANGE BYTES.
+# per request: CONNECTION_ID REQUESTS_ON_CONNECTION STATUS "REQUEST" RANGE BYTES PROTOCOL.
 set -euo pipefail
 PREFIX="$(mkdir -p "$1" && cd "$1" && pwd)"
 ROOT="$(cd "$2" && pwd)"
@@ -16,6 +19,16 @@ MODULES=/usr/lib/nginx/modules
 PORT="$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 mkdir -p "$PREFIX/logs" "$PREFIX/tmp"
 [ -f "$PREFIX/faults.lua" ] || echo 'return {}' > "$PREFIX/faults.lua"
+LISTEN="127.0.0.1:$PORT"
+TLS_LINES=""
+if [ "${3:-}" = tls ]; then
+  mkdir -p "$PREFIX/tls"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$PREFIX/tls/key.pem" -out "$PREFIX/tls/cert.pem" 2>/dev/null
+  LISTEN="127.0.0.1:$PORT ssl http2"
+  TLS_LINES="ssl_certificate $PREFIX/tls/cert.pem; ssl_certificate_key $PREFIX/tls/key.pem;"
+fi
 USER_LINE=""
 [ "$(id -u)" = 0 ] && USER_LINE="user root;"
 cat > "$PREFIX/nginx.conf" <<CONF
@@ -28,7 +41,7 @@ error_log logs/error.log warn;
 pid logs/nginx.pid;
 events { worker_connections 1024; }
 http {
-  log_format lazycube '\$connection \$connection_requests \$status "\$request" \$http_range \$body_bytes_sent';
+  log_format lazycube '\$connection \$connection_requests \$status "\$request" \$http_range \$body_bytes_sent \$server_protocol';
   access_log logs/access.log lazycube;
   client_body_temp_path tmp/body;
   proxy_temp_path tmp/proxy;
@@ -39,7 +52,8 @@ http {
   keepalive_requests 100000;
   lua_shared_dict fault_counts 4m;
   server {
-    listen 127.0.0.1:$PORT;
+    listen $LISTEN;
+    $TLS_LINES
     root $ROOT;
     location /forbidden/ {
       default_type application/xml;
