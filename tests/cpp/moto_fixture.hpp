@@ -94,6 +94,14 @@ class MotoServer {
     if (st != 0) throw std::runtime_error("moto_setup.py auth failed");
   }
 
+  // Uploads the tree at `src` under `prefix/` in the test bucket (with authentication off).
+  void upload(const std::string& src, const std::string& prefix) const {
+    int st = 0;
+    const std::string out = run_capture("python3 " + script() + " upload " + endpoint + " " + kBucket + " '" +
+                                        src + "=" + prefix + "' 2>&1", &st);
+    if (st != 0) throw std::runtime_error("moto_setup.py upload failed: " + out);
+  }
+
   ~MotoServer() {
     if (pid_ > 0) {
       ::kill(pid_, SIGTERM);

@@ -7,6 +7,8 @@ and boto3; Debian's /usr/bin/python3 does not).
       access key and a role to assume (both allowed everything), and prints one JSON object:
       {"key_id", "secret", "session_key_id", "session_secret", "session_token"}.
       Authentication stays off (moto's default) until `auth on`.
+  moto_setup.py upload ENDPOINT BUCKET SRC_DIR=KEY_PREFIX ...
+      uploads more trees into an existing BUCKET (authentication must be off).
   moto_setup.py auth on|off ENDPOINT
       switches moto's SigV4/IAM checking on (every request verified) or off.
 """
@@ -27,9 +29,8 @@ def client(service, endpoint, **creds):
                         aws_session_token=creds.get("token"))
 
 
-def setup(endpoint, bucket, trees):
+def upload(endpoint, bucket, trees):
     s3 = client("s3", endpoint)
-    s3.create_bucket(Bucket=bucket)
     for spec in trees:
         src, prefix = spec.split("=", 1)
         for root, _, files in os.walk(src):
@@ -38,6 +39,11 @@ def setup(endpoint, bucket, trees):
                 rel = os.path.relpath(path, src).replace(os.sep, "/")
                 with open(path, "rb") as f:
                     s3.put_object(Bucket=bucket, Key=f"{prefix}/{rel}", Body=f.read(), ACL="public-read")
+
+
+def setup(endpoint, bucket, trees):
+    client("s3", endpoint).create_bucket(Bucket=bucket)
+    upload(endpoint, bucket, trees)
     iam = client("iam", endpoint)
     iam.create_user(UserName="lazycube")
     iam.put_user_policy(UserName="lazycube", PolicyName="all", PolicyDocument=ALLOW_ALL)
@@ -65,6 +71,8 @@ def auth(mode, endpoint):
 def main(argv):
     if len(argv) >= 4 and argv[1] == "setup":
         setup(argv[2], argv[3], argv[4:])
+    elif len(argv) >= 4 and argv[1] == "upload":
+        upload(argv[2], argv[3], argv[4:])
     elif len(argv) == 4 and argv[1] == "auth" and argv[2] in ("on", "off"):
         auth(argv[2], argv[3])
     else:

@@ -1,0 +1,197 @@
+// One contract every store backend must honour, run against real servers on 127.0.0.1:
+// file, http (nginx), s3 (moto) and gcs (the XML API path through an endpoint override to moto).
+// get / ranges incl. suffix and offset / missing keys / get_many / listing, and every array of
+// the shared conformance fixtures read remotely, value for value identical to the local read.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "lazycube/error.hpp"
+#include "lazycube/zarr/hierarchy.hpp"
+#include "moto_fixture.hpp"
+#include "nginx_server.hpp"
+#include "test_support.hpp"
+
+namespace lazycube {
+namespace {
+
+using test::TempDir;
+namespace fs = std::filesystem;
+
+std::string blob_bytes() {
+  std::string s(1000, '\0');
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>((i * 7 + 3) & 0xff);
+  return s;
+}
+
+// The small tree every backend serves under "contract/".
+const TempDir& contract_tree() {
+  static TempDir dir;
+  static bool written = false;
+  if (!written) {
+    test::write_file(dir.path() / "contract" / "blob.bin", blob_bytes());
+    test::write_file(dir.path() / "contract" / "a" / "b.txt", std::string("hello"));
+    test::write_file(dir.path() / "contract" / "a" / "c" / "d.txt", std::string("world"));
+    written = true;
+  }
+  return dir;
+}
+
+fs::path fixtures_dir() {
+  const auto data = test::shared_data_dir();
+  return data.empty() ? fs::path() : data / "zarr-fixtures";
+}
+
+struct Backend {
+  std::string contract_url;  // URL of the contract/ tree
+  std::string fixtures_url;  // URL of the zarr-fixtures tree ("" when not served)
+  StoreOptions options;
+  bool lists = true;
+};
+
+// Sets up the backend named `name` once per process; nullopt + reason when it cannot run here.
+std::optional<Backend> backend(const std::string& name, std::string& skip, bool with_fixtures) {
+  const fs::path root = contract_tree().path();
+  if (name == "file") return Backend{(root / "contract").string(), fixtures_dir().string(), {}, true};
+  if (name == "http") {
+    static std::unique_ptr<test::NginxServer> nginx;
+    static std::string reason;
+    if (!nginx && reason.empty()) {
+      if (!fixtures_dir().empty() && !fs::exists(root / "fixtures")) fs::create_directory_symlink(fixtures_dir(), root / "fixtures");
+      try {
+        nginx = std::make_unique<test::NginxServer>(root);
+      } catch (const std::exception& e) {
+        reason = std::string("nginx unavailable: ") + e.what();
+      }
+    }
+    if (!nginx) {
+      skip = reason;
+      return std::nullopt;
+    }
+    return Backend{nginx->url() + "/contract", fixtures_dir().empty() ? "" : nginx->url() + "/fixtures", {}, false};
+  }
+  auto* moto = test::MotoServer::instance(skip);
+  if (!moto) return std::nullopt;
+  static bool contract_uploaded = false, fixtures_uploaded = false;
+  if (!contract_uploaded) {
+    moto->upload((root / "contract").string(), "contract");
+    contract_uploaded = true;
+  }
+  if (with_fixtures && !fixtures_uploaded && !fixtures_dir().empty()) {
+    moto->upload(fixtures_dir().string(), "fixtures");
+    fixtures_uploaded = true;
+  }
+  const std::string bucket = test::MotoServer::kBucket;
+  const std::string scheme = name == "s3" ? "s3://" : "gs://";
+  StoreOptions options{{"endpoint_url", moto->endpoint}};
+  if (name == "s3") options["anon"] = "true";
+  return Backend{scheme + bucket + "/contract", fixtures_dir().empty() ? "" : scheme + bucket + "/fixtures", options, true};
+}
+
+std::string text(const std::optional<Buffer>& b) {
+  return b ? std::string(reinterpret_cast<const char*>(b->data()), b->size()) : std::string("<absent>");
+}
+
+std::string join_key(const std::string& path, const std::string& key) { return path.empty() ? key : path + "/" + key; }
+
+class StoreContract : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string skip;
+    env_ = std::make_unique<test::CleanCloudEnv>(home_.str());
+    b_ = backend(GetParam(), skip, with_fixtures());
+    if (!b_) GTEST_SKIP() << skip;
+    loc_ = open_location(b_->contract_url, b_->options);
+  }
+  virtual bool with_fixtures() const { return false; }
+  std::string key(const std::string& k) const { return join_key(loc_.path, k); }
+
+  TempDir home_;
+  std::unique_ptr<test::CleanCloudEnv> env_;  // no stray credentials from the environment
+  std::optional<Backend> b_;
+  Location loc_;
+};
+
+TEST_P(StoreContract, GetRangesSuffixOffsetAndMissingKeys) {
+  Store& s = *loc_.store;
+  const std::string blob = blob_bytes();
+  EXPECT_EQ(text(s.get(key("blob.bin"))), blob);
+  EXPECT_EQ(text(s.get(key("blob.bin"), ByteRange::range(10, 20))), blob.substr(10, 20));
+  EXPECT_EQ(text(s.get(key("blob.bin"), ByteRange::suffix(16))), blob.substr(984));
+  EXPECT_EQ(text(s.get(key("blob.bin"), ByteRange::from(990))), blob.substr(990));
+  EXPECT_EQ(text(s.get(key("blob.bin"), ByteRange::range(995, 100))), blob.substr(995));  // clipped
+  EXPECT_EQ(text(s.get(key("a/b.txt"))), "hello");
+  EXPECT_FALSE(s.get(key("no/such/key")).has_value());
+  EXPECT_FALSE(s.get(key("blob.bin.missing"), ByteRange::range(0, 4)).has_value());
+  EXPECT_EQ(s.size(key("blob.bin")), std::optional<std::uint64_t>(1000));
+  EXPECT_FALSE(s.size(key("nope")).has_value());
+  EXPECT_THROW(s.get(key("blob.bin"), ByteRange::range(2000, 4)), StoreError);
+}
+
+TEST_P(StoreContract, GetManyMixesRequestKinds) {
+  const std::string blob = blob_bytes();
+  auto r = loc_.store->get_many({{key("blob.bin"), ByteRange::range(0, 8)},
+                                 {key("blob.bin"), ByteRange::range(12, 8)},  // near the first: may coalesce
+                                 {key("blob.bin"), ByteRange::suffix(4)},
+                                 {key("missing"), ByteRange::full()},
+                                 {key("a/c/d.txt"), ByteRange::full()}});
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(text(r[0]), blob.substr(0, 8));
+  EXPECT_EQ(text(r[1]), blob.substr(12, 8));
+  EXPECT_EQ(text(r[2]), blob.substr(996));
+  EXPECT_FALSE(r[3].has_value());
+  EXPECT_EQ(text(r[4]), "world");
+}
+
+TEST_P(StoreContract, ListsLikeTheFileStore) {
+  if (!b_->lists) {
+    try {
+      loc_.store->list(loc_.path);
+      FAIL() << "listing over plain HTTP should be refused";
+    } catch (const StoreError& e) {
+      EXPECT_NE(std::string(e.what()).find("listing"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  std::vector<std::string> keys;
+  for (const auto& k : loc_.store->list(loc_.path)) keys.push_back(loc_.path.empty() ? k : k.substr(loc_.path.size() + 1));
+  EXPECT_EQ(keys, (std::vector<std::string>{"a/b.txt", "a/c/d.txt", "blob.bin"}));
+  EXPECT_EQ(loc_.store->list_dir(loc_.path), (std::vector<std::string>{"a", "blob.bin"}));
+  EXPECT_EQ(loc_.store->list_dir(key("a")), (std::vector<std::string>{"b.txt", "c"}));
+}
+
+class FixtureContract : public StoreContract {
+ protected:
+  bool with_fixtures() const override { return true; }
+};
+
+TEST_P(FixtureContract, ReadsEveryFixtureArrayLikeTheLocalRead) {
+  if (b_->fixtures_url.empty()) GTEST_SKIP() << "shared conformance data not found (../shared/data)";
+  std::size_t arrays = 0;
+  for (auto it = fs::recursive_directory_iterator(fixtures_dir()); it != fs::recursive_directory_iterator(); ++it) {
+    if (!it->is_directory()) continue;
+    const bool v3 = fs::exists(it->path() / "zarr.json") &&
+                    test::read_file(it->path() / "zarr.json").find("\"array\"") != std::string::npos;
+    if (!v3 && !fs::exists(it->path() / ".zarray")) continue;
+    const std::string rel = fs::relative(it->path(), fixtures_dir()).generic_string();
+    SCOPED_TRACE(rel);
+    const NDArray local = zarr::Hierarchy::open(open_location(it->path().string())).array("")->read_all();
+    const NDArray remote =
+        zarr::Hierarchy::open(open_location(b_->fixtures_url + "/" + rel, b_->options)).array("")->read_all();
+    ASSERT_EQ(remote.shape, local.shape);
+    ASSERT_EQ(remote.dtype, local.dtype);
+    EXPECT_EQ(remote.strings, local.strings);
+    ASSERT_EQ(remote.data.size(), local.data.size());
+    EXPECT_EQ(0, std::memcmp(remote.data.data(), local.data.data(), local.data.size()));
+    ++arrays;
+  }
+  EXPECT_GE(arrays, 50u);
+}
+
+const auto kBackends = ::testing::Values("file", "http", "s3", "gcs");
+std::string backend_name(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
+INSTANTIATE_TEST_SUITE_P(Backends, StoreContract, kBackends, backend_name);
+INSTANTIATE_TEST_SUITE_P(Backends, FixtureContract, kBackends, backend_name);
+
+}  // namespace
+}  // namespace lazycube
