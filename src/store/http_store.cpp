@@ -74,7 +74,7 @@ class HttpStore final : public Store {
   std::string url_of(std::string_view key) const {
     std::string k(key);
     while (!k.empty() && k.front() == '/') k.erase(0, 1);
-    return root_ + "/" + http::encode_key(k);
+    return root_ + "/" + http::percent_encode(k);
   }
 
   // Throws for a final reply that is neither data nor "missing".

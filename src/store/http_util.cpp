@@ -78,13 +78,13 @@ std::string redact_url(std::string_view url) {
   return u;
 }
 
-std::string encode_key(std::string_view key) {
+std::string percent_encode(std::string_view text, bool keep_slash) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;
-  out.reserve(key.size());
-  for (unsigned char c : key) {
+  out.reserve(text.size());
+  for (unsigned char c : text) {
     if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~' || c == '/') {
+        c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
       out += static_cast<char>(c);
     } else {
       out += '%';

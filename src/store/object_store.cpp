@@ -6,6 +6,7 @@
 
 #include "byte_range.hpp"
 #include "http_counters.hpp"
+#include "http_util.hpp"
 #include "lazycube/error.hpp"
 #include "s3_protocol.hpp"
 
@@ -134,7 +135,7 @@ class ObjectStore final : public Store {
   }
 
   http::Request object_request(const std::string& method, std::string_view key, ByteRange range) const {
-    auto req = base_request(method, c_.base_url + "/" + s3::uri_encode(full_key(key), true));
+    auto req = base_request(method, c_.base_url + "/" + http::percent_encode(full_key(key), true));
     req.range = range;
     return req;
   }
@@ -205,7 +206,7 @@ class ObjectStore final : public Store {
         q += q.empty() ? '?' : '&';
         q += k;
         q += '=';
-        q += s3::uri_encode(v, false);
+        q += http::percent_encode(v, false);
       };
       if (!token.empty()) add("continuation-token", token);
       if (delimited) add("delimiter", "/");

@@ -8,9 +8,6 @@
 
 namespace lazycube::s3 {
 
-// RFC 3986 percent-encoding: unreserved characters kept, '/' kept when `keep_slash`.
-std::string uri_encode(std::string_view text, bool keep_slash);
-
 // Decodes the five predefined XML entities and numeric character references (as UTF-8).
 std::string xml_decode(std::string_view text);
 

@@ -31,7 +31,7 @@ TEST(HttpUnits, HttpServerErrorAndRedaction) {
   EXPECT_EQ(server_error("plain text"), "");
   EXPECT_EQ(redact_url("https://user:pw@host:9/a/b?X-Amz-Signature=abc#f"), "https://host:9/a/b");
   EXPECT_EQ(redact_url("http://host/a@b"), "http://host/a@b");
-  EXPECT_EQ(encode_key("a b/c%d.0~"), "a%20b/c%25d.0~");
+  EXPECT_EQ(percent_encode("a b/c%d.0~"), "a%20b/c%25d.0~");
 }
 
 TEST(HttpUnits, HttpCoalescePlans) {

@@ -5,6 +5,7 @@
 
 #include "../../src/store/cloud_options.hpp"
 #include "../../src/store/credentials.hpp"
+#include "../../src/store/http_util.hpp"
 #include "../../src/store/object_store.hpp"
 #include "../../src/store/s3_protocol.hpp"
 #include "lazycube/error.hpp"
@@ -175,9 +176,9 @@ TEST(S3Options, UnknownOrBadOptionIsNamed) {
 }
 
 TEST(S3Protocol, UriEncode) {
-  EXPECT_EQ(s3::uri_encode("a/b c+d~e_f.g-h", true), "a/b%20c%2Bd~e_f.g-h");
-  EXPECT_EQ(s3::uri_encode("a/b", false), "a%2Fb");
-  EXPECT_EQ(s3::uri_encode("\xc3\xa9", true), "%C3%A9");
+  EXPECT_EQ(http::percent_encode("a/b c+d~e_f.g-h", true), "a/b%20c%2Bd~e_f.g-h");
+  EXPECT_EQ(http::percent_encode("a/b", false), "a%2Fb");
+  EXPECT_EQ(http::percent_encode("\xc3\xa9", true), "%C3%A9");
 }
 
 TEST(S3Protocol, XmlDecode) {
