@@ -40,6 +40,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from bench_common import checksum  # noqa: E402
 MB = 1e6
 MIB = 1 << 20
 
@@ -57,17 +59,6 @@ TARGETS = {"one_in_flight": 25.0, "zarr_python": 3.0, "faults_vs_clean": 0.70}
 
 
 # ---------------------------------------------------------------------------- data
-
-def checksum(arr):
-    """Same as bench_common.hpp: sum of 32-bit words w_i * (2i + 1), mod 2^64."""
-    words = np.ascontiguousarray(arr).reshape(-1).view(np.uint32)
-    total, step = 0, 1 << 22
-    for lo in range(0, words.size, step):
-        w = words[lo:lo + step].astype(np.uint64)
-        k = np.arange(lo, lo + w.size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-        total += int(np.sum(w * k, dtype=np.uint64))
-    return total % (1 << 64)
-
 
 def slab(t):
     """One (NY, NX) float32 time step; depends only on (SEED, t). Uncompressed, so any values do."""
@@ -208,7 +199,7 @@ def zarr_python_worker(url, runs):
     nchunks = int(np.prod([-(-s // c) for s, c in zip(arr.shape, arr.chunks)]))
     best = min(times)
     return {"mode": "zarr-python", "store": url, "seconds": best, "gb_per_s": data.nbytes / best / 1e9,
-            "bytes": int(data.nbytes), "runs": times, "checksum": f"{checksum(data):016x}",
+            "bytes": int(data.nbytes), "runs": times, "checksum": checksum(data),
             "chunks": nchunks, "open_seconds": open_s,
             "versions": {"zarr": zarr.__version__, "fsspec": fsspec.__version__}}
 

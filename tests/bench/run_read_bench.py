@@ -23,20 +23,10 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_bench_data  # noqa: E402
+from bench_common import checksum  # noqa: E402
 
 MIB = 1 << 20
 TARGETS = {"gdal": 2.0, "zarr-python": 2.0, "decode-bound": 0.8}
-
-
-def checksum(arr):
-    """Same as bench_common.hpp: sum of 32-bit words w_i * (2i + 1), mod 2^64."""
-    words = np.ascontiguousarray(arr).reshape(-1).view(np.uint32)
-    total, step = 0, 1 << 22
-    for lo in range(0, words.size, step):
-        w = words[lo:lo + step].astype(np.uint64)
-        k = np.arange(lo, lo + w.size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-        total += int(np.sum(w * k, dtype=np.uint64))
-    return f"{total % (1 << 64):016x}"
 
 
 def zarr_python_worker(store, runs, use_out):
