@@ -1,5 +1,7 @@
 #include "lazycube/array.hpp"
 
+#include "lazycube/error.hpp"
+
 namespace lazycube {
 
 NDArray Array::read(const ArraySelection& selection) const {
@@ -20,6 +22,14 @@ NDArray Array::read_all() const {
   ArraySelection all;
   for (auto n : shape()) all.push_back(IndexRange::all(n));
   return read(all);
+}
+
+void Array::read_cached(std::span<const ArraySelection> selections,
+                        std::span<const MutableByteView> dests, ChunkCache&) const {
+  if (selections.size() != dests.size())
+    throw UsageError(describe() + ": read_cached got " + std::to_string(selections.size()) +
+                     " selections and " + std::to_string(dests.size()) + " destinations");
+  for (std::size_t i = 0; i < selections.size(); ++i) read(selections[i], dests[i]);
 }
 
 }  // namespace lazycube

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "lazycube/util/buffer.hpp"
 
 namespace lazycube {
+
+class ChunkCache;
 
 // Indices start, start+step, ..., count of them, along one dim. step may be negative; every
 // index lies inside [0, dim size).
@@ -65,6 +68,15 @@ class Array {
   virtual void read_strings(const ArraySelection& selection,
                             std::vector<std::string>& dest) const = 0;
 
+  // Reads selections[i] into dests[i] for every i (each as read() would) through `cache`:
+  // every chunk the selections touch is taken from the cache or fetched and decoded once
+  // (network stores fetch all the missing ones in one batch), then each selection is copied
+  // out of the decoded chunks. The default, for backends without chunk access, calls read().
+  // With a disabled cache (budget 0) this reads each selection directly.
+  virtual void read_cached(std::span<const ArraySelection> selections,
+                           std::span<const MutableByteView> dests, ChunkCache& cache) const;
+  // Identity of the array's data for cache keys: the store's URL and the array path.
+  virtual std::string cache_id() const { return describe(); }
   // Convenience: the selection into a fresh NDArray (either kind of dtype).
   NDArray read(const ArraySelection& selection) const;
   NDArray read_all() const;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,12 @@ class Variable {
   // dtypes only).
   void read_into(MutableByteView dest) const;
 
+  // Reads several windows of this variable, decoded, into dests[i] (each window's element
+  // count times dtype().itemsize bytes): windows[i] holds one IndexRange per dim of the
+  // selection (dims() order), relative to the selection. Through `cache` when given (the
+  // chunks the windows share are fetched and decoded once), else directly.
+  void read_windows_into(std::span<const ArraySelection> windows,
+                         std::span<const MutableByteView> dests, ChunkCache* cache) const;
   // The 1-D coordinate variables used by sel(), keyed by dim (set by Dataset).
   using IndexCoords = std::map<std::string, Variable>;
   Variable with_index_coords(std::shared_ptr<const IndexCoords> coords) const;

@@ -1,0 +1,157 @@
+// BatchGenerator: training batches of windows out of a Dataset, with xbatcher's semantics
+// when used with xbatcher's arguments (batch_size 0, ../shared/docs/XBATCHER.md) and, with a
+// batch_size, N windows of several variables stacked as (sample, channel, window dims...)
+// with seeded shuffling, sharding, targets, a NaN filter and resumable state. Batches are
+// fetched, decoded and assembled on the thread pool `prefetch` batches ahead of the caller,
+// through the process-wide chunk cache.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lazycube/batch/sampler.hpp"
+#include "lazycube/batch/window_grid.hpp"
+#include "lazycube/batch/xbatcher_schema.hpp"
+#include "lazycube/cache/chunk_cache.hpp"
+#include "lazycube/dataset/dataset.hpp"
+#include "lazycube/dtype.hpp"
+#include "lazycube/ndarray.hpp"
+
+namespace lazycube::batch {
+
+// The target of each window (stacked mode): other variables and/or the same window shifted
+// along dims, e.g. offset {"time": 1} pairs x at t with y at t+1.
+struct TargetSpec {
+  std::vector<std::string> variables;          // empty: the input variables
+  std::map<std::string, std::int64_t> offset;  // dim -> shift in elements (may be negative)
+};
+
+// Skips windows in which more than `max_nan_fraction` of `variable`'s values are NaN.
+struct ValidityFilter {
+  std::string variable;  // empty: the first input variable
+  double max_nan_fraction = 0.0;
+};
+
+// Memory for batch buffers (e.g. pinned host memory): at least `bytes` bytes, 64-byte
+// aligned, freed by the returned pointer's deleter.
+using BatchAllocator = std::function<std::shared_ptr<std::byte>(std::size_t bytes)>;
+
+struct BatchOptions {
+  // xbatcher's arguments (batch_dims and concat_input_dims: compatibility mode only).
+  DimSizes input_dims;
+  DimOverlaps input_overlap;
+  DimSizes batch_dims;
+  bool concat_input_dims = false;
+
+  // 0: xbatcher compatibility mode (batches as xbatcher groups them). N > 0: stacked mode,
+  // N windows per batch on a leading `sample` dim.
+  std::uint64_t batch_size = 0;
+  bool drop_last = false;  // stacked mode: drop a short last batch instead of returning it
+  // Stacked mode: the variables stacked along `channel`, in this order (empty: every data
+  // variable that has all the input dims, in dataset order), cast to `dtype` (default: the
+  // common dtype of the variables). Compatibility mode: the data variables kept (empty: all).
+  std::vector<std::string> variables;
+  std::optional<DataType> dtype;
+  std::optional<TargetSpec> target;  // stacked mode
+  std::optional<ValidityFilter> filter;  // stacked mode
+
+  Shuffle shuffle = Shuffle::None;  // compatibility mode: None or Random (over batches)
+  std::uint64_t seed = 0;
+  ShardSpec shard;
+
+  std::size_t prefetch = 2;            // batches assembled ahead of the caller (0: on demand)
+  std::shared_ptr<ChunkCache> cache;   // nullptr: ChunkCache::global()
+  BatchAllocator allocator;            // nullptr: lazycube's own (huge-page) allocation
+};
+
+// One contiguous C-order array of a batch.
+struct BatchArray {
+  std::string name;
+  DataType dtype;
+  std::vector<std::string> dims;
+  Shape shape;
+  std::shared_ptr<std::byte> data;
+  std::size_t nbytes = 0;
+  std::uint64_t size() const { return shape_size(shape); }
+};
+
+struct Batch {
+  std::uint64_t epoch = 0;
+  std::uint64_t index = 0;  // batch number within this shard's epoch
+  // Stacked mode: {"x"} with dims (sample, channel, window dims...); compatibility mode: one
+  // array per data variable (dataset order) with xbatcher's dims for it.
+  std::vector<BatchArray> arrays;
+  std::optional<BatchArray> target;  // stacked mode with a TargetSpec: "y", laid out like x
+  std::vector<std::string> channels;         // stacked mode: variable of each channel
+  std::vector<std::string> target_channels;  // stacked mode with a target
+  // Where each window (stacked mode) or patch (compatibility mode) lies in the dataset: the
+  // dims windows slide over, and per window one IndexRange per such dim.
+  std::vector<std::string> window_dims;
+  std::vector<std::vector<IndexRange>> windows;
+  std::vector<std::uint64_t> window_ids;  // WindowGrid numbers (stacked mode)
+  // Coordinate labels of each window: dim -> NDArray of shape (windows, window length) of
+  // the dim's index coordinate (decoded, e.g. datetime64 for CF times); dims without an
+  // index coordinate are absent.
+  std::map<std::string, NDArray> coords;
+  // xbatcher compatibility: per array, the layout it was built with.
+  std::vector<XbatcherLayout> layouts;
+  std::uint64_t nbytes() const;  // all arrays and the target
+};
+
+class BatchGenerator {
+ public:
+  // Validates everything up front: UsageError / SelectionError naming the offending
+  // variable, dim or option. Builds no per-window state: O(1) in the number of windows
+  // (O(chunk groups) for Shuffle::Chunk).
+  BatchGenerator(Dataset dataset, BatchOptions options);
+  ~BatchGenerator();
+  BatchGenerator(const BatchGenerator&) = delete;
+  BatchGenerator& operator=(const BatchGenerator&) = delete;
+
+  const BatchOptions& options() const;
+  const Dataset& dataset() const;
+  // Stacked mode: the window grid; compatibility mode: the xbatcher schema.
+  const WindowGrid& grid() const;
+  const XbatcherSchema& schema() const;
+
+  // Windows (stacked mode) or xbatcher batches (compatibility mode) in one epoch: in the
+  // whole grid, and in this shard's part of it (before the validity filter).
+  std::uint64_t total_windows() const;
+  std::uint64_t shard_windows() const;
+  // Batches this shard yields per epoch. With a validity filter this is an upper bound.
+  std::uint64_t size() const;
+
+  // Batch i of `epoch` for this shard, assembled now on the calling thread + pool. Not
+  // available with a validity filter (which batches exist depends on scanning the data).
+  Batch batch(std::uint64_t i, std::uint64_t epoch = 0) const;
+
+  // Sequential iteration with prefetch. next() returns the next batch of the current epoch,
+  // or nullopt when the epoch is done; set_epoch() starts epoch e from its beginning (the
+  // order of a shuffled epoch depends on (seed, epoch)). An error while preparing a batch is
+  // thrown by the next() that would have returned that batch.
+  std::optional<Batch> next();
+  void set_epoch(std::uint64_t epoch);
+  std::uint64_t epoch() const;
+
+  // Resumable position: after restore(state()) — in this or a new generator with the same
+  // dataset and options — next() returns the same batches the original would have returned.
+  // UsageError when the state does not belong to this configuration.
+  nlohmann::json state() const;
+  void restore(const nlohmann::json& state);
+
+  // The cache the generator reads through.
+  const std::shared_ptr<ChunkCache>& cache() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lazycube::batch
