@@ -1,8 +1,13 @@
 // The lazycube command-line subcommands. Each returns the process exit status.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lazycube/dataset/selection.hpp"
@@ -34,11 +39,41 @@ struct ReadArgs {
 };
 int run_read(const ReadArgs& args);
 
+struct BenchArgs {
+  std::string url;
+  std::vector<std::string> variables;      // V1,V2 texts (repeatable), stacked as channels
+  std::vector<std::string> input_dims;     // DIM=N,... texts (repeatable)
+  std::vector<std::string> input_overlap;  // DIM=N,... texts (repeatable)
+  std::uint64_t batch_size = 32;
+  std::string shuffle = "none";
+  std::uint64_t seed = 0;
+  std::uint64_t epochs = 1;
+  std::uint64_t max_batches = 0;  // 0: no limit; counted across epochs
+  std::uint64_t cache_mb = 1024;  // MiB; 0: cache off
+  std::uint64_t prefetch = 2;
+  bool json = false;
+  std::vector<std::string> options;  // storage options, KEY=VALUE
+};
+int run_bench(const BenchArgs& args);
+
 // Storage options from "KEY=VALUE" texts; UsageProblem on a text without '=' or a repeated key.
 StoreOptions parse_storage_options(const std::vector<std::string>& texts);
 
 // Parses "DIM=5", "DIM=-1", "DIM=2:10", "DIM=:10", "DIM=5:", "DIM=::2", "DIM=10:0:-1".
 // UsageProblem on malformed text.
 std::pair<std::string, Indexer> parse_isel(const std::string& text);
+
+// A whole decimal integer ("+" allowed); UsageProblem "OPTION 'WHOLE': 'S' is not an integer".
+std::int64_t parse_integer_arg(std::string_view s, const std::string& option, const std::string& whole);
+
+// "a,b,c" texts (each may hold several, comma-separated) -> names in order. UsageProblem on an
+// empty name or one given twice.
+std::vector<std::string> parse_name_list(const std::vector<std::string>& texts, const std::string& option);
+
+// "DIM=N,DIM=N" texts (each may hold several pairs; the option may be repeated) -> ordered
+// (dim, N) pairs. UsageProblem naming the text on a missing '=', an empty dim, a non-integer,
+// a dim given twice, or (when `min` is set) a value below `min`.
+std::vector<std::pair<std::string, std::int64_t>> parse_dim_values(
+    const std::vector<std::string>& texts, const std::string& option, std::optional<std::int64_t> min);
 
 }  // namespace lazycube::cli

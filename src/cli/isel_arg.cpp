@@ -5,16 +5,22 @@
 
 namespace lazycube::cli {
 
+std::int64_t parse_integer_arg(std::string_view s, const std::string& option,
+                               const std::string& whole) {
+  std::string_view digits = s;
+  if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size())
+    throw UsageProblem(option + " '" + whole + "': '" + std::string(s) + "' is not an integer");
+  return v;
+}
+
 namespace {
 
 std::optional<std::int64_t> parse_int(std::string_view s, const std::string& whole) {
   if (s.empty()) return std::nullopt;
-  if (s.front() == '+') s.remove_prefix(1);
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size())
-    throw UsageProblem("--isel '" + whole + "': '" + std::string(s) + "' is not an integer");
-  return v;
+  return parse_integer_arg(s, "--isel", whole);
 }
 
 }  // namespace

@@ -44,6 +44,38 @@ int main(int argc, char** argv) {
   read_cmd->add_flag("--raw", read.raw, "Skip CF decoding: stored values and dtype");
   read_cmd->add_option("-o,--output", read.output, "Output .npy path")->required();
 
+  BenchArgs bench;
+  auto* bench_cmd = app.add_subcommand(
+      "bench", "Iterate training batches (N windows x variables as channels) and report throughput");
+  bench_cmd->add_option("URL", bench.url, "Zarr group (path or URL)")->required();
+  bench_cmd->add_option("--variables", bench.variables, "Variables stacked as channels, in order: V1,V2,...")
+      ->required()
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  bench_cmd->add_option("--input-dims", bench.input_dims, "Window length per dim: DIM=N,DIM=N,...")
+      ->required()
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  bench_cmd->add_option("--input-overlap", bench.input_overlap, "Overlap of consecutive windows: DIM=N,... (default 0)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  bench_cmd->add_option("--batch-size", bench.batch_size, "Windows per batch (stacked on a leading sample dim)")
+      ->capture_default_str();
+  bench_cmd->add_option("--shuffle", bench.shuffle, "Window order: none, random or chunk (chunk-grouped random)")
+      ->check(CLI::IsMember({"none", "random", "chunk"}))
+      ->capture_default_str();
+  bench_cmd->add_option("--seed", bench.seed, "Shuffle seed (each epoch derives its own order from it)")
+      ->capture_default_str();
+  bench_cmd->add_option("--epochs", bench.epochs, "Epochs to run (set_epoch(0..E-1))")->capture_default_str();
+  bench_cmd->add_option("--max-batches", bench.max_batches, "Stop after M batches in total, across epochs (0: no limit)")
+      ->capture_default_str();
+  bench_cmd->add_option("--cache-mb", bench.cache_mb, "Chunk cache budget in MiB (0: off)")->capture_default_str();
+  bench_cmd->add_option("--prefetch", bench.prefetch, "Batches assembled ahead of the consumer")->capture_default_str();
+  bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of text");
+  bench_cmd->add_option("--option", bench.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -56,6 +88,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*info_cmd) return run_info(info);
+    if (*bench_cmd) return run_bench(bench);
     read.isel = isel;
     return run_read(read);
   } catch (const UsageProblem& e) {
