@@ -1,4 +1,10 @@
-"""Helpers shared by the benchmark drivers (run_read_bench.py, run_http_bench.py)."""
+"""Helpers shared by the benchmark drivers (run_read_bench.py, run_http_bench.py,
+run_batch_bench.py)."""
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 
 
@@ -11,3 +17,22 @@ def checksum(arr):
         k = np.arange(lo, lo + w.size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
         total += int(np.sum(w * k, dtype=np.uint64))
     return f"{total % (1 << 64):016x}"
+
+
+def warm(path):
+    """Reads every file under `path` once, so that the page cache holds the store."""
+    for root, _, files in os.walk(path):
+        for f in files:
+            with open(os.path.join(root, f), "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
+
+
+def run_json(cmd, env=None, timeout=900):
+    """Runs `cmd`; returns the JSON object on the last line of its stdout (RuntimeError naming
+    the command, after echoing its stderr, when it fails or prints nothing)."""
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if p.returncode != 0 or not p.stdout.strip():
+        sys.stderr.write(p.stderr)
+        raise RuntimeError(f"FAILED ({p.returncode}): {' '.join(cmd)}")
+    return json.loads(p.stdout.strip().splitlines()[-1])

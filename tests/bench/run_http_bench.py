@@ -41,7 +41,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from bench_common import checksum  # noqa: E402
+from bench_common import checksum, run_json, warm  # noqa: E402
 MB = 1e6
 MIB = 1 << 20
 
@@ -104,14 +104,6 @@ def ensure_store(cache, size, verbose):
     with open(marker_path, "w") as fh:
         json.dump(marker, fh)
     return www, marker
-
-
-def warm(path):
-    for root, _, files in os.walk(path):
-        for f in files:
-            with open(os.path.join(root, f), "rb") as fh:
-                while fh.read(1 << 24):
-                    pass
 
 
 # ---------------------------------------------------------------------------- nginx
@@ -202,14 +194,6 @@ def zarr_python_worker(url, runs):
             "bytes": int(data.nbytes), "runs": times, "checksum": checksum(data),
             "chunks": nchunks, "open_seconds": open_s,
             "versions": {"zarr": zarr.__version__, "fsspec": fsspec.__version__}}
-
-
-def run_json(cmd, env=None, timeout=900):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    if p.returncode != 0 or not p.stdout.strip():
-        sys.stderr.write(p.stderr)
-        raise RuntimeError(f"FAILED ({p.returncode}): {' '.join(cmd)}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def peer_list(exe, url, runs, slow_runs, info):

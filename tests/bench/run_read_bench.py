@@ -23,7 +23,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_bench_data  # noqa: E402
-from bench_common import checksum  # noqa: E402
+from bench_common import checksum, warm  # noqa: E402
 
 MIB = 1 << 20
 TARGETS = {"gdal": 2.0, "zarr-python": 2.0, "decode-bound": 0.8}
@@ -56,14 +56,6 @@ def run_json(cmd):
         sys.stderr.write(p.stderr)
         raise SystemExit(f"FAILED ({p.returncode}): {' '.join(cmd)}")
     return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def warm(store):
-    for root, _, files in os.walk(store):
-        for f in files:
-            with open(os.path.join(root, f), "rb") as fh:
-                while fh.read(1 << 24):
-                    pass
 
 
 def bench_variant(exe, store, runs, cores):
