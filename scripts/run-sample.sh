@@ -39,3 +39,7 @@ import numpy as np
 a = np.load(sys.argv[1])
 print("t2m window: shape %s, dtype %s, min %.2f K, max %.2f K" % (a.shape, a.dtype, np.nanmin(a), np.nanmax(a)))
 PY
+
+step "$cli" bench data/era5_sample_v3.zarr --variables t2m,u10,v10 \
+  --input-dims time=1,latitude=32,longitude=32 --input-overlap latitude=16,longitude=16 \
+  --shuffle chunk --epochs 3
