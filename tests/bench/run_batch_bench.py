@@ -63,6 +63,7 @@ def lazycube_rows(quick):
     return [
         ("random", "lazycube, shuffle random", ["--shuffle", "random"] + max_b),
         ("chunk", "lazycube, shuffle chunk", ["--shuffle", "chunk"] + max_b),
+        ("random-3", "lazycube, shuffle random, 3 epochs", ["--shuffle", "random", "--epochs", "3"] + max_b),
         ("random-small", f"lazycube, shuffle random, cache {SMALL_CACHE_MB} MiB",
          ["--shuffle", "random", "--cache-mb", str(SMALL_CACHE_MB)] + max_b),
         ("chunk-small", f"lazycube, shuffle chunk, cache {SMALL_CACHE_MB} MiB",
@@ -188,24 +189,24 @@ def xbatcher_worker(store, seconds, workers):
 def evaluate(res):
     lc, peer = res["lazycube"], res["peers"]["xarray"]
     speedup = lc["random"]["windows_per_s"] / peer["windows_per_s"]
-    big = lc["big-random"]
-    firsts = {k: lc[k]["time_to_first_batch_s"] for k in ("big-random", "big-chunk")}
+    checks = [{"target": f"lazycube >= {TARGETS['speedup']:.0f}x xarray windows/s (shuffle random, 1 epoch)",
+               "measured": f"{speedup:.1f}x", "pass": speedup >= TARGETS["speedup"]}]
     rss_limit = BIG_CACHE_MB + TARGETS["rss_slack_mb"]
-    rss = max(lc[k]["peak_rss_mb"] for k in ("big-random", "big-chunk"))
+    for key in ("big-chunk", "big-random"):
+        r, shuffle = lc[key], key.split("-")[1]
+        first = r["time_to_first_batch_s"]
+        checks.append({"target": f"first batch <= {TARGETS['first_batch_s']} s, {r['windows_per_epoch']:,} "
+                                 f"windows, shuffle {shuffle}",
+                       "measured": f"{first:.3f} s", "pass": first <= TARGETS["first_batch_s"]})
+        checks.append({"target": f"peak RSS <= cache {BIG_CACHE_MB} MiB + {TARGETS['rss_slack_mb']:.0f} MiB, "
+                                 f"shuffle {shuffle}",
+                       "measured": f"{r['peak_rss_mb']:.0f} MiB", "pass": r["peak_rss_mb"] <= rss_limit})
     amp = lc["chunk-small"]["read_amplification"]
-    return [
-        {"target": f"lazycube >= {TARGETS['speedup']:.0f}x xarray windows/s (shuffle random)",
-         "measured": f"{speedup:.1f}x", "pass": speedup >= TARGETS["speedup"]},
-        {"target": f"first batch <= {TARGETS['first_batch_s']} s, {big['windows_per_epoch']:,} windows",
-         "measured": " / ".join(f"{v:.3f} s" for v in firsts.values()) + " (random / chunk)",
-         "pass": max(firsts.values()) <= TARGETS["first_batch_s"]},
-        {"target": f"peak RSS <= cache {BIG_CACHE_MB} MiB + {TARGETS['rss_slack_mb']:.0f} MiB",
-         "measured": f"{rss:.0f} MiB", "pass": rss <= rss_limit},
-        {"target": f"chunk-shuffle read amplification <= {TARGETS['chunk_amplification']} "
-                   f"(cache {SMALL_CACHE_MB} MiB)",
-         "measured": f"{amp:.3f} (random: {lc['random-small']['read_amplification']:.2f})",
-         "pass": amp <= TARGETS["chunk_amplification"]},
-    ]
+    checks.append({"target": f"chunk-shuffle read amplification <= {TARGETS['chunk_amplification']} "
+                             f"(cache {SMALL_CACHE_MB} MiB)",
+                   "measured": f"{amp:.3f} (random: {lc['random-small']['read_amplification']:.2f})",
+                   "pass": amp <= TARGETS["chunk_amplification"]})
+    return checks
 
 
 def table_rows(report):
