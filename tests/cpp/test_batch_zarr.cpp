@@ -17,9 +17,9 @@ namespace {
 
 std::string sample(const char* name) { return std::string(LAZYCUBE_SOURCE_DIR) + "/data/" + name; }
 
-BatchOptions era5_options(std::shared_ptr<ChunkCache> cache) {
+BatchOptions era5_options(std::shared_ptr<ChunkCache> cache, std::uint64_t side = 16) {
   BatchOptions o;
-  o.input_dims = {{"time", 1}, {"latitude", 16}, {"longitude", 16}};
+  o.input_dims = {{"time", 1}, {"latitude", side}, {"longitude", side}};
   o.batch_size = 16;
   o.variables = {"t2m", "u10", "v10", "msl"};
   o.cache = std::move(cache);
@@ -44,7 +44,6 @@ TEST_P(BatchZarr, BatchesEqualDirectReadsOfTheirWindows) {
   o.shuffle = Shuffle::Random;
   o.seed = 1;
   BatchGenerator g(ds, o);
-  EXPECT_EQ(g.total_windows(), 96u * 3u * 5u);
   for (int n = 0; n < 3; ++n) {
     auto b = g.next();
     ASSERT_TRUE(b.has_value());
@@ -75,6 +74,7 @@ TEST_P(BatchZarr, AmpleCacheFetchesEveryChunkOnce) {
   auto o = era5_options(cache);
   o.shuffle = Shuffle::Random;
   BatchGenerator g(ds, o);
+  EXPECT_EQ(g.total_windows(), 96u * 3u * 5u);
   EXPECT_DOUBLE_EQ(run_epoch(g, 0), 1.0);
   const auto first = cache->stats();
   EXPECT_GT(first.misses, 0u);
@@ -88,10 +88,10 @@ TEST_P(BatchZarr, AmpleCacheFetchesEveryChunkOnce) {
 TEST_P(BatchZarr, ChunkShuffleKeepsReadAmplificationNearOneWithASmallCache) {
   Dataset ds = lazycube::open(sample(GetParam()));
   // Room for a few chunks only (a decoded 24x40x40 float32 chunk is 150 KiB; msl decodes
-  // from int16 chunks of 75 KiB).
+  // from int16 chunks of 75 KiB). Windows of 20x20 lie inside chunks (and v3 inner chunks).
   auto run = [&](Shuffle s) {
     auto cache = std::make_shared<ChunkCache>(1200 << 10);
-    auto o = era5_options(cache);
+    auto o = era5_options(cache, 20);
     o.shuffle = s;
     o.seed = 11;
     o.prefetch = 1;
