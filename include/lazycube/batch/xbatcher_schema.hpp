@@ -76,6 +76,10 @@ class XbatcherSchema {
     bool input = false;                   // an input dim (renamed <dim>_input when concat)
   };
   std::vector<SlicedDim> sliced_;
+  // Per sliced dim, the first window of batch b and its number of windows.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> patch_ranges(std::uint64_t b) const;
+  // Extent of a dataset dim within a batch (its window length when sliced).
+  std::uint64_t batch_extent(const std::string& dim) const;
 };
 
 }  // namespace lazycube::batch
