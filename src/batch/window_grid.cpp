@@ -17,11 +17,12 @@ std::uint64_t find_extent(const DimSizes& extents, const std::string& dim) {
 
 // Windows of `length` every `length - overlap` elements within the first `usable` elements.
 DimWindows make_windows(const std::string& dim, std::uint64_t size, std::uint64_t usable,
-                        std::uint64_t length, std::int64_t overlap) {
+                        std::uint64_t length, std::int64_t overlap, std::uint64_t reserved) {
   if (length == 0) throw UsageError("window length of dim '" + dim + "' must be positive");
   if (length > usable) {
     throw UsageError("window length " + std::to_string(length) + " of dim '" + dim +
-                     "' is greater than the dim length " + std::to_string(usable));
+                     "' is greater than the dim length " + std::to_string(size) +
+                     (reserved ? " less " + std::to_string(reserved) + " reserved" : ""));
   }
   if (overlap >= static_cast<std::int64_t>(length)) {
     throw UsageError("overlap " + std::to_string(overlap) + " of dim '" + dim +
@@ -50,7 +51,8 @@ WindowGrid::WindowGrid(const DimSizes& extents, const DimSizes& lengths,
     const auto sh = shrink.find(dim);
     const std::uint64_t reserved = sh == shrink.end() ? 0 : sh->second;
     const std::uint64_t usable = reserved >= size ? 0 : size - reserved;
-    dims_.push_back(make_windows(dim, size, usable, length, ov == overlaps.end() ? 0 : ov->second));
+    dims_.push_back(make_windows(dim, size, usable, length, ov == overlaps.end() ? 0 : ov->second,
+                                 reserved));
     const std::uint64_t count = dims_.back().count;
     if (size_ > std::numeric_limits<std::uint64_t>::max() / count) {
       throw UsageError("number of windows overflows 64 bits at dim '" + dim + "'");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 
 #include "lazycube/batch/window_grid.hpp"
 #include "lazycube/error.hpp"
@@ -82,14 +83,17 @@ TEST(WindowGrid, EmptyGridHasOneWindow) {
 }
 
 TEST(WindowGrid, ShrinkReservesElementsAfterEachWindow) {
-  // time=10, windows of 3 with one step reserved for a target: starts 0, 3 (3..5 + 6), 6 is
-  // out because 6..8 + 9 fits, 9 doesn't -> windows at 0, 3, 6.
+  // time=10, windows of 3 with one step reserved for a target: windows must end by 9, so
+  // starts 0, 3, 6 (6..8, target 9).
   const WindowGrid g({{"time", 10}}, {{"time", 3}}, {}, {{"time", 1}});
   ASSERT_EQ(g.size(), 3u);
   EXPECT_EQ(g.ranges(2)[0].start, 6u);
   const WindowGrid g2({{"time", 10}}, {{"time", 3}}, {}, {{"time", 2}});
   EXPECT_EQ(g2.size(), 2u);  // 6..8 would need 9 and 10
-  EXPECT_THROW(WindowGrid({{"time", 10}}, {{"time", 3}}, {}, {{"time", 8}}), UsageError);
+  const auto msg = message_of<UsageError>(
+      [] { WindowGrid({{"time", 10}}, {{"time", 3}}, {}, {{"time", 8}}); });
+  EXPECT_NE(msg.find("'time'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("8 reserved"), std::string::npos) << msg;
 }
 
 TEST(WindowGrid, MissingDimIsSelectionErrorNamingIt) {
