@@ -112,9 +112,9 @@ TEST(BatchGenerator, WindowCoordinatesAreTheLabelsOfEachWindow) {
   EXPECT_EQ(x.shape, (Shape{5, 5}));
   for (std::size_t k = 0; k < 5; ++k) {
     for (std::uint64_t j = 0; j < 2; ++j)
-      EXPECT_EQ(t.at<std::int64_t>(k * 2 + j), static_cast<std::int64_t>(b.windows[k][0].start + j));
+      EXPECT_EQ(t.values<std::int64_t>()[k * 2 + j], static_cast<std::int64_t>(b.windows[k][0].start + j));
     for (std::uint64_t j = 0; j < 5; ++j)
-      EXPECT_EQ(x.at<double>(k * 5 + j), static_cast<double>(b.windows[k][2].start + j) / 4.0);
+      EXPECT_EQ(x.values<double>()[k * 5 + j], static_cast<double>(b.windows[k][2].start + j) / 4.0);
   }
 }
 
