@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/text.hpp"
 
@@ -208,6 +209,83 @@ void Variable::read_into(MutableByteView dest) const {
   Buffer raw(n * cf.stored_dtype().itemsize);
   source_->array->read(array_selection(), raw.span());
   cf.apply(raw.view(), n, dest);
+}
+
+ArraySelection Variable::window_selection(const ArraySelection& window) const {
+  if (window.size() != dims_.size())
+    throw UsageError("read_windows_into: variable '" + name() + "' has " + std::to_string(dims_.size()) +
+                     " dims (" + join_names(dims_) + "), a window has " + std::to_string(window.size()));
+  ArraySelection sel;
+  sel.reserve(axes_.size());
+  std::size_t k = 0;
+  for (const auto& a : axes_) {
+    if (a.dropped) {
+      sel.push_back(a.range);
+      continue;
+    }
+    const IndexRange& w = window[k++];
+    if (w.count > 0) {
+      const auto first = static_cast<std::int64_t>(w.start);
+      const auto last = first + static_cast<std::int64_t>(w.count - 1) * w.step;
+      const auto n = static_cast<std::int64_t>(a.range.count);
+      if (w.step == 0 || first >= n || last < 0 || last >= n)
+        throw SelectionError("read_windows_into: window on dim '" + a.dim + "' (start " + std::to_string(first) +
+                             ", last " + std::to_string(last) + ", step " + std::to_string(w.step) +
+                             ") is outside [0, " + std::to_string(n) + ") of variable '" + name() + "'");
+    }
+    sel.push_back(compose(a.range, w));
+  }
+  return sel;
+}
+
+void Variable::read_windows_into(std::span<const ArraySelection> windows, std::span<const MutableByteView> dests,
+                                 ChunkCache* cache) const {
+  const DataType& t = dtype();
+  if (t.is_variable_length())
+    throw UsageError("read_windows_into: variable '" + name() + "' has variable-length dtype " + t.name());
+  if (windows.size() != dests.size())
+    throw UsageError("read_windows_into: variable '" + name() + "' got " + std::to_string(windows.size()) +
+                     " windows and " + std::to_string(dests.size()) + " destinations");
+  std::vector<ArraySelection> sels;
+  std::vector<std::uint64_t> counts;
+  sels.reserve(windows.size());
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    sels.push_back(window_selection(windows[i]));
+    std::uint64_t n = 1;
+    for (const auto& r : windows[i]) n *= r.count;
+    if (dests[i].size() != n * t.itemsize)
+      throw UsageError("read_windows_into: window " + std::to_string(i) + " of variable '" + name() + "' needs " +
+                       std::to_string(n * t.itemsize) + " bytes, got " + std::to_string(dests[i].size()));
+    counts.push_back(n);
+  }
+  const Array& array = *source_->array;
+  auto read_raw = [&](std::span<const MutableByteView> raw) {
+    if (cache != nullptr) {
+      array.read_cached(sels, raw, *cache);
+    } else {
+      for (std::size_t i = 0; i < sels.size(); ++i)
+        if (counts[i] > 0) array.read(sels[i], raw[i]);
+    }
+  };
+  const CfDecoding& cf = source_->cf;
+  if (cf.is_identity()) {
+    read_raw(dests);
+    return;
+  }
+  // Read as stored into one scratch buffer, then decode each window into its destination.
+  const std::size_t stored_item = cf.stored_dtype().itemsize;
+  std::uint64_t total = 0;
+  for (auto n : counts) total += n;
+  Buffer raw(total * stored_item);
+  std::vector<MutableByteView> raw_views;
+  std::uint64_t offset = 0;
+  for (auto n : counts) {
+    raw_views.push_back(raw.span().subspan(offset, n * stored_item));
+    offset += n * stored_item;
+  }
+  read_raw(raw_views);
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] > 0) cf.apply(raw_views[i], counts[i], dests[i]);
 }
 
 }  // namespace lazycube

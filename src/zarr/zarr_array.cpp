@@ -217,21 +217,36 @@ void ZarrArray::for_each_unit(const ArraySelection& sel, Decode&& decode) const 
     });
     return;
   }
-  // Network stores: locate the units of a batch, fetch all their bytes in one get_many
-  // (requests overlap; nearby inner chunks of a shard coalesce), then decode in parallel.
-  struct Unit {
-    std::vector<std::uint64_t> coords;
-    Region region;
-  };
-  std::vector<Unit> units;
-  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) { units.push_back({unit, r}); },
-            /*parallel=*/false);
+  // Network stores: list the units, then fetch them in batches (fetch_units).
+  std::vector<std::vector<std::uint64_t>> units;
+  std::vector<Region> regions;
+  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
+    units.push_back(unit);
+    regions.push_back(r);
+  }, /*parallel=*/false);
+  fetch_units(units, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
+    decode(encoded, what, regions[i]);
+  });
+}
+
+void ZarrArray::fetch_units(const std::vector<std::vector<std::uint64_t>>& units, const UnitSink& sink) const {
+  if (!store_->prefers_batches()) {
+    parallel_for(units.size(), [&](std::size_t i) {
+      std::string what;
+      thread_local Buffer encoded;  // reused: no fresh allocation per chunk
+      const bool present = fetch_unit(units[i], what, encoded);
+      sink(i, present ? &encoded : nullptr, what);
+    });
+    return;
+  }
+  // Locate the units of a batch, fetch all their bytes in one get_many (requests overlap;
+  // nearby inner chunks of a shard coalesce), then decode in parallel.
   constexpr std::size_t kBatch = 512;
   for (std::size_t b0 = 0; b0 < units.size(); b0 += kBatch) {
     const std::size_t n = std::min(kBatch, units.size() - b0);
     if (!shard_levels_.empty()) {  // outer shard indexes first, in one get_many
       std::vector<std::string> keys;
-      for (std::size_t i = 0; i < n; ++i) keys.push_back(shard_key(units[b0 + i].coords));
+      for (std::size_t i = 0; i < n; ++i) keys.push_back(shard_key(units[b0 + i]));
       std::sort(keys.begin(), keys.end());
       keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
       std::vector<ByteRequest> index_reqs;
@@ -248,7 +263,7 @@ void ZarrArray::for_each_unit(const ArraySelection& sel, Decode&& decode) const 
     std::vector<ByteRequest> reqs;
     std::vector<std::size_t> req_of(n, SIZE_MAX);
     for (std::size_t i = 0; i < n; ++i) {
-      where[i] = locate_unit(units[b0 + i].coords, whats[i]);
+      where[i] = locate_unit(units[b0 + i], whats[i]);
       if (!where[i]) continue;
       req_of[i] = reqs.size();
       reqs.push_back(*where[i]);
@@ -265,7 +280,7 @@ void ZarrArray::for_each_unit(const ArraySelection& sel, Decode&& decode) const 
           throw StoreError(store_->describe(where[i]->key) + " disappeared while reading");
         }
       }
-      decode(encoded, whats[i], units[b0 + i].region);
+      sink(b0 + i, encoded, whats[i]);
     });
   }
 }
@@ -324,6 +339,32 @@ void ZarrArray::run_units(const ArraySelection& sel, Task&& task, bool parallel)
   } else {
     for (std::size_t t = 0; t < total; ++t) one(t);
   }
+}
+
+std::vector<ZarrArray::UnitPiece> ZarrArray::unit_pieces(const ArraySelection& sel) const {
+  std::vector<UnitPiece> pieces;
+  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) { pieces.push_back({unit, r}); },
+            /*parallel=*/false);
+  return pieces;
+}
+
+void ZarrArray::decode_unit(const Buffer* encoded, const std::string& what, MutableByteView out) const {
+  if (!encoded) {
+    const std::vector<std::uint64_t> origin(unit_shape_.size(), 0);
+    fill_region(out.data(), unit_shape_, block_region(unit_shape_, unit_shape_, origin, true), meta_.fill.bytes);
+    return;
+  }
+  try {
+    unit_codecs_->decode_into(encoded->view(), codec::ChunkSpec{meta_.dtype, unit_shape_}, out);
+  } catch (const CodecError& e) {
+    throw CodecError(what + " of " + describe() + ": " + e.what());
+  }
+}
+
+std::string ZarrArray::cache_id() const {
+  if (dynamic_cast<const MemoryStore*>(store_.get()) != nullptr)
+    return store_->url() + "#" + std::to_string(store_->id()) + "/" + path_;
+  return describe();
 }
 
 void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {

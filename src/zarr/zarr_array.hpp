@@ -1,6 +1,7 @@
 // A Zarr v2/v3 array: metadata plus the chunked read path.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "array_metadata.hpp"
+#include "chunk_copy.hpp"
 #include "lazycube/array.hpp"
 #include "lazycube/store/store.hpp"
 #include "sharding_codec.hpp"
@@ -35,6 +37,10 @@ class ZarrArray final : public Array {
 
   void read(const ArraySelection& selection, MutableByteView dest) const override;
   void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
+  void read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
+                   ChunkCache& cache) const override;
+  // describe(), except for memory stores, which all share one URL: their store id is added.
+  std::string cache_id() const override;
 
   // Reads the encoded bytes of one read unit (a chunk, or an inner chunk of a shard) into `out`;
   // false when it is absent (read as fill). `what` receives a description for messages.
@@ -59,6 +65,20 @@ class ZarrArray final : public Array {
   // per worker for local stores, in get_many batches for stores that prefer batches.
   template <class Decode>
   void for_each_unit(const ArraySelection& selection, Decode&& decode) const;
+  // Fetches the encoded bytes of units[i] for every i and calls sink(i, encoded or nullptr
+  // when absent, what) on the thread pool: per unit for local stores, in get_many batches for
+  // stores that prefer batches.
+  using UnitSink = std::function<void(std::size_t, const Buffer*, const std::string&)>;
+  void fetch_units(const std::vector<std::vector<std::uint64_t>>& units, const UnitSink& sink) const;
+  // Every read unit a selection touches, with the region it contributes to the selection.
+  struct UnitPiece {
+    std::vector<std::uint64_t> unit;
+    Region region;
+  };
+  std::vector<UnitPiece> unit_pieces(const ArraySelection& selection) const;
+  // Decodes one unit's encoded bytes (nullptr: absent, filled with the fill value) into `out`
+  // (one whole unit); CodecError naming the unit and the array.
+  void decode_unit(const Buffer* encoded, const std::string& what, MutableByteView out) const;
   std::string chunk_key(const std::vector<std::uint64_t>& unit) const;
   void check_selection(const ArraySelection& selection) const;
   template <class Task>

@@ -57,8 +57,13 @@ class XbatcherSchema {
   // Patches of batch b (b < size(), else UsageError "list index out of range").
   std::uint64_t num_patches(std::uint64_t b) const;
   std::vector<Patch> patches(std::uint64_t b) const;
-  // Layout of a variable with dims `var_dims` (a subset of the dataset's dims, its own order)
-  // in batch b.
+  // Layout of a data variable with dims `var_dims` (a subset of the dataset's dims, its own
+  // order) in batch b. UsageError when batch b has no patch (regime 4 with a batch length
+  // shorter than the stride; xbatcher fails on such a batch too). Concat mode: xarray orders
+  // the concatenated dataset's dims by first appearance over its variables, so `input_batch`
+  // comes first (and leads the `sample` levels) when the dataset's first variable is a data
+  // variable, as with xr.Dataset(data_vars, coords); a dataset listing a coordinate of a
+  // non-input dim first would put that dim before `input_batch` in xbatcher.
   XbatcherLayout layout(const std::vector<std::string>& var_dims, std::uint64_t b) const;
   // Messages xbatcher gives as UserWarning (e.g. a dim in both input_dims and batch_dims
   // without concat_input_dims).
@@ -76,6 +81,10 @@ class XbatcherSchema {
     bool input = false;                   // an input dim (renamed <dim>_input when concat)
   };
   std::vector<SlicedDim> sliced_;
+  // Per sliced dim, the first window of batch b and its number of windows.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> patch_ranges(std::uint64_t b) const;
+  // Extent of a dataset dim within a batch (its window length when sliced).
+  std::uint64_t batch_extent(const std::string& dim) const;
 };
 
 }  // namespace lazycube::batch

@@ -92,6 +92,8 @@ class Variable {
   std::shared_ptr<const IndexCoords> index_coords_;
 
   void refresh_dims();
+  // The array selection of a window given relative to this selection (read_windows_into).
+  ArraySelection window_selection(const ArraySelection& window) const;
   Axis* find_axis(const std::string& dim);
   const Axis* find_axis(const std::string& dim) const;
 };

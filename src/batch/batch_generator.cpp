@@ -1,0 +1,273 @@
+// BatchGenerator: epoch order, batch planning (with the validity filter), the prefetch
+// thread and resumable state. What a batch holds and how it is assembled: batch_source.cpp.
+#include "lazycube/batch/batch_generator.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "batch_source.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/util/thread_pool.hpp"
+
+namespace lazycube::batch {
+
+namespace {
+constexpr int kStateVersion = 1;
+}  // namespace
+
+std::uint64_t Batch::nbytes() const {
+  std::uint64_t n = target ? target->nbytes : 0;
+  for (const auto& a : arrays) n += a.nbytes;
+  return n;
+}
+
+struct BatchGenerator::Impl {
+  BatchSource source;
+
+  std::uint64_t epoch = 0;
+  std::optional<EpochOrder> order;  // empty when there is nothing to visit
+  std::uint64_t position = 0;       // shard position where the next batch starts
+  std::uint64_t index = 0;          // number of the next batch
+
+  // What a planned batch covers: the shard positions [begin, end) it consumed and the
+  // windows (grid numbers) it holds, or none at the end of the epoch.
+  struct Plan {
+    std::uint64_t begin = 0, end = 0;
+    std::vector<std::uint64_t> ids;
+  };
+  struct Slot {
+    std::uint64_t index = 0;
+    std::optional<Plan> plan;
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+  };
+  std::thread producer;
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<Slot> ready;
+  bool stopping = false;
+  bool running = false;
+
+  Impl(Dataset ds, BatchOptions opt) : source(std::move(ds), std::move(opt)) { make_order(0); }
+  ~Impl() { stop_producer(); }
+
+  void make_order(std::uint64_t e) {
+    epoch = e;
+    position = 0;
+    index = 0;
+    order.reset();
+    if (source.units() == 0) return;
+    const BatchOptions& o = source.options();
+    order.emplace(source.order_grid(), o.shuffle, o.seed, e, o.shard, source.chunk_lengths());
+  }
+
+  std::uint64_t shard_units() const { return order ? order->size() : 0; }
+
+  std::uint64_t batches() const {
+    const std::uint64_t n = shard_units();
+    if (!source.stacked()) return n;
+    const std::uint64_t bs = source.options().batch_size;
+    return source.options().drop_last ? n / bs : (n + bs - 1) / bs;
+  }
+
+  // The next batch starting at shard position `from` of `ord`; nullopt at the end of the epoch.
+  std::optional<Plan> plan_from(const std::optional<EpochOrder>& ord, std::uint64_t from) const {
+    const std::uint64_t n = ord ? ord->size() : 0;
+    if (from >= n) return std::nullopt;
+    if (!source.stacked()) return Plan{from, from + 1, {ord->window(from)}};
+    const BatchOptions& o = source.options();
+    const std::uint64_t bs = o.batch_size;
+    Plan p;
+    p.begin = from;
+    if (!source.has_filter()) {
+      p.end = std::min(n, from + bs);
+      for (std::uint64_t q = from; q < p.end; ++q) p.ids.push_back(ord->window(q));
+    } else {
+      // Evaluate candidates in parallel, a block at a time, until the batch is full.
+      std::uint64_t q = from;
+      while (p.ids.size() < bs && q < n) {
+        const std::uint64_t block = std::min<std::uint64_t>(n - q, std::max<std::uint64_t>(bs - p.ids.size(), 8));
+        std::vector<std::uint64_t> ids(block);
+        std::vector<char> ok(block, 0);
+        parallel_for(block, [&](std::size_t k) {
+          ids[k] = ord->window(q + k);
+          ok[k] = source.window_passes(ids[k]) ? 1 : 0;
+        });
+        std::uint64_t k = 0;
+        for (; k < block && p.ids.size() < bs; ++k)
+          if (ok[k]) p.ids.push_back(ids[k]);
+        q += k;  // candidates after the batch's last window are evaluated again next time
+      }
+      p.end = q;
+    }
+    if (p.ids.empty() || (o.drop_last && p.ids.size() < bs)) return std::nullopt;
+    return p;
+  }
+
+  Batch assemble(const Plan& p, std::uint64_t e, std::uint64_t i) const {
+    Batch b = source.stacked() ? source.assemble_windows(p.ids) : source.assemble_xbatcher(p.ids.front());
+    b.epoch = e;
+    b.index = i;
+    return b;
+  }
+
+  void start_producer() {
+    stopping = false;
+    running = true;
+    producer = std::thread([this, pos = position, idx = index, e = epoch]() mutable {
+      const std::size_t depth = source.options().prefetch;
+      for (;;) {
+        {
+          std::unique_lock lock(mutex);
+          cv.wait(lock, [&] { return stopping || ready.size() < depth; });
+          if (stopping) return;
+        }
+        Slot s;
+        s.index = idx;
+        try {
+          s.plan = plan_from(order, pos);
+          if (s.plan) s.batch = assemble(*s.plan, e, idx);
+        } catch (...) {
+          s.error = std::current_exception();
+        }
+        const bool last = !s.plan || s.error;
+        if (s.plan) pos = s.plan->end;
+        ++idx;
+        {
+          std::lock_guard lock(mutex);
+          ready.push_back(std::move(s));
+        }
+        cv.notify_all();
+        if (last) return;  // end of epoch or an error: the caller restarts us if it wants more
+      }
+    });
+  }
+
+  void stop_producer() {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    cv.notify_all();
+    if (producer.joinable()) producer.join();
+    ready.clear();
+    running = false;
+    stopping = false;
+  }
+
+  std::optional<Batch> next() {
+    if (source.options().prefetch == 0) {
+      auto p = plan_from(order, position);
+      if (!p) return std::nullopt;
+      Batch b = assemble(*p, epoch, index);
+      position = p->end;
+      ++index;
+      return b;
+    }
+    if (!running) start_producer();
+    Slot s;
+    {
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] { return !ready.empty(); });
+      s = std::move(ready.front());
+      ready.pop_front();
+    }
+    cv.notify_all();
+    if (s.error || !s.plan) {
+      // The producer has stopped after this slot; the next call starts it again from the
+      // unchanged position (so a failed batch is retried, and the end stays the end).
+      stop_producer();
+      if (s.error) std::rethrow_exception(s.error);
+      return std::nullopt;
+    }
+    position = s.plan->end;
+    index = s.index + 1;
+    return std::move(s.batch);
+  }
+};
+
+BatchGenerator::BatchGenerator(Dataset dataset, BatchOptions options)
+    : impl_(std::make_unique<Impl>(std::move(dataset), std::move(options))) {}
+
+BatchGenerator::~BatchGenerator() = default;
+
+const BatchOptions& BatchGenerator::options() const { return impl_->source.options(); }
+const Dataset& BatchGenerator::dataset() const { return impl_->source.dataset(); }
+const WindowGrid& BatchGenerator::grid() const {
+  if (!impl_->source.stacked()) throw UsageError("grid(): the generator is in xbatcher-compatibility mode (batch_size 0)");
+  return impl_->source.grid();
+}
+const XbatcherSchema& BatchGenerator::schema() const {
+  if (impl_->source.stacked()) throw UsageError("schema(): the generator is in stacked mode (batch_size > 0)");
+  return impl_->source.schema();
+}
+std::uint64_t BatchGenerator::total_windows() const { return impl_->source.units(); }
+std::uint64_t BatchGenerator::shard_windows() const { return impl_->shard_units(); }
+std::uint64_t BatchGenerator::size() const { return impl_->batches(); }
+const std::shared_ptr<ChunkCache>& BatchGenerator::cache() const { return impl_->source.cache(); }
+
+Batch BatchGenerator::batch(std::uint64_t i, std::uint64_t epoch) const {
+  Impl& m = *impl_;
+  if (m.source.has_filter())
+    throw UsageError("batch(i) is not available with a validity filter: which windows form batch i depends on "
+                     "the data; iterate with next()");
+  if (i >= m.batches())
+    throw UsageError("batch index " + std::to_string(i) + " out of range: this shard has " +
+                     std::to_string(m.batches()) + " batches per epoch");
+  std::optional<EpochOrder> other;
+  const std::optional<EpochOrder>* ord = &m.order;
+  if (epoch != m.epoch) {
+    const BatchOptions& o = m.source.options();
+    other.emplace(m.source.order_grid(), o.shuffle, o.seed, epoch, o.shard, m.source.chunk_lengths());
+    ord = &other;
+  }
+  const std::uint64_t per = m.source.stacked() ? m.source.options().batch_size : 1;
+  auto plan = m.plan_from(*ord, i * per);
+  return m.assemble(*plan, epoch, i);
+}
+
+std::optional<Batch> BatchGenerator::next() { return impl_->next(); }
+
+void BatchGenerator::set_epoch(std::uint64_t epoch) {
+  impl_->stop_producer();
+  impl_->make_order(epoch);
+}
+
+std::uint64_t BatchGenerator::epoch() const { return impl_->epoch; }
+
+nlohmann::json BatchGenerator::state() const {
+  return {{"version", kStateVersion},
+          {"epoch", impl_->epoch},
+          {"position", impl_->position},
+          {"batch", impl_->index},
+          {"config", impl_->source.config()}};
+}
+
+void BatchGenerator::restore(const nlohmann::json& state) {
+  Impl& m = *impl_;
+  if (!state.is_object() || state.value("version", 0) != kStateVersion || !state.contains("config") ||
+      !state.contains("epoch") || !state.contains("position") || !state.contains("batch"))
+    throw UsageError("restore: not a BatchGenerator state (expected an object with version " +
+                     std::to_string(kStateVersion) + ", epoch, position, batch and config)");
+  const nlohmann::json& config = state["config"];
+  if (config != m.source.config()) {
+    std::string which;
+    for (const auto& [key, value] : m.source.config().items())
+      if (!config.contains(key) || config[key] != value) which += (which.empty() ? "" : ", ") + key;
+    throw UsageError("restore: the state belongs to another configuration (differs in: " +
+                     (which.empty() ? std::string("extra keys") : which) + ")");
+  }
+  const auto position = state["position"].get<std::uint64_t>();
+  m.stop_producer();
+  m.make_order(state["epoch"].get<std::uint64_t>());
+  if (position > m.shard_units())
+    throw UsageError("restore: position " + std::to_string(position) + " is past the end of the epoch (" +
+                     std::to_string(m.shard_units()) + " windows)");
+  m.position = position;
+  m.index = state["batch"].get<std::uint64_t>();
+}
+
+}  // namespace lazycube::batch

@@ -1,0 +1,358 @@
+#include "batch_source.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "batch_assembly.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/util/text.hpp"
+#include "lazycube/util/thread_pool.hpp"
+
+namespace lazycube::batch {
+
+namespace {
+
+std::int64_t find_index(const std::vector<std::string>& names, const std::string& name) {
+  auto it = std::find(names.begin(), names.end(), name);
+  return it == names.end() ? -1 : static_cast<std::int64_t>(it - names.begin());
+}
+
+nlohmann::json dims_json(const DimSizes& dims) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [d, n] : dims) j.push_back({d, n});
+  return j;
+}
+
+// Rows [start, start + count) of a 1-D coordinate, for each window, as a (windows, count) array.
+NDArray window_labels(const NDArray& coord, const std::vector<IndexRange>& ranges) {
+  NDArray out;
+  out.dtype = coord.dtype;
+  const std::uint64_t count = ranges.empty() ? 0 : ranges.front().count;
+  out.shape = {ranges.size(), count};
+  if (coord.dtype.is_variable_length()) {
+    out.strings.reserve(ranges.size() * count);
+    for (const auto& r : ranges)
+      for (std::uint64_t k = 0; k < count; ++k) out.strings.push_back(coord.strings[r.at(k)]);
+    return out;
+  }
+  const std::size_t item = coord.dtype.itemsize;
+  out.data.resize(ranges.size() * count * item);
+  for (std::size_t w = 0; w < ranges.size(); ++w)
+    std::memcpy(out.data.data() + w * count * item, coord.data.data() + ranges[w].start * item, count * item);
+  return out;
+}
+
+}  // namespace
+
+BatchSource::BatchSource(Dataset dataset, BatchOptions options)
+    : dataset_(std::move(dataset)), options_(std::move(options)) {
+  cache_ = options_.cache ? options_.cache : ChunkCache::global();
+  options_.shard.validate();
+  if (options_.input_dims.empty()) throw UsageError("input_dims is empty: name at least one dim to window over");
+  stacked_ = options_.batch_size > 0;
+  if (stacked_) resolve_stacked();
+  else resolve_xbatcher();
+  // Index coordinates of the windowed dims, for the labels of each window.
+  std::set<std::string> windowed;
+  for (const auto& [d, n] : options_.input_dims) windowed.insert(d);
+  for (const auto& [d, n] : options_.batch_dims) windowed.insert(d);
+  for (const auto& d : windowed) {
+    if (!dataset_.contains(d)) continue;
+    const Variable& c = dataset_.variable(d);
+    if (c.dims().size() == 1 && c.dims()[0] == d) coord_values_.emplace(d, c.read());
+  }
+}
+
+void BatchSource::resolve_stacked() {
+  const BatchOptions& o = options_;
+  if (!o.batch_dims.empty() || o.concat_input_dims)
+    throw UsageError("batch_dims and concat_input_dims are xbatcher-compatibility arguments (batch_size 0); "
+                     "with batch_size " + std::to_string(o.batch_size) + " batches are windows stacked on `sample`");
+  for (const auto& [d, n] : o.input_dims) grid_dims_.push_back(d);
+  for (const auto& [d, ov] : o.input_overlap)
+    if (find_index(grid_dims_, d) < 0)
+      throw UsageError("input_overlap names dim '" + d + "', which is not in input_dims (" + join_names(grid_dims_) + ")");
+  // Input variables: given, or every data variable having all the input dims.
+  auto has_all = [&](const Variable& v) {
+    return std::all_of(grid_dims_.begin(), grid_dims_.end(), [&](const std::string& d) { return v.has_dim(d); });
+  };
+  std::vector<std::string> names = o.variables;
+  if (names.empty()) {
+    for (const auto& n : dataset_.data_var_names())
+      if (has_all(dataset_.variable(n))) names.push_back(n);
+    if (names.empty())
+      throw UsageError("no data variable has all the input dims (" + join_names(grid_dims_) + ")");
+  }
+  auto take = [&](const std::vector<std::string>& list, const char* role) {
+    std::vector<Variable> vars;
+    for (const auto& n : list) {
+      const Variable& v = dataset_.variable(n);  // NotFound naming it
+      for (const auto& d : grid_dims_)
+        if (!v.has_dim(d))
+          throw SelectionError(std::string(role) + " variable '" + n + "' has no dim '" + d + "' (dims: " +
+                               join_names(v.dims()) + ")");
+      if (v.dtype().is_variable_length() || !castable(v.dtype()))
+        throw UsageError(std::string(role) + " variable '" + n + "' has dtype " + v.dtype().name() +
+                         ", which cannot be stacked into a numeric batch");
+      vars.push_back(v);
+    }
+    return vars;
+  };
+  xvars_ = take(names, "input");
+  const Variable& first = xvars_.front();
+  for (const auto& d : first.dims())
+    if (find_index(grid_dims_, d) < 0) other_dims_.push_back(d);
+  auto same_dims = [&](const Variable& v) {
+    std::set<std::string> a(v.dims().begin(), v.dims().end()), b(first.dims().begin(), first.dims().end());
+    if (a != b)
+      throw UsageError("variable '" + v.name() + "' has dims (" + join_names(v.dims()) + "), variable '" +
+                       first.name() + "' has (" + join_names(first.dims()) + "): stacked variables need the same dims");
+  };
+  for (const auto& v : xvars_) same_dims(v);
+  std::vector<DataType> types;
+  for (const auto& v : xvars_) types.push_back(v.dtype());
+  xdtype_ = o.dtype ? *o.dtype : common_dtype(types);
+  if (!castable(xdtype_)) throw UsageError("batch dtype " + xdtype_.name() + " is not a numeric dtype");
+
+  // Target: other variables and/or a shift along grid dims.
+  lead_.assign(grid_dims_.size(), 0);
+  shift_.assign(grid_dims_.size(), 0);
+  DimSizes extents;
+  for (const auto& d : grid_dims_) extents.emplace_back(d, first.dim_size(d));
+  if (o.target) {
+    yvars_ = take(o.target->variables.empty() ? names : o.target->variables, "target");
+    for (const auto& v : yvars_) same_dims(v);
+    std::vector<DataType> ytypes;
+    for (const auto& v : yvars_) ytypes.push_back(v.dtype());
+    ydtype_ = o.dtype ? *o.dtype : common_dtype(ytypes);
+    for (const auto& [d, off] : o.target->offset) {
+      const std::int64_t g = find_index(grid_dims_, d);
+      if (g < 0)
+        throw SelectionError("target offset names dim '" + d + "', which is not in input_dims (" +
+                             join_names(grid_dims_) + ")");
+      const auto gi = static_cast<std::size_t>(g);
+      shift_[gi] = off;
+      const std::uint64_t mag = static_cast<std::uint64_t>(off < 0 ? -off : off);
+      const std::uint64_t len = o.input_dims[gi].second;
+      if (mag + len > extents[gi].second)
+        throw UsageError("dim '" + d + "' has " + std::to_string(extents[gi].second) + " elements: too few for a window of " +
+                         std::to_string(len) + " and a target offset of " + std::to_string(off));
+      extents[gi].second -= mag;
+      if (off < 0) lead_[gi] = mag;
+    }
+  }
+  grid_ = WindowGrid(extents, o.input_dims, o.input_overlap);
+  out_dims_ = grid_dims_;
+  out_dims_.insert(out_dims_.end(), other_dims_.begin(), other_dims_.end());
+  for (const auto& [d, n] : o.input_dims) out_extent_.push_back(n);
+  for (const auto& d : other_dims_) out_extent_.push_back(first.dim_size(d));
+  // Chunk lengths along the grid dims, from the first input variable.
+  const Shape chunks = first.chunks();
+  for (const auto& d : grid_dims_) chunk_lengths_.push_back(chunks[static_cast<std::size_t>(find_index(first.dims(), d))]);
+
+  if (o.filter) {
+    const std::string fname = o.filter->variable.empty() ? first.name() : o.filter->variable;
+    Variable fv = take({fname}, "filter").front();
+    same_dims(fv);
+    filter_ = std::make_unique<NanFilter>(fv, o.filter->max_nan_fraction, cache_);
+  }
+
+  nlohmann::json vars = names, yv = nlohmann::json::array(), yoff = nlohmann::json::object();
+  for (const auto& v : yvars_) yv.push_back(v.name());
+  if (o.target)
+    for (const auto& [d, off] : o.target->offset) yoff[d] = off;
+  config_ = {{"mode", "stacked"},
+             {"extents", dims_json(extents)},
+             {"input_dims", dims_json(o.input_dims)},
+             {"input_overlap", o.input_overlap},
+             {"batch_size", o.batch_size},
+             {"drop_last", o.drop_last},
+             {"variables", vars},
+             {"target_variables", yv},
+             {"target_offset", yoff},
+             {"filter", o.filter ? nlohmann::json{{"variable", filter_->variable().name()},
+                                                  {"max_nan_fraction", o.filter->max_nan_fraction}}
+                                 : nlohmann::json()},
+             {"shuffle", shuffle_name(o.shuffle)},
+             {"seed", o.seed},
+             {"shard", {o.shard.rank, o.shard.world_size, o.shard.worker, o.shard.num_workers}}};
+}
+
+void BatchSource::resolve_xbatcher() {
+  const BatchOptions& o = options_;
+  if (o.target || o.filter || o.dtype || o.drop_last)
+    throw UsageError("target, filter, dtype and drop_last need a batch_size (stacked mode); "
+                     "batch_size 0 is the xbatcher-compatibility mode");
+  if (o.shuffle == Shuffle::Chunk)
+    throw UsageError("shuffle 'chunk' needs a batch_size (stacked mode); xbatcher-compatibility mode shuffles whole batches");
+  DimSizes dims(dataset_.dims().begin(), dataset_.dims().end());
+  schema_ = XbatcherSchema(dims, XbatcherConfig{o.input_dims, o.input_overlap, o.batch_dims, o.concat_input_dims});
+  std::vector<std::string> names = o.variables.empty() ? dataset_.data_var_names() : o.variables;
+  for (const auto& n : names) {
+    const Variable& v = dataset_.variable(n);
+    if (v.dtype().is_variable_length())
+      throw UsageError("variable '" + n + "' has variable-length dtype " + v.dtype().name() +
+                       "; leave it out of `variables`");
+    cvars_.push_back(v);
+  }
+  if (schema_.size() > 0) batch_grid_ = WindowGrid({{"batch", schema_.size()}}, {{"batch", 1}});
+  chunk_lengths_ = {0};
+  config_ = {{"mode", "xbatcher"},
+             {"dims", dims_json(dims)},
+             {"input_dims", dims_json(o.input_dims)},
+             {"input_overlap", o.input_overlap},
+             {"batch_dims", dims_json(o.batch_dims)},
+             {"concat_input_dims", o.concat_input_dims},
+             {"variables", names},
+             {"shuffle", shuffle_name(o.shuffle)},
+             {"seed", o.seed},
+             {"shard", {o.shard.rank, o.shard.world_size, o.shard.worker, o.shard.num_workers}}};
+}
+
+ArraySelection BatchSource::window_selection(const Variable& var, std::uint64_t id, bool target) const {
+  const auto per_dim = grid_.unravel(id);
+  ArraySelection sel;
+  for (const auto& d : var.dims()) {
+    const std::int64_t g = find_index(grid_dims_, d);
+    if (g < 0) {
+      sel.push_back(IndexRange::all(var.dim_size(d)));
+      continue;
+    }
+    const auto gi = static_cast<std::size_t>(g);
+    const DimWindows& w = grid_.dims()[gi];
+    std::int64_t start = static_cast<std::int64_t>(w.start(per_dim[gi]) + lead_[gi]);
+    if (target) start += shift_[gi];
+    sel.push_back({static_cast<std::uint64_t>(start), w.length, 1});
+  }
+  return sel;
+}
+
+bool BatchSource::window_passes(std::uint64_t id) const {
+  if (!filter_) return true;
+  return filter_->passes(window_selection(filter_->variable(), id, false));
+}
+
+BatchArray BatchSource::stack_channels(const std::string& name, const std::vector<Variable>& vars,
+                                       const DataType& dtype, const std::vector<std::uint64_t>& ids,
+                                       bool target) const {
+  const std::size_t n = ids.size(), channels = vars.size(), item = dtype.itemsize;
+  const std::uint64_t window_elems = shape_size(out_extent_);
+  BatchArray out;
+  out.name = name;
+  out.dtype = dtype;
+  out.dims = {"sample", "channel"};
+  out.dims.insert(out.dims.end(), out_dims_.begin(), out_dims_.end());
+  out.shape = {n, channels};
+  out.shape.insert(out.shape.end(), out_extent_.begin(), out_extent_.end());
+  out.nbytes = n * channels * window_elems * item;
+  out.data = allocate_batch_buffer(options_.allocator, out.nbytes);
+  std::byte* base = out.data.get();
+  for (std::size_t c = 0; c < channels; ++c) {
+    const Variable& v = vars[c];
+    std::vector<ArraySelection> sels(n);
+    for (std::size_t k = 0; k < n; ++k) sels[k] = window_selection(v, ids[k], target);
+    const bool same_order = v.dims() == out_dims_;
+    if (same_order && v.dtype() == dtype) {
+      // Straight into the batch: window k of channel c is one contiguous slab.
+      std::vector<MutableByteView> dests(n);
+      for (std::size_t k = 0; k < n; ++k)
+        dests[k] = {base + (k * channels + c) * window_elems * item, window_elems * item};
+      v.read_windows_into(sels, dests, cache_.get());
+      continue;
+    }
+    // Otherwise read in the variable's own order and dtype, then cast and transpose.
+    const std::size_t vitem = v.dtype().itemsize;
+    Buffer raw(n * window_elems * vitem);
+    std::vector<MutableByteView> dests(n);
+    for (std::size_t k = 0; k < n; ++k) dests[k] = raw.span().subspan(k * window_elems * vitem, window_elems * vitem);
+    v.read_windows_into(sels, dests, cache_.get());
+    Shape src_shape;
+    for (const auto& d : v.dims()) src_shape.push_back(out_extent_[static_cast<std::size_t>(find_index(out_dims_, d))]);
+    std::vector<int> axes;
+    for (const auto& d : out_dims_) axes.push_back(static_cast<int>(find_index(v.dims(), d)));
+    parallel_for(n, [&](std::size_t k) {
+      thread_local Buffer cast;
+      cast.resize(window_elems * item);
+      cast_elements(raw.data() + k * window_elems * vitem, v.dtype(), cast.data(), dtype, window_elems);
+      permuted_copy(cast.data(), src_shape, base + (k * channels + c) * window_elems * item, out_extent_, axes, item);
+    });
+  }
+  return out;
+}
+
+void BatchSource::attach_coords(Batch& batch) const {
+  for (std::size_t g = 0; g < batch.window_dims.size(); ++g) {
+    auto it = coord_values_.find(batch.window_dims[g]);
+    if (it == coord_values_.end()) continue;
+    std::vector<IndexRange> ranges;
+    for (const auto& w : batch.windows) ranges.push_back(w[g]);
+    batch.coords.emplace(it->first, window_labels(it->second, ranges));
+  }
+}
+
+Batch BatchSource::assemble_windows(const std::vector<std::uint64_t>& ids) const {
+  Batch b;
+  b.window_ids = ids;
+  b.window_dims = grid_dims_;
+  for (const auto id : ids) {
+    const auto per_dim = grid_.unravel(id);
+    std::vector<IndexRange> w;
+    for (std::size_t g = 0; g < grid_dims_.size(); ++g)
+      w.push_back({grid_.dims()[g].start(per_dim[g]) + lead_[g], grid_.dims()[g].length, 1});
+    b.windows.push_back(std::move(w));
+  }
+  for (const auto& v : xvars_) b.channels.push_back(v.name());
+  b.arrays.push_back(stack_channels("x", xvars_, xdtype_, ids, false));
+  if (!yvars_.empty()) {
+    for (const auto& v : yvars_) b.target_channels.push_back(v.name());
+    b.target = stack_channels("y", yvars_, ydtype_, ids, true);
+  }
+  attach_coords(b);
+  return b;
+}
+
+Batch BatchSource::assemble_xbatcher(std::uint64_t index) const {
+  Batch b;
+  const std::vector<Patch> patches = schema_.patches(index);
+  if (!patches.empty())
+    for (const auto& [d, r] : patches.front()) b.window_dims.push_back(d);
+  for (const auto& p : patches) {
+    std::vector<IndexRange> w;
+    for (const auto& [d, r] : p) w.push_back(r);
+    b.windows.push_back(std::move(w));
+  }
+  for (const Variable& v : cvars_) {
+    const std::size_t item = v.dtype().itemsize;
+    std::vector<ArraySelection> sels;
+    for (const auto& p : patches) {
+      ArraySelection sel;
+      for (const auto& d : v.dims()) {
+        auto it = std::find_if(p.begin(), p.end(), [&](const auto& e) { return e.first == d; });
+        sel.push_back(it == p.end() ? IndexRange::all(v.dim_size(d)) : it->second);
+      }
+      sels.push_back(std::move(sel));
+    }
+    const XbatcherLayout layout = schema_.layout(v.dims(), index);
+    const std::uint64_t patch_elems = layout.source_shape.empty() ? 0 : shape_size(layout.source_shape) / std::max<std::uint64_t>(layout.source_shape[0], 1);
+    Buffer source(sels.size() * patch_elems * item);
+    std::vector<MutableByteView> dests;
+    for (std::size_t k = 0; k < sels.size(); ++k)
+      dests.push_back(source.span().subspan(k * patch_elems * item, patch_elems * item));
+    v.read_windows_into(sels, dests, cache_.get());
+    BatchArray a;
+    a.name = v.name();
+    a.dtype = v.dtype();
+    a.dims = layout.dims;
+    a.shape = layout.shape;
+    a.nbytes = shape_size(layout.shape) * item;
+    a.data = allocate_batch_buffer(options_.allocator, a.nbytes);
+    permuted_copy(source.data(), layout.source_shape, a.data.get(), layout.expanded_shape, layout.source_axes, item);
+    b.arrays.push_back(std::move(a));
+    b.layouts.push_back(layout);
+  }
+  attach_coords(b);
+  return b;
+}
+
+}  // namespace lazycube::batch

@@ -1,0 +1,83 @@
+// BatchSource: a BatchGenerator's configuration resolved against its Dataset (variables,
+// window grid or xbatcher schema, target shifts, filter, coordinate labels) and the assembly of
+// one batch from the windows (or xbatcher batch) it holds. Stateless after construction, so
+// the prefetch thread and the caller can use it at once.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lazycube/batch/batch_generator.hpp"
+#include "nan_filter.hpp"
+
+namespace lazycube::batch {
+
+class BatchSource {
+ public:
+  BatchSource(Dataset dataset, BatchOptions options);
+
+  const Dataset& dataset() const { return dataset_; }
+  const BatchOptions& options() const { return options_; }
+  const std::shared_ptr<ChunkCache>& cache() const { return cache_; }
+  bool stacked() const { return stacked_; }
+  const WindowGrid& grid() const { return grid_; }
+  const XbatcherSchema& schema() const { return schema_; }
+  // What the epoch order runs over: windows (stacked) or xbatcher batches (compatibility).
+  const WindowGrid& order_grid() const { return stacked_ ? grid_ : batch_grid_; }
+  std::uint64_t units() const { return stacked_ ? grid_.size() : schema_.size(); }
+  // Chunk length of the data along each order_grid() dim (for Shuffle::Chunk).
+  const std::vector<std::uint64_t>& chunk_lengths() const { return chunk_lengths_; }
+  bool has_filter() const { return filter_ != nullptr; }
+  // Whether window `id` passes the validity filter (true without a filter).
+  bool window_passes(std::uint64_t id) const;
+  // The configuration as JSON (identifies it in saved states).
+  const nlohmann::json& config() const { return config_; }
+
+  // Stacked mode: the batch of the given windows (grid numbers, in batch order).
+  Batch assemble_windows(const std::vector<std::uint64_t>& ids) const;
+  // Compatibility mode: xbatcher batch b.
+  Batch assemble_xbatcher(std::uint64_t b) const;
+
+ private:
+  // Selection of window `id` for `var` (one IndexRange per var dim), shifted for the target.
+  ArraySelection window_selection(const Variable& var, std::uint64_t id, bool target) const;
+  BatchArray stack_channels(const std::string& name, const std::vector<Variable>& vars,
+                            const DataType& dtype, const std::vector<std::uint64_t>& ids,
+                            bool target) const;
+  void attach_coords(Batch& batch) const;
+  void resolve_stacked();
+  void resolve_xbatcher();
+
+  Dataset dataset_;
+  BatchOptions options_;
+  std::shared_ptr<ChunkCache> cache_;
+  bool stacked_ = false;
+  nlohmann::json config_;
+
+  // Stacked mode.
+  WindowGrid grid_;
+  std::vector<std::string> grid_dims_;   // input dims, in order
+  std::vector<std::string> other_dims_;  // dims of the variables taken whole
+  std::vector<std::string> out_dims_;    // grid dims then other dims
+  Shape out_extent_;                     // window extent along out_dims_
+  std::vector<std::uint64_t> lead_;      // per grid dim: start of x windows (negative shifts)
+  std::vector<std::int64_t> shift_;      // per grid dim: target start - input start
+  std::vector<Variable> xvars_, yvars_;
+  DataType xdtype_, ydtype_;
+  std::unique_ptr<NanFilter> filter_;
+  std::vector<std::uint64_t> chunk_lengths_;
+
+  // Compatibility mode.
+  XbatcherSchema schema_;
+  WindowGrid batch_grid_;
+  std::vector<Variable> cvars_;
+
+  std::map<std::string, NDArray> coord_values_;  // dim -> its decoded index coordinate
+};
+
+}  // namespace lazycube::batch

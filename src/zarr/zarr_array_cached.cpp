@@ -1,0 +1,114 @@
+// ZarrArray::read_cached: many selections served from the chunk cache, each read unit
+// (innermost chunk) fetched and decoded at most once however many selections touch it.
+#include <exception>
+#include <map>
+
+#include "lazycube/cache/chunk_cache.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/util/thread_pool.hpp"
+#include "zarr_array.hpp"
+
+namespace lazycube::zarr {
+
+namespace {
+
+// One copy job: the region of selection `sel` that lies in distinct unit `unit`.
+struct CopyJob {
+  std::size_t sel;
+  std::size_t unit;
+  Region region;
+};
+
+}  // namespace
+
+void ZarrArray::read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
+                            ChunkCache& cache) const {
+  if (selections.size() != dests.size())
+    throw UsageError(describe() + ": read_cached got " + std::to_string(selections.size()) +
+                     " selections and " + std::to_string(dests.size()) + " destinations");
+  if (meta_.dtype.is_variable_length())
+    throw UsageError(describe() + ": " + meta_.dtype.name() + " data must be read as strings (read_cached)");
+  const std::size_t item = meta_.dtype.itemsize;
+  for (std::size_t s = 0; s < selections.size(); ++s) {
+    check_selection(selections[s]);
+    std::uint64_t n = 1;
+    for (const auto& r : selections[s]) n *= r.count;
+    if (dests[s].size() != n * item)
+      throw UsageError(describe() + ": destination " + std::to_string(s) + " holds " +
+                       std::to_string(dests[s].size()) + " bytes, selection needs " + std::to_string(n * item));
+  }
+  if (!cache.enabled()) {
+    for (std::size_t s = 0; s < selections.size(); ++s) read(selections[s], dests[s]);
+    return;
+  }
+
+  // The distinct units all selections touch, and what each selection copies out of them.
+  std::vector<std::vector<std::uint64_t>> units;
+  std::map<std::vector<std::uint64_t>, std::size_t> unit_number;
+  std::vector<CopyJob> jobs;
+  for (std::size_t s = 0; s < selections.size(); ++s) {
+    for (auto& piece : unit_pieces(selections[s])) {
+      auto [it, fresh] = unit_number.try_emplace(piece.unit, units.size());
+      if (fresh) units.push_back(piece.unit);
+      jobs.push_back({s, it->second, std::move(piece.region)});
+    }
+  }
+
+  // Ask the cache about every unit; load the ones this call claims.
+  const std::string id = cache_id();
+  std::vector<ChunkCache::Chunk> chunks(units.size());
+  std::vector<std::shared_future<ChunkCache::Chunk>> pending(units.size());
+  std::vector<std::shared_ptr<ChunkCache::Claim>> claims(units.size());
+  std::vector<std::vector<std::uint64_t>> to_load;
+  std::vector<std::size_t> load_of;  // to_load[i] is unit load_of[i]
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    auto found = cache.lookup(ChunkKey{id, units[u]});
+    chunks[u] = std::move(found.chunk);
+    pending[u] = std::move(found.pending);
+    claims[u] = std::move(found.claim);
+    if (claims[u]) {
+      to_load.push_back(units[u]);
+      load_of.push_back(u);
+    }
+  }
+  const std::uint64_t unit_bytes = shape_size(unit_shape_) * item;
+  try {
+    fetch_units(to_load, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
+      const std::size_t u = load_of[i];
+      try {
+        Buffer decoded(unit_bytes);
+        decode_unit(encoded, what, decoded.span());
+        chunks[u] = cache.fulfill(*claims[u], std::move(decoded));
+      } catch (...) {
+        cache.fail(*claims[u], std::current_exception());
+        claims[u].reset();
+        throw;
+      }
+      claims[u].reset();
+    });
+  } catch (...) {
+    // Claims left unresolved (a failed batch fetch, work skipped after the first error) are
+    // failed with the same error so that other readers waiting on them see it too.
+    for (auto& claim : claims)
+      if (claim) cache.fail(*claim, std::current_exception());
+    throw;
+  }
+  // Loads other readers had in flight; every claim of ours is resolved, so this cannot deadlock.
+  for (std::size_t u = 0; u < units.size(); ++u)
+    if (pending[u].valid()) chunks[u] = pending[u].get();
+  pending.clear();
+
+  // Copy every selection's regions out of the pinned chunks.
+  std::vector<Shape> dst_shapes(selections.size());
+  for (std::size_t s = 0; s < selections.size(); ++s)
+    for (const auto& r : selections[s]) dst_shapes[s].push_back(r.count);
+  parallel_for(jobs.size(), [&](std::size_t j) {
+    const CopyJob& job = jobs[j];
+    copy_region(chunks[job.unit]->data(), unit_shape_, dests[job.sel].data(), dst_shapes[job.sel], job.region, item);
+  });
+  std::uint64_t delivered = 0;
+  for (const auto& d : dests) delivered += d.size();
+  cache.note_delivered(delivered);
+}
+
+}  // namespace lazycube::zarr
