@@ -190,7 +190,9 @@ def evaluate(res):
     lc, peer = res["lazycube"], res["peers"]["xarray"]
     speedup = lc["random"]["windows_per_s"] / peer["windows_per_s"]
     checks = [{"target": f"lazycube >= {TARGETS['speedup']:.0f}x xarray windows/s (shuffle random, 1 epoch)",
-               "measured": f"{speedup:.1f}x", "pass": speedup >= TARGETS["speedup"]}]
+               "measured": f"{speedup:.1f}x", "pass": speedup >= TARGETS["speedup"]},
+              {"target": "[info] the same over 3 epochs (the cache holds the data after the first)",
+               "measured": f"{lc['random-3']['windows_per_s'] / peer['windows_per_s']:.1f}x", "pass": None}]
     rss_limit = BIG_CACHE_MB + TARGETS["rss_slack_mb"]
     for key in ("big-chunk", "big-random"):
         r, shuffle = lc[key], key.split("-")[1]
@@ -224,6 +226,10 @@ def fmt_row(r):
             f"{r['time_to_first_batch_s']:.3f}", f"{r['peak_rss_mb']:.0f}"]
 
 
+def verdict(check):
+    return {True: "PASS", False: "MISS", None: "info"}[check["pass"]]
+
+
 def print_report(report):
     print(f"\n== batches of {BATCH} x {len(VARIABLES)} channels x {dims_arg(INPUT_DIMS)}, "
           f"store {report['store']} ==")
@@ -236,7 +242,7 @@ def print_report(report):
         print(f"  skipped: {reason}")
     print()
     for c in report["checks"]:
-        print(f"  {c['target']:62} {c['measured']:>28}  {'PASS' if c['pass'] else 'MISS'}")
+        print(f"  {c['target']:62} {c['measured']:>28}  {verdict(c)}")
 
 
 def markdown(report):
@@ -248,7 +254,7 @@ def markdown(report):
         lines.append(f"\nSkipped: {reason}")
     lines += ["", "| target | measured | result |", "|---|---:|---|"]
     for c in report["checks"]:
-        lines.append(f"| {c['target']} | {c['measured']} | {'PASS' if c['pass'] else 'MISS'} |")
+        lines.append(f"| {c['target']} | {c['measured']} | {verdict(c)} |")
     return "\n".join(lines)
 
 
