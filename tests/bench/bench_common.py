@@ -36,3 +36,13 @@ def run_json(cmd, env=None, timeout=900):
         sys.stderr.write(p.stderr)
         raise RuntimeError(f"FAILED ({p.returncode}): {' '.join(cmd)}")
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def warn_if_busy():
+    """Warns on stderr when the load average says other work shares the machine; returns the
+    load averages (for the report)."""
+    load = os.getloadavg()
+    if load[0] > 0.5 * os.cpu_count():
+        print(f"WARNING: load average {load[0]:.1f} on {os.cpu_count()} CPUs: other work is running, "
+              "timings will be low and noisy", file=sys.stderr)
+    return load

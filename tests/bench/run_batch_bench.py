@@ -39,7 +39,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_batch_bench_data as data  # noqa: E402
-from bench_common import run_json, warm  # noqa: E402
+from bench_common import run_json, warm, warn_if_busy  # noqa: E402
 
 VARIABLES = list(data.VARIABLES)
 INPUT_DIMS = {"time": 1, "latitude": 64, "longitude": 64}
@@ -85,6 +85,14 @@ def run_lazycube(cli, store, extra):
 
 # ---------------------------------------------------------------------------- xarray peer
 
+def rates(batches, windows, nbytes, seconds, first, **extra):
+    """A Python peer's result with the same first keys as `lazycube bench --json`."""
+    return dict({"batches": batches, "windows": windows, "seconds": seconds, "batches_per_s": batches / seconds,
+                 "windows_per_s": windows / seconds, "mb_per_s": nbytes / 1e6 / seconds,
+                 "time_to_first_batch_s": first,
+                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}, **extra)
+
+
 def window_order(sizes, seed):
     """Start indices (time, latitude, longitude) of every non-overlapping window, shuffled."""
     counts = [sizes[d] // INPUT_DIMS[d] for d in INPUT_DIMS]
@@ -120,12 +128,8 @@ def xarray_worker(store, seconds):
             first = t_last - t_start
         if t_last - t_open >= seconds:
             break
-    s = t_last - t_open
-    return {"batches": batches, "windows": windows, "seconds": s, "batches_per_s": batches / s,
-            "windows_per_s": windows / s, "mb_per_s": nbytes / 1e6 / s, "time_to_first_batch_s": first,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-            "windows_per_epoch": int(order.size), "x_shape": list(x.shape),
-            "versions": {"xarray": xr.__version__, "dask": dask.__version__}}
+    return rates(batches, windows, nbytes, t_last - t_open, first, windows_per_epoch=int(order.size),
+                 x_shape=list(x.shape), versions={"xarray": xr.__version__, "dask": dask.__version__})
 
 
 # ---------------------------------------------------------------------------- xbatcher peer
@@ -176,12 +180,9 @@ def xbatcher_worker(store, seconds, workers):
             first = t_last - t_start
         if t_last - t_open >= seconds:
             break
-    s = t_last - t_open
-    return {"batches": batches, "windows": windows, "seconds": s, "batches_per_s": batches / s,
-            "windows_per_s": windows / s, "mb_per_s": nbytes / 1e6 / s, "time_to_first_batch_s": first,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-            "windows_per_epoch": len(gen), "x_shape": shape, "num_workers": workers,
-            "versions": {"xbatcher": getattr(xbatcher, "__version__", "?"), "torch": torch.__version__}}
+    return rates(batches, windows, nbytes, t_last - t_open, first, windows_per_epoch=len(gen), x_shape=shape,
+                 num_workers=workers,
+                 versions={"xbatcher": getattr(xbatcher, "__version__", "?"), "torch": torch.__version__})
 
 
 # ---------------------------------------------------------------------------- report
@@ -283,14 +284,11 @@ def main():
     quiet = args.json or args.markdown
     store = data.ensure(args.cache, verbose=not quiet)
     peer_seconds = 5.0 if args.quick else args.peer_seconds
-    load = os.getloadavg()[0]
-    if load > 0.5 * os.cpu_count():
-        print(f"WARNING: load average {load:.1f} on {os.cpu_count()} CPUs: other work is running, "
-              "timings will be low and noisy", file=sys.stderr)
+    load = warn_if_busy()
     warm(store)
     report = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "store": store,
               "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                          "loadavg_at_start": os.getloadavg()},
+                          "loadavg_at_start": load},
               "lazycube_rows": lazycube_rows(args.quick), "skipped": [],
               "results": {"lazycube": {}, "peers": {}}}
     for key, label, extra in report["lazycube_rows"]:

@@ -41,7 +41,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from bench_common import checksum, run_json, warm  # noqa: E402
+from bench_common import checksum, run_json, warm, warn_if_busy  # noqa: E402
 MB = 1e6
 MIB = 1 << 20
 
@@ -349,10 +349,7 @@ def main():
     quiet = args.json or args.markdown
     www, marker = ensure_store(os.path.abspath(args.cache), size, verbose=not quiet)
     warm(www)
-    load = os.getloadavg()
-    if load[0] > 0.5 * os.cpu_count():
-        print(f"WARNING: load average {load[0]:.1f} on {os.cpu_count()} CPUs: other work is running, "
-              "timings will be low and noisy", file=sys.stderr)
+    load = warn_if_busy()
 
     # SIGTERM/SIGINT unwind through `finally`, so nginx is always stopped.
     def on_signal(signum, _frame):

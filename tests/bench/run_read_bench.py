@@ -23,7 +23,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_bench_data  # noqa: E402
-from bench_common import checksum, warm  # noqa: E402
+from bench_common import checksum, warm, warn_if_busy  # noqa: E402
 
 MIB = 1 << 20
 TARGETS = {"gdal": 2.0, "zarr-python": 2.0, "decode-bound": 0.8}
@@ -169,10 +169,7 @@ def main():
               "machine": {"cores": args.cores, "cpu_count": os.cpu_count(),
                           "platform": platform.platform(), "loadavg_at_start": os.getloadavg()},
               "runs": args.runs, "size": size, "variants": {}}
-    load = os.getloadavg()[0]
-    if load > 0.5 * os.cpu_count():
-        print(f"WARNING: load average {load:.1f} on {os.cpu_count()} CPUs: other work is running, "
-              "timings will be low and noisy", file=sys.stderr)
+    warn_if_busy()
     ok = True
     for variant, store in stores.items():
         warm(store)
