@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <set>
 
 #include "batch_assembly.hpp"
@@ -44,6 +45,54 @@ NDArray window_labels(const NDArray& coord, const std::vector<IndexRange>& range
 }
 
 }  // namespace
+
+std::vector<std::uint64_t> BatchSource::chunk_group_lengths(const Variable& first, std::size_t nvars) const {
+  // Chunk shuffle groups windows by the chunk their start falls in. A window crossing into the
+  // next chunk needs that chunk too, which is evicted before its own group comes round unless
+  // groups span several chunks: along dims where windows cross chunk boundaries, groups grow
+  // to k chunks (extra fetches ~1/k) while one group's chunks fit in a quarter of the cache.
+  const Shape chunks = first.chunks();
+  const std::size_t ng = grid_dims_.size();
+  std::vector<std::uint64_t> chunk(ng), k(ng, 1), most(ng, 1);
+  std::vector<bool> crossing(ng, false);
+  double group_chunks = 1.0;  // chunks along the dims not windowed
+  for (std::size_t d = 0; d < first.dims().size(); ++d)
+    if (find_index(grid_dims_, first.dims()[d]) < 0)
+      group_chunks *= static_cast<double>((first.shape()[d] + chunks[d] - 1) / std::max<std::uint64_t>(chunks[d], 1));
+  for (std::size_t g = 0; g < ng; ++g) {
+    chunk[g] = chunks[static_cast<std::size_t>(find_index(first.dims(), grid_dims_[g]))];
+    const DimWindows& w = grid_.dims()[g];
+    if (chunk[g] == 0 || chunk[g] >= w.size) continue;
+    most[g] = (w.size + chunk[g] - 1) / chunk[g];
+    // Window starts modulo the chunk length are multiples of gcd(stride, chunk).
+    const std::uint64_t step = std::gcd(w.stride, chunk[g]);
+    crossing[g] = w.length > step && w.count > 1;
+  }
+  // Bytes of one (outer) chunk of every variable, decoded as stored.
+  const double unit_bytes = static_cast<double>(shape_size(chunks) * first.stored_dtype().itemsize) *
+                            static_cast<double>(nvars);
+  const double room = static_cast<double>(cache_->budget()) / 4.0;
+  auto working_set = [&] {
+    double n = group_chunks;
+    for (std::size_t g = 0; g < ng; ++g) n *= static_cast<double>(k[g] + (crossing[g] ? 1 : 0));
+    return n * unit_bytes;
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (std::size_t g = ng; g-- > 0;) {
+      if (!crossing[g] || k[g] >= most[g]) continue;
+      k[g] *= 2;
+      if (working_set() > room) {
+        k[g] /= 2;
+        continue;
+      }
+      grew = true;
+    }
+  }
+  std::vector<std::uint64_t> lengths(ng);
+  for (std::size_t g = 0; g < ng; ++g) lengths[g] = chunk[g] * k[g];
+  return lengths;
+}
 
 BatchSource::BatchSource(Dataset dataset, BatchOptions options)
     : dataset_(std::move(dataset)), options_(std::move(options)) {
@@ -147,9 +196,7 @@ void BatchSource::resolve_stacked() {
   out_dims_.insert(out_dims_.end(), other_dims_.begin(), other_dims_.end());
   for (const auto& [d, n] : o.input_dims) out_extent_.push_back(n);
   for (const auto& d : other_dims_) out_extent_.push_back(first.dim_size(d));
-  // Chunk lengths along the grid dims, from the first input variable.
-  const Shape chunks = first.chunks();
-  for (const auto& d : grid_dims_) chunk_lengths_.push_back(chunks[static_cast<std::size_t>(find_index(first.dims(), d))]);
+  chunk_lengths_ = chunk_group_lengths(first, xvars_.size() + yvars_.size());
 
   if (o.filter) {
     const std::string fname = o.filter->variable.empty() ? first.name() : o.filter->variable;

@@ -50,6 +50,8 @@ class BatchSource {
                             const DataType& dtype, const std::vector<std::uint64_t>& ids,
                             bool target) const;
   void attach_coords(Batch& batch) const;
+  // Chunk-shuffle group length along each grid dim (a multiple of the chunk length).
+  std::vector<std::uint64_t> chunk_group_lengths(const Variable& first, std::size_t nvars) const;
   void resolve_stacked();
   void resolve_xbatcher();
 
