@@ -295,7 +295,9 @@ BatchArray BatchSource::stack_channels(const std::string& name, const std::vecto
   out.nbytes = n * channels * window_elems * item;
   out.data = allocate_batch_buffer(options_.allocator, out.nbytes);
   std::byte* base = out.data.get();
-  for (std::size_t c = 0; c < channels; ++c) {
+  // Channels in parallel: each variable's missing chunks load (fetch + decode) at once, not one
+  // variable after another (chunk shuffle needs one new chunk per variable at a group start).
+  parallel_for(channels, [&](std::size_t c) {
     const Variable& v = vars[c];
     std::vector<ArraySelection> sels(n);
     for (std::size_t k = 0; k < n; ++k) sels[k] = window_selection(v, ids[k], target);
@@ -306,7 +308,7 @@ BatchArray BatchSource::stack_channels(const std::string& name, const std::vecto
       for (std::size_t k = 0; k < n; ++k)
         dests[k] = {base + (k * channels + c) * window_elems * item, window_elems * item};
       v.read_windows_into(sels, dests, cache_.get());
-      continue;
+      return;
     }
     // Otherwise read in the variable's own order and dtype, then cast and transpose.
     const std::size_t vitem = v.dtype().itemsize;
@@ -324,7 +326,7 @@ BatchArray BatchSource::stack_channels(const std::string& name, const std::vecto
       cast_elements(raw.data() + k * window_elems * vitem, v.dtype(), cast.data(), dtype, window_elems);
       permuted_copy(cast.data(), src_shape, base + (k * channels + c) * window_elems * item, out_extent_, axes, item);
     });
-  }
+  });
   return out;
 }
 

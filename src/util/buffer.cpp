@@ -2,33 +2,103 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <vector>
 
 namespace lazycube::detail {
 
 namespace {
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
-// Below this, plain aligned new: huge-page rounding would waste memory on small buffers.
-constexpr std::size_t kHugeThreshold = std::size_t{8} << 20;
+// Below this, plain aligned new (malloc's arenas suit small, short-lived buffers).
+constexpr std::size_t kMapThreshold = std::size_t{1} << 20;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+bool huge_pages_off() {
+  static const bool off = std::getenv("LAZYCUBE_NO_HUGEPAGES") != nullptr;
+  return off;
+}
+
+// Large buffers (decoded chunks, outputs) are mapped directly: freeing one returns its memory
+// to the system (glibc would keep freed blocks of this size in its heap once its adaptive
+// mmap threshold grows, and RSS would creep past the cache budget). They are 2 MiB aligned
+// with MADV_HUGEPAGE when rounding up to whole huge pages wastes at most 1/8: first-touch page
+// faults then cost 512x fewer faults, which matters when a cache fills with fresh chunks.
+bool use_huge_pages(std::size_t size) {
+  return !huge_pages_off() && round_up(size, kHugePage) - size <= size / 8;
+}
+
+std::size_t mapped_size(std::size_t size) {
+  return use_huge_pages(size) ? round_up(size, kHugePage) : round_up(size, 4096);
+}
+
+// Recently freed mapped blocks, kept for reuse up to kPoolBytes: a fresh block costs the
+// kernel zeroing every page on first touch, which dominated filling a chunk cache and
+// allocating one batch buffer per batch. Reused blocks are already resident.
+constexpr std::size_t kPoolBytes = std::size_t{32} << 20;
+struct FreeBlock {
+  std::byte* p;
+  std::size_t length;
+};
+std::mutex pool_mutex;
+std::vector<FreeBlock> pool;  // most recently freed last
+std::size_t pool_bytes = 0;
+
+std::byte* take_from_pool(std::size_t length) {
+  std::lock_guard lock(pool_mutex);
+  for (std::size_t i = pool.size(); i-- > 0;) {
+    if (pool[i].length != length) continue;
+    std::byte* p = pool[i].p;
+    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
+    pool_bytes -= length;
+    return p;
+  }
+  return nullptr;
+}
+
+bool give_to_pool(std::byte* p, std::size_t length) {
+  std::lock_guard lock(pool_mutex);
+  if (length > kPoolBytes / 4) return false;  // huge outputs go straight back
+  while (pool_bytes + length > kPoolBytes && !pool.empty()) {  // oldest out
+    ::munmap(pool.front().p, pool.front().length);
+    pool_bytes -= pool.front().length;
+    pool.erase(pool.begin());
+  }
+  pool.push_back({p, length});
+  pool_bytes += length;
+  return true;
+}
 }  // namespace
 
 std::byte* allocate_bytes(std::size_t size) {
-  static const bool off = std::getenv("LAZYCUBE_NO_HUGEPAGES") != nullptr;
-  if (off || size < kHugeThreshold) return static_cast<std::byte*>(::operator new(size, std::align_val_t{64}));
-  void* p = std::aligned_alloc(kHugePage, round_up(size, kHugePage));
-  if (p == nullptr) throw std::bad_alloc();
+  if (size < kMapThreshold) return static_cast<std::byte*>(::operator new(size, std::align_val_t{64}));
+  const std::size_t length = mapped_size(size);
+  if (std::byte* reused = take_from_pool(length)) return reused;
+  if (!use_huge_pages(size)) {
+    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<std::byte*>(p);
+  }
+  // Over-map by one huge page and trim, so the block starts on a 2 MiB boundary.
+  void* raw = ::mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto base = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = round_up(base, kHugePage);
+  if (aligned > base) ::munmap(raw, aligned - base);
+  const std::uintptr_t end = aligned + length;
+  const std::uintptr_t raw_end = base + length + kHugePage;
+  if (raw_end > end) ::munmap(reinterpret_cast<void*>(end), raw_end - end);
   // Advice only: without THP support this is a no-op.
-  ::madvise(p, round_up(size, kHugePage), MADV_HUGEPAGE);
-  return static_cast<std::byte*>(p);
+  ::madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);
+  return reinterpret_cast<std::byte*>(aligned);
 }
 
 void free_bytes(std::byte* p, std::size_t size) noexcept {
-  static const bool off = std::getenv("LAZYCUBE_NO_HUGEPAGES") != nullptr;
-  if (off || size < kHugeThreshold) ::operator delete(p, std::align_val_t{64});
-  else std::free(p);
+  if (size < kMapThreshold) ::operator delete(p, std::align_val_t{64});
+  else if (const std::size_t length = mapped_size(size); !give_to_pool(p, length)) ::munmap(p, length);
 }
 
 }  // namespace lazycube::detail

@@ -1,5 +1,6 @@
 // ZarrArray::read_cached: many selections served from the chunk cache, each read unit
 // (innermost chunk) fetched and decoded at most once however many selections touch it.
+#include <algorithm>
 #include <exception>
 #include <map>
 
@@ -54,58 +55,71 @@ void ZarrArray::read_cached(std::span<const ArraySelection> selections, std::spa
     }
   }
 
-  // Ask the cache about every unit; load the ones this call claims.
-  const std::string id = cache_id();
-  std::vector<ChunkCache::Chunk> chunks(units.size());
-  std::vector<std::shared_future<ChunkCache::Chunk>> pending(units.size());
-  std::vector<std::shared_ptr<ChunkCache::Claim>> claims(units.size());
-  std::vector<std::vector<std::uint64_t>> to_load;
-  std::vector<std::size_t> load_of;  // to_load[i] is unit load_of[i]
-  for (std::size_t u = 0; u < units.size(); ++u) {
-    auto found = cache.lookup(ChunkKey{id, units[u]});
-    chunks[u] = std::move(found.chunk);
-    pending[u] = std::move(found.pending);
-    claims[u] = std::move(found.claim);
-    if (claims[u]) {
-      to_load.push_back(units[u]);
-      load_of.push_back(u);
-    }
-  }
+  // Units are served in rounds of bounded bytes (in unit order, the order selections first
+  // touch them): a round's chunks stay pinned only until its copies are done, so one call over
+  // many chunks (a shuffled batch touching a hundred) holds at most a round beyond the budget.
   const std::uint64_t unit_bytes = shape_size(unit_shape_) * item;
-  try {
-    fetch_units(to_load, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
-      const std::size_t u = load_of[i];
-      try {
-        Buffer decoded(unit_bytes);
-        decode_unit(encoded, what, decoded.span());
-        chunks[u] = cache.fulfill(*claims[u], std::move(decoded));
-      } catch (...) {
-        cache.fail(*claims[u], std::current_exception());
-        claims[u].reset();
-        throw;
-      }
-      claims[u].reset();
-    });
-  } catch (...) {
-    // Claims left unresolved (a failed batch fetch, work skipped after the first error) are
-    // failed with the same error so that other readers waiting on them see it too.
-    for (auto& claim : claims)
-      if (claim) cache.fail(*claim, std::current_exception());
-    throw;
-  }
-  // Loads other readers had in flight; every claim of ours is resolved, so this cannot deadlock.
-  for (std::size_t u = 0; u < units.size(); ++u)
-    if (pending[u].valid()) chunks[u] = pending[u].get();
-  pending.clear();
-
-  // Copy every selection's regions out of the pinned chunks.
+  const std::uint64_t round_bytes = std::min<std::uint64_t>(cache.budget() / 16, std::uint64_t{32} << 20);
+  const std::size_t per_round =
+      static_cast<std::size_t>(std::max<std::uint64_t>(1, round_bytes / std::max<std::uint64_t>(unit_bytes, 1)));
+  std::vector<std::vector<std::size_t>> jobs_of_unit(units.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) jobs_of_unit[jobs[j].unit].push_back(j);
   std::vector<Shape> dst_shapes(selections.size());
   for (std::size_t s = 0; s < selections.size(); ++s)
     for (const auto& r : selections[s]) dst_shapes[s].push_back(r.count);
-  parallel_for(jobs.size(), [&](std::size_t j) {
-    const CopyJob& job = jobs[j];
-    copy_region(chunks[job.unit]->data(), unit_shape_, dests[job.sel].data(), dst_shapes[job.sel], job.region, item);
-  });
+  const std::string id = cache_id();
+  for (std::size_t first = 0; first < units.size(); first += per_round) {
+    const std::size_t n = std::min(per_round, units.size() - first);
+    // Ask the cache about every unit of the round; load the ones this call claims.
+    std::vector<ChunkCache::Chunk> chunks(n);
+    std::vector<std::shared_future<ChunkCache::Chunk>> pending(n);
+    std::vector<std::shared_ptr<ChunkCache::Claim>> claims(n);
+    std::vector<std::vector<std::uint64_t>> to_load;
+    std::vector<std::size_t> load_of;  // to_load[i] is round unit load_of[i]
+    for (std::size_t u = 0; u < n; ++u) {
+      auto found = cache.lookup(ChunkKey{id, units[first + u]});
+      chunks[u] = std::move(found.chunk);
+      pending[u] = std::move(found.pending);
+      claims[u] = std::move(found.claim);
+      if (claims[u]) {
+        to_load.push_back(units[first + u]);
+        load_of.push_back(u);
+      }
+    }
+    try {
+      fetch_units(to_load, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
+        const std::size_t u = load_of[i];
+        try {
+          Buffer decoded(unit_bytes);
+          decode_unit(encoded, what, decoded.span());
+          chunks[u] = cache.fulfill(*claims[u], std::move(decoded));
+        } catch (...) {
+          cache.fail(*claims[u], std::current_exception());
+          claims[u].reset();
+          throw;
+        }
+        claims[u].reset();
+      });
+    } catch (...) {
+      // Claims left unresolved (a failed batch fetch, work skipped after the first error) are
+      // failed with the same error so that other readers waiting on them see it too.
+      for (auto& claim : claims)
+        if (claim) cache.fail(*claim, std::current_exception());
+      throw;
+    }
+    // Loads other readers had in flight; every claim of ours is resolved, so this cannot deadlock.
+    for (std::size_t u = 0; u < n; ++u)
+      if (pending[u].valid()) chunks[u] = pending[u].get();
+    // Copy the round's regions out of its pinned chunks.
+    std::vector<std::size_t> round_jobs;
+    for (std::size_t u = 0; u < n; ++u)
+      round_jobs.insert(round_jobs.end(), jobs_of_unit[first + u].begin(), jobs_of_unit[first + u].end());
+    parallel_for(round_jobs.size(), [&](std::size_t k) {
+      const CopyJob& job = jobs[round_jobs[k]];
+      copy_region(chunks[job.unit - first]->data(), unit_shape_, dests[job.sel].data(), dst_shapes[job.sel],
+                  job.region, item);
+    });
+  }
   std::uint64_t delivered = 0;
   for (const auto& d : dests) delivered += d.size();
   cache.note_delivered(delivered);

@@ -13,8 +13,9 @@ using ByteView = std::span<const std::byte>;
 using MutableByteView = std::span<std::byte>;
 
 namespace detail {
-// Large blocks are 2 MiB aligned and advised for transparent huge pages: first-touch page
-// faults on a fresh multi-GB output then cost 512x fewer faults (src/util/buffer.cpp).
+// Blocks of 1 MiB and more are mapped directly (freeing returns them to the system) and, when
+// whole 2 MiB pages fit them closely, aligned and advised for transparent huge pages: first-touch
+// page faults on fresh outputs and cached chunks then cost 512x fewer faults (src/util/buffer.cpp).
 std::byte* allocate_bytes(std::size_t size);
 void free_bytes(std::byte* p, std::size_t size) noexcept;
 }  // namespace detail
