@@ -178,6 +178,7 @@ struct BatchGenerator::Impl {
       auto p = plan_from(order, position);
       if (!p) return std::nullopt;
       Batch b = assemble(*p, epoch, index);
+      release_freed_heap();
       position = p->end;
       ++index;
       return b;
