@@ -76,5 +76,7 @@ cmake --build "$tmp/example"
 for sample in data/era5_sample_v2.zarr data/era5_sample_v3.zarr; do
   log "example: read_window $sample"
   "$tmp/example/read_window" "$REPO_ROOT/$sample"
+  log "example: train_batches $sample"
+  "$tmp/example/train_batches" "$REPO_ROOT/$sample"
 done
 log "all passed in ${SECONDS}s (sanitize=$sanitize)"

@@ -4,6 +4,7 @@
 // amplification near 1 where random shuffle does not.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "lazycube/batch/batch_generator.hpp"
@@ -105,3 +106,30 @@ TEST_P(BatchZarr, ChunkShuffleKeepsReadAmplificationNearOneWithASmallCache) {
 
 INSTANTIATE_TEST_SUITE_P(Samples, BatchZarr, ::testing::Values("era5_sample_v2.zarr", "era5_sample_v3.zarr"),
                          [](const auto& info) { return std::string(info.param).find("v3") != std::string::npos ? "v3" : "v2"; });
+
+// Window i is arithmetic: a generator over 10^9 windows (a metadata-only store: no chunk is
+// written, every value is the fill value, masked to NaN) builds at once and serves its first and last batch.
+TEST(BatchZarrScale, BillionWindowGeneratorIsArithmetic) {
+  lazycube::test::TempDir dir;
+  lazycube::test::write_file(dir.path() / ".zarray",
+                             R"({"zarr_format": 2, "shape": [100000, 1000, 1000], "chunks": [1, 1000, 1000],
+                                 "dtype": "<f4", "compressor": null, "fill_value": 1.5, "filters": null, "order": "C"})");
+  lazycube::test::write_file(dir.path() / ".zattrs", R"({"_ARRAY_DIMENSIONS": ["time", "y", "x"]})");
+  Dataset ds = lazycube::open(dir.str());
+  for (auto shuffle : {Shuffle::None, Shuffle::Random, Shuffle::Chunk}) {
+    BatchOptions o;
+    o.input_dims = {{"time", 1}, {"y", 10}, {"x", 10}};
+    o.batch_size = 64;
+    o.shuffle = shuffle;
+    o.cache = std::make_shared<ChunkCache>(64 << 20);
+    BatchGenerator g(ds, o);
+    ASSERT_EQ(g.total_windows(), 1000000000u);
+    for (std::uint64_t i : {std::uint64_t{0}, g.size() - 1}) {
+      auto b = g.batch(i);
+      ASSERT_EQ(b.arrays[0].shape, (Shape{64, 1, 1, 10, 10}));
+      const float* v = reinterpret_cast<const float*>(b.arrays[0].data.get());
+      // The fill value acts as _FillValue (xarray's zarr backend): decoded, it is NaN.
+      for (std::uint64_t k = 0; k < b.arrays[0].size(); ++k) ASSERT_TRUE(std::isnan(v[k]));
+    }
+  }
+}
