@@ -19,7 +19,8 @@ Rows:
 - xbatcher BatchGenerator + MapDataset + torch DataLoader(batch_size=32, shuffle=True,
   num_workers 0 and 2), only when XBATCHER_SRC names an xbatcher checkout and torch imports.
 
-Targets: lazycube (random shuffle, default cache) >= 50x the xarray peer's windows/s; first batch
+Targets: lazycube (one cold epoch, chunk and random shuffle, default cache) >= 50x the xarray
+peer's windows/s; first batch
 <= 0.5 s for the 10^6-window configuration; its peak RSS <= cache budget + 150 MiB; chunk-shuffle
 read amplification <= 1.1 with the 64 MiB cache. A report, not a test: it exits non-zero only when
 a peer fails, never for a missed target. Run from the repository root with /usr/bin/python3 after
@@ -189,11 +190,15 @@ def xbatcher_worker(store, seconds, workers):
 
 def evaluate(res):
     lc, peer = res["lazycube"], res["peers"]["xarray"]
-    speedup = lc["random"]["windows_per_s"] / peer["windows_per_s"]
-    checks = [{"target": f"lazycube >= {TARGETS['speedup']:.0f}x xarray windows/s (shuffle random, 1 epoch)",
-               "measured": f"{speedup:.1f}x", "pass": speedup >= TARGETS["speedup"]},
-              {"target": "[info] the same over 3 epochs (the cache holds the data after the first)",
-               "measured": f"{lc['random-3']['windows_per_s'] / peer['windows_per_s']:.1f}x", "pass": None}]
+    # One cold epoch per shuffle mode: chunk shuffle is lazycube's shuffled order for training
+    # (random within and across chunk groups); plain random is the peer's order.
+    checks = []
+    for key in ("chunk", "random"):
+        speedup = lc[key]["windows_per_s"] / peer["windows_per_s"]
+        checks.append({"target": f"lazycube >= {TARGETS['speedup']:.0f}x xarray windows/s (shuffle {key}, 1 epoch)",
+                       "measured": f"{speedup:.1f}x", "pass": speedup >= TARGETS["speedup"]})
+    checks += [{"target": "[info] shuffle random over 3 epochs (the cache holds the data after the first)",
+                "measured": f"{lc['random-3']['windows_per_s'] / peer['windows_per_s']:.1f}x", "pass": None}]
     rss_limit = BIG_CACHE_MB + TARGETS["rss_slack_mb"]
     for key in ("big-chunk", "big-random"):
         r, shuffle = lc[key], key.split("-")[1]

@@ -182,8 +182,9 @@ TEST_P(FixtureContract, ReadsEveryFixtureArrayLikeTheLocalRead) {
     ASSERT_EQ(remote.dtype, local.dtype);
     EXPECT_EQ(remote.strings, local.strings);
     ASSERT_EQ(remote.data.size(), local.data.size());
-    if (!local.data.empty())  // string arrays have no byte buffer (memcmp on null is UB)
+    if (!local.data.empty()) {  // string arrays have no byte buffer (memcmp on null is UB)
       EXPECT_EQ(0, std::memcmp(remote.data.data(), local.data.data(), local.data.size()));
+    }
     ++arrays;
   }
   EXPECT_GE(arrays, 50u);
