@@ -1,8 +1,11 @@
 #include "lazycube/cache/chunk_cache.hpp"
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <list>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -116,9 +119,31 @@ ChunkCache::ChunkCache(std::uint64_t budget_bytes) : impl_(std::make_shared<Impl
 
 ChunkCache::~ChunkCache() = default;
 
+namespace {
+// The process-wide cache. A forked child (a DataLoader worker) starts a fresh one: the parent's
+// copy may have its mutex held or loads in flight by threads that do not exist in the child.
+// The parent's copy is left allocated in the child on purpose (destroying it could block).
+std::shared_ptr<ChunkCache>* global_cache = nullptr;
+std::shared_ptr<ChunkCache>* abandoned[8] = {};  // parents' caches, still referenced (no leak report)
+std::mutex global_cache_mutex;
+std::once_flag global_cache_atfork;
+}  // namespace
+
 const std::shared_ptr<ChunkCache>& ChunkCache::global() {
-  static const std::shared_ptr<ChunkCache> cache = std::make_shared<ChunkCache>(budget_from_env());
-  return cache;
+  std::call_once(global_cache_atfork, [] {
+    ::pthread_atfork(nullptr, nullptr, [] {
+      for (auto*& slot : abandoned)
+        if (slot == nullptr) {
+          slot = global_cache;
+          break;
+        }
+      global_cache = nullptr;
+      new (&global_cache_mutex) std::mutex();
+    });
+  });
+  std::lock_guard lock(global_cache_mutex);
+  if (global_cache == nullptr) global_cache = new std::shared_ptr<ChunkCache>(std::make_shared<ChunkCache>(budget_from_env()));
+  return *global_cache;
 }
 
 ChunkCache::Lookup ChunkCache::lookup(const ChunkKey& key) {

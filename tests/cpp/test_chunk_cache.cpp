@@ -7,6 +7,9 @@
 #include <cstring>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
 
@@ -353,4 +356,25 @@ TEST(ChunkCache, KeyHashSeparatesIndexOrder) {
   EXPECT_EQ(h(ChunkKey{"a", {1, 2}}), h(ChunkKey{"a", {1, 2}}));
   EXPECT_NE(h(ChunkKey{"a", {1, 2}}), h(ChunkKey{"a", {2, 1}}));
   EXPECT_FALSE((ChunkKey{"a", {1, 2}} == ChunkKey{"b", {1, 2}}));
+}
+
+// A forked child (a DataLoader worker) gets a fresh process-wide cache: the parent's copy may
+// be mid-update (its mutex held by a thread that does not exist in the child).
+TEST(ChunkCacheGlobal, ForkedChildStartsAFreshCache) {
+  auto& parent = ChunkCache::global();
+  parent->get_or_load(ChunkKey{"fork-test", {1}}, [] { return Buffer(4096); });
+  ASSERT_GE(parent->stats().entries, 1u);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const auto& child = ChunkCache::global();
+    const bool fresh = child.get() != parent.get() && child->stats().entries == 0;
+    auto chunk = child->get_or_load(ChunkKey{"fork-test", {1}}, [] { return Buffer(16); });
+    ::_exit(fresh && chunk->size() == 16 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(ChunkCache::global().get(), parent.get());  // the parent keeps its own
 }

@@ -2,7 +2,6 @@
 // numbering with the last dim fastest, validation errors naming the dim.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <functional>
 
 #include "lazycube/batch/window_grid.hpp"
@@ -121,8 +120,9 @@ TEST(WindowGrid, OutOfRangeIndexThrows) {
   EXPECT_THROW(g.ravel({1, 2}), UsageError);
 }
 
+// Arithmetic, not a list: 10^8 windows cost nothing to build (no timing asserted: a list of
+// that many windows would take gigabytes, which the sanitizer build would not survive).
 TEST(WindowGrid, HundredMillionWindowsAreInstant) {
-  const auto t0 = std::chrono::steady_clock::now();
   const WindowGrid g({{"time", 10000}, {"y", 10000}, {"x", 100}}, {{"time", 1}, {"y", 1}, {"x", 100}});
   ASSERT_EQ(g.size(), 100'000'000u);
   const auto last = g.ranges(g.size() - 1);
@@ -130,8 +130,6 @@ TEST(WindowGrid, HundredMillionWindowsAreInstant) {
   EXPECT_EQ(last[1].start, 9999u);
   EXPECT_EQ(last[2].start, 0u);
   EXPECT_EQ(g.ravel(g.unravel(12'345'678)), 12'345'678u);
-  const auto elapsed = std::chrono::steady_clock::now() - t0;
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count(), 50);
 }
 
 TEST(WindowGrid, WindowCountOverflowIsUsageError) {
