@@ -143,8 +143,23 @@ def _core_of(ds):
                     % type(ds).__name__)
 
 
+# Where each Dataset opened by the backend came from, so that core_dataset_of() can reopen it
+# when xarray has replaced a variable's lazy wrapper by loaded values (e.g. after `.values`
+# with xarray's default cache=True). Small tuples only: (url, storage_options, decode_cf).
+_SOURCES: dict[int, tuple] = {}
+_SOURCE_LOCK = threading.Lock()
+_TOKEN_KEY = "lazycube_source"
+
+
+def _register_source(url, storage_options, decode_cf) -> int:
+    with _SOURCE_LOCK:
+        token = len(_SOURCES) + 1
+        _SOURCES[token] = (url, dict(storage_options or {}), bool(decode_cf))
+    return token
+
+
 def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
-              decode_coords: bool = True) -> xr.Dataset:
+              decode_coords: bool = True, _token: int | None = None) -> xr.Dataset:
     """A lazy ``xarray.Dataset`` over a lazycube Dataset: the variables are lazycube-backed
     and read only what is indexed; index coordinates are loaded (xarray builds its indexes from
     them), as with ``xr.open_dataset(..., engine="zarr")``."""
@@ -156,6 +171,8 @@ def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
             continue
         var = core[name]
         attrs, encoding = _split_attrs_encoding(var, decode_coords)
+        if _token is not None:
+            encoding[_TOKEN_KEY] = _token  # dropped by to_zarr/to_netcdf (not their key)
         data = indexing.LazilyIndexedArray(LazycubeBackendArray(var, core))
         variables[name] = xr.Variable(tuple(var.dims), data, attrs=attrs, encoding=encoding)
 
@@ -215,8 +232,9 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
                 "(or both mask_and_scale=False and decode_times=False) for raw values")
         core = _core.open(url, storage_options=storage_options, decode_cf=decode,
                           consolidated=consolidated)
+        token = _register_source(url, storage_options, decode)
         ds = to_xarray(core, drop_variables=drop_variables,
-                       decode_coords=decode_coords is not False and decode)
+                       decode_coords=decode_coords is not False and decode, _token=token)
         ds.encoding["source"] = filename_or_obj
         return ds
 
@@ -235,6 +253,32 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
 
 
 # ---- finding the lazycube dataset behind an xarray Dataset -------------------------------
+
+# token -> the _core.Dataset reopened for it (metadata only; datasets on the same URL share
+# the chunk cache), so that repeated look-ups do not reopen.
+_REOPENED: dict[int, Any] = {}
+
+
+def _reopened_backend(var: xr.DataArray):
+    """For a variable whose values xarray has loaded: its lazycube array, found through the
+    token in its encoding, when its shape shows no selection (full extent on every dim)."""
+    token = var.encoding.get(_TOKEN_KEY)
+    if token is None or token not in _SOURCES:
+        return None
+    with _SOURCE_LOCK:
+        core = _REOPENED.get(token)
+    if core is None:
+        url, storage_options, decode = _SOURCES[token]
+        core = _core.open(url, storage_options=storage_options or None, decode_cf=decode)
+        with _SOURCE_LOCK:
+            _REOPENED[token] = core
+    name = var.name
+    if name not in core:
+        return None
+    backend = LazycubeBackendArray(core[name], core)
+    if backend.dims != tuple(var.dims) or backend.shape != tuple(var.shape):
+        return None  # selected after loading: the selection cannot be recovered
+    return backend, None
 
 def _backend_of(data):
     """(LazycubeBackendArray, key tuple) under xarray's wrappers, or None."""
@@ -263,10 +307,11 @@ def core_dataset_of(xds: xr.Dataset):
     core = None
     selection: dict[str, Any] = {}
     problems = []
+    loaded = []
     for name, var in xds.data_vars.items():
         found = _backend_of(var.variable._data)
         if found is None:
-            problems.append(name)
+            loaded.append((name, var))
             continue
         backend, key = found
         if core is None:
@@ -297,6 +342,23 @@ def core_dataset_of(xds: xr.Dataset):
         if tuple(kept) != tuple(var.dims):
             raise TypeError("variable %r was transposed or reshaped after opening; "
                             "lazycube.BatchGenerator needs its dims as stored" % name)
+    for name, var in loaded:
+        # Values loaded by xarray: the variable must cover its whole array (then its
+        # selection is "none"); it is read from the dataset of its lazy siblings, or from a
+        # reopened one when every variable was loaded.
+        found = _reopened_backend(var)
+        if found is None:
+            problems.append(name)
+            continue
+        backend, _ = found
+        if core is None:
+            core = backend.dataset
+            cores.add(id(core))
+        for dim in backend.dims:
+            if selection.get(dim) is not None:
+                problems.append(name)
+                break
+            selection.setdefault(dim, None)
     if problems or core is None:
         if core is None and not problems:
             raise TypeError("the xarray Dataset has no data variables")

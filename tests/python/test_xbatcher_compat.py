@@ -417,7 +417,18 @@ def test_foreign_xarray_dataset_is_refused(stores):
     with pytest.raises(TypeError, match="engine='lazycube'"):
         lazycube.BatchGenerator(_open_ref(stores["1d"]), {"x": 5})
     with pytest.raises(TypeError, match="engine='lazycube'"):
-        lazycube.BatchGenerator(_open_lc(stores["1d"]).load(), {"x": 5})
+        lazycube.BatchGenerator(_open_lc(stores["1d"]).load().isel(x=slice(0, 50)), {"x": 5})
+    with pytest.raises(TypeError, match="engine='lazycube'"):
+        lazycube.BatchGenerator(xr.Dataset({"foo": ("x", np.arange(10.0))}), {"x": 5})
+
+
+def test_loaded_xarray_dataset_still_batches(stores):
+    # xarray replaces lazy data by loaded values (e.g. after .values with cache=True); the
+    # variables still name their lazycube source, so batching works on the whole dataset.
+    ds = _open_lc(stores["3d"])
+    ds["foo"].values
+    ds = ds.load()
+    check_identical(stores["3d"], {"x": 20, "y": 25}, ds=ds, expected_len=10)
 
 
 # ---- the bundled ERA5 sample (CF times, packed msl) -----------------------------------------
