@@ -50,13 +50,15 @@ class LazycubeBackendArray(BackendArray):
     """
 
     __slots__ = ("variable", "dataset", "shape", "dtype", "dims", "reads", "elements_read",
-                 "_lock")
+                 "_lock", "_as_bool")
 
-    def __init__(self, variable, dataset=None):
+    def __init__(self, variable, dataset=None, as_bool=False):
         self.variable = variable      # _core.Variable over the whole array
         self.dataset = dataset        # the _core.Dataset it belongs to (kept alive)
         self.shape = tuple(int(n) for n in variable.shape)
-        self.dtype = np.dtype(variable.dtype)
+        # as_bool: xarray's boolean encoding (int8 stored with attribute dtype="bool").
+        self._as_bool = bool(as_bool)
+        self.dtype = np.dtype(bool) if as_bool else np.dtype(variable.dtype)
         self.dims = tuple(variable.dims)
         self.reads = 0
         self.elements_read = 0
@@ -88,6 +90,8 @@ class LazycubeBackendArray(BackendArray):
             return np.empty(tuple(out_shape), dtype=self.dtype)
         var = self.variable.isel(selection) if selection else self.variable
         values = np.asarray(var.read())
+        if self._as_bool:
+            values = values.astype(bool)
         with self._lock:
             self.reads += 1
             self.elements_read += int(values.size)
@@ -125,6 +129,11 @@ def _split_attrs_encoding(var, decode_coords: bool):
                 encoding.setdefault(key, attrs.pop(key))
     if decode_coords and "coordinates" in attrs:
         encoding["coordinates"] = attrs.pop("coordinates")
+    if decode_coords is not None and attrs.get("dtype") == "bool" and \
+            np.dtype(var.dtype).kind in "iu":
+        # xarray's BooleanCoder (applied whenever it decodes): int8 + dtype="bool" -> bool.
+        attrs.pop("dtype")
+        encoding["dtype"] = np.dtype(var.stored_dtype)
     chunks = tuple(int(c) for c in var.chunks)
     if chunks and len(chunks) == len(var.dims):
         encoding["chunks"] = chunks
@@ -159,7 +168,8 @@ def _register_source(url, storage_options, decode_cf) -> int:
 
 
 def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
-              decode_coords: bool = True, _token: int | None = None) -> xr.Dataset:
+              decode_coords: bool = True, decode: bool = True,
+              _token: int | None = None) -> xr.Dataset:
     """A lazy ``xarray.Dataset`` over a lazycube Dataset: the variables are lazycube-backed
     and read only what is indexed; index coordinates are loaded (xarray builds its indexes from
     them), as with ``xr.open_dataset(..., engine="zarr")``."""
@@ -170,10 +180,12 @@ def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
         if name in drop:
             continue
         var = core[name]
-        attrs, encoding = _split_attrs_encoding(var, decode_coords)
+        as_bool = decode and dict(var.attrs).get("dtype") == "bool" and \
+            np.dtype(var.dtype).kind in "iu"
+        attrs, encoding = _split_attrs_encoding(var, decode_coords if decode else None)
         if _token is not None:
             encoding[_TOKEN_KEY] = _token  # dropped by to_zarr/to_netcdf (not their key)
-        data = indexing.LazilyIndexedArray(LazycubeBackendArray(var, core))
+        data = indexing.LazilyIndexedArray(LazycubeBackendArray(var, core, as_bool=as_bool))
         variables[name] = xr.Variable(tuple(var.dims), data, attrs=attrs, encoding=encoding)
 
     dims = {name for name, _ in core.dims}
@@ -234,7 +246,8 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
                           consolidated=consolidated)
         token = _register_source(url, storage_options, decode)
         ds = to_xarray(core, drop_variables=drop_variables,
-                       decode_coords=decode_coords is not False and decode, _token=token)
+                       decode_coords=decode_coords is not False and decode, decode=decode,
+                       _token=token)
         ds.encoding["source"] = filename_or_obj
         return ds
 

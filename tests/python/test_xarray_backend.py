@@ -89,7 +89,7 @@ def test_sample_roundtrips_through_to_zarr(era5_v2, tmp_path):
 
 def test_selections_match_zarr_engine(era5_v2):
     got = xr.open_dataset(era5_v2, engine=ENGINE)
-    want = open_zarr_engine(era5_v2)
+    want = open_zarr_engine(era5_v2).load()  # zarr-python refuses negative steps itself
     cases = [
         dict(time=5),
         dict(time=slice(10, 40, 3), latitude=slice(None, None, -2)),
@@ -155,8 +155,9 @@ def test_indexing_reads_only_what_is_asked(era5_v2):
 def test_lazycube_dataset_to_xarray(era5_v2):
     lds = lazycube.open_dataset(era5_v2)
     got = to_xarray(lds)
-    xr.testing.assert_identical(got, open_zarr_engine(era5_v2))
     assert backend_of(got["msl"]).elements_read == 0
+    xr.testing.assert_identical(got, open_zarr_engine(era5_v2))
+    assert backend_of(got["msl"]).elements_read == got["msl"].size
     if hasattr(lds, "to_xarray"):
         xr.testing.assert_identical(lds.to_xarray(), got)
 
