@@ -159,7 +159,8 @@ class BatchGenerator:
         self._concat_input_dims = bool(concat_input_dims)
         self._kwargs = dict(
             batch_size=0 if batch_size is None else batch_size,
-            drop_last=bool(drop_last),
+            # xbatcher mode has no partial batches (its windows are whole by construction).
+            drop_last=bool(drop_last) if batch_size is not None else False,
             variables=list(variables) if variables is not None else None,
             dtype=None if dtype is None else np.dtype(dtype).name,
             target_variables=target_variables, target_offset=target_offset,

@@ -17,6 +17,7 @@ import pytest
 xr = pytest.importorskip("xarray")
 pytest.importorskip("zarr")
 lazycube = pytest.importorskip("lazycube")
+from lazycube.batch import _relayout  # noqa: E402
 from lazycube.xarray_backend import LazycubeBackendEntrypoint  # noqa: E402
 
 ENGINE = LazycubeBackendEntrypoint
@@ -176,11 +177,22 @@ def check_identical(path, *args, expected_len=None, expected_dims=None, ds=None,
             assert dict(got.sizes) == expected_dims
             for name, var in got.data_vars.items():  # validate_batch_dimensions
                 assert var.shape == tuple(expected_dims[d] for d in var.dims), name
-        # numpy(): the same arrays, zero-copy views of the batch.
-        arrays = gen[i].numpy()
+        # numpy(): the same arrays, zero-copy, laid out as `layouts` says. Where the C++
+        # layout stacks `sample` in another level order than xarray (concat mode on a dataset
+        # whose first variable is a coordinate), to_xarray() re-lays the data out.
+        b = gen[i]
+        arrays = b.numpy()
         assert set(arrays) == set(got.data_vars)
-        for name, arr in arrays.items():
-            np.testing.assert_array_equal(arr, got[name].values)
+        for (name, arr), layout in zip(arrays.items(), b.layouts):
+            want_da = got[name]
+            levels = list(got.indexes["sample"].names) if "sample" in want_da.dims else []
+            if list(layout["sample_dims"]) == levels and list(layout["dims"]) == list(want_da.dims):
+                np.testing.assert_array_equal(arr, want_da.values)
+            else:
+                sizes = {lv: len(got.indexes["sample"].levels[k]) for k, lv in enumerate(levels)}
+                fixed = _relayout(arr, list(layout["dims"]), list(layout["sample_dims"]),
+                                  list(want_da.dims), levels, sizes)
+                np.testing.assert_array_equal(fixed, want_da.values)
     return gen, ref
 
 
