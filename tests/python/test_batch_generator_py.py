@@ -236,7 +236,9 @@ def test_errors_map_to_python_exceptions(era5, tmp_path):
         lazycube.BatchGenerator(str(tmp_path / "nope.zarr"), INPUT, batch_size=4)
     with pytest.raises(KeyError):  # unknown variable: NotFoundError
         lazycube.BatchGenerator(era5, INPUT, batch_size=4, variables=["nope"])
-    with pytest.raises(KeyError):  # unknown dim: SelectionError
+    with pytest.raises(KeyError):  # unknown dim (xbatcher mode): SelectionError
+        lazycube.BatchGenerator(era5, {"level": 2})
+    with pytest.raises(ValueError, match="level"):  # stacked mode: no variable has the dim
         lazycube.BatchGenerator(era5, {"level": 2}, batch_size=4)
     with pytest.raises(ValueError) as err:  # window longer than the dim: UsageError
         lazycube.BatchGenerator(era5, {"latitude": 100}, batch_size=4)
