@@ -169,15 +169,16 @@ def test_errors_map_to_python_exceptions(tmp_path):
         xr.open_dataset(str(tmp_path / "missing.zarr"), engine=ENGINE)
 
 
-def test_guess_can_open(era5_v2, tmp_path):
+def test_never_claims_files_by_guessing(era5_v2, tmp_path):
+    # xarray tries engines alphabetically: claiming *.zarr would take plain
+    # xr.open_dataset("x.zarr") away from xarray's zarr engine. lazycube is explicit only.
     entry = LazycubeBackendEntrypoint()
-    assert entry.guess_can_open(era5_v2)
-    assert entry.guess_can_open(Path(era5_v2))
-    assert entry.guess_can_open("s3://bucket/cube.zarr")
-    assert entry.guess_can_open("https://host/data/cube.zarr/")
-    assert not entry.guess_can_open("data.nc")
-    assert not entry.guess_can_open(str(tmp_path))
+    for candidate in (era5_v2, Path(era5_v2), "s3://bucket/cube.zarr", "data.nc", str(tmp_path)):
+        assert not entry.guess_can_open(candidate)
     assert entry.description and entry.url
+    # And with the entry point installed, the default engine for a .zarr store stays zarr.
+    if "lazycube" in xr.backends.list_engines():
+        assert xr.backends.plugins.guess_engine(era5_v2) == "zarr"
 
 
 def test_registered_engine_name(era5_v2):
