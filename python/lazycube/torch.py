@@ -17,7 +17,8 @@ forkserver workers) therefore sends only the recipe; a forked worker ignores the
 generator and builds its own.
 
 ``BatchDataset`` shards every epoch automatically: by ``torch.distributed`` (rank and world
-size, when a process group is initialised; explicit ``rank=``/``world_size=`` arguments win) and
+size, when a process group is initialised; explicit ``rank=``/``world_size=`` arguments win;
+spawned workers, which have no process group, take their parent's) and
 by ``torch.utils.data.get_worker_info()`` (worker id and number of workers inside a
 ``DataLoader`` worker). Across all ranks and workers each epoch yields every window exactly
 once (``drop_last=False``).
@@ -200,6 +201,12 @@ def _keep_foreign(obj):
         _FOREIGN.append(obj)
 
 
+def _distributed_rank_world():
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return None
+
+
 def _in_spawning():
     return multiprocessing.context.get_spawning_popen() is not None
 
@@ -309,6 +316,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
         # The epoch, shared with DataLoader workers (persistent ones included).
         self._epoch = multiprocessing.Value("q", 0)
         self._pending_restore = None
+        self._parent_dist = None
         self._gens = {}  # (pid, shard) -> _core.BatchGenerator of this process
         self._lens = {}
 
@@ -318,6 +326,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
         state["_wrapped"] = None
         state["_gens"] = {}
         state["_lens"] = {}
+        # A spawned DataLoader worker has no process group: it takes its parent's rank.
+        state["_parent_dist"] = _distributed_rank_world() or self._parent_dist
         if not _in_spawning():  # a shared Value travels only to processes being spawned
             state["_epoch"] = int(self._epoch.value)
         return state
@@ -333,8 +343,12 @@ class BatchDataset(torch.utils.data.IterableDataset):
         """(rank, world_size, worker, num_workers) of the calling process."""
         gkw = self._recipe.generator_kwargs
         rank, world = int(gkw.get("rank", 0)), int(gkw.get("world_size", 1))
-        if not self._explicit_shard and torch.distributed.is_available() and torch.distributed.is_initialized():
-            rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
+        if not self._explicit_shard:
+            live = _distributed_rank_world()
+            if live is not None:
+                rank, world = live
+            elif self._parent_dist is not None:  # a spawned worker of a distributed rank
+                rank, world = self._parent_dist
         info = torch.utils.data.get_worker_info()
         if info is not None:
             return rank, world, info.id, info.num_workers

@@ -4,9 +4,10 @@ Launched by PyTorch's launcher, e.g.
     /usr/bin/python3 -m torch.distributed.run --nproc_per_node=2 --redirects 9:1 --tee 9:1 \\
         tests/python/distributed_worker.py --url data/era5_sample_v2.zarr --out DIR --mode full
 
-Modes (each rank writes DIR/<mode>-rank<R>.json):
+Modes (several may be given, comma-separated, and run in turn; each rank writes DIR/<mode>-rank<R>.json):
   full       epochs 0..E-1 in full: {"epochs": {e: [window ids in the order seen]}}
   interrupt  epoch --epoch, stops after --stop-after batches: {"ids": [...], "state": state()}
+  workers    epoch 0 through a DataLoader with 2 forked workers per rank: {"ids": [...]}
   resume     restores the state the same rank saved in interrupt mode, finishes that epoch:
              {"ids": [...]}
 Every mode also all-reduces the number of windows seen over the gloo group ("total").
@@ -27,7 +28,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--mode", choices=["full", "interrupt", "resume"], required=True)
+    p.add_argument("--mode", required=True, help="full, interrupt or resume; several: comma-separated")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--epoch", type=int, default=1)
     p.add_argument("--stop-after", type=int, default=3)
@@ -37,7 +38,14 @@ def main():
     dist.init_process_group(backend="gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     assert int(os.environ["LOCAL_RANK"]) == rank
+    for mode in args.mode.split(","):
+        run(args, mode, rank, world)
+    dist.barrier()
+    dist.destroy_process_group()
 
+
+def run(args, mode, rank, world):
+    assert mode in ("full", "workers", "interrupt", "resume"), mode
     ds = lctorch.BatchDataset(args.url, input_dims={"time": 4, "latitude": 16, "longitude": 16},
                               batch_size=16, variables=["t2m", "u10", "v10"], shuffle="random",
                               seed=args.seed, target={"offset": {"time": 1}}, return_window_ids=True)
@@ -46,7 +54,7 @@ def main():
            "total_windows": int(ds.generator.total_windows)}
     seen = 0
 
-    if args.mode == "full":
+    if mode == "full":
         out["epochs"] = {}
         for epoch in range(args.epochs):
             ds.set_epoch(epoch)
@@ -56,7 +64,17 @@ def main():
                 ids.extend(wid.tolist())
             out["epochs"][str(epoch)] = ids
             seen += len(ids)
-    elif args.mode == "interrupt":
+    elif mode == "workers":  # epoch 0 through 2 forked DataLoader workers per rank
+        ds = lctorch.BatchDataset(args.url, input_dims={"time": 4, "latitude": 16, "longitude": 16},
+                                  batch_size=16, variables=["t2m", "u10", "v10"], shuffle="random",
+                                  seed=args.seed, target={"offset": {"time": 1}}, return_window_ids=True,
+                                  num_workers=2)
+        loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
+        batches = [wid.tolist() for _x, _y, wid in loader]
+        ids = [i for b in batches for i in b]
+        out["ids"], out["len"], out["batches"] = ids, len(ds), len(batches)
+        seen = len(ids)
+    elif mode == "interrupt":
         ds.set_epoch(args.epoch)
         ids = []
         for k, (_x, _y, wid) in enumerate(loader):
@@ -78,10 +96,8 @@ def main():
     total = torch.tensor([seen], dtype=torch.int64)
     dist.all_reduce(total)  # a real collective over the gloo group
     out["total"] = int(total.item())
-    with open(os.path.join(args.out, "%s-rank%d.json" % (args.mode, rank)), "w") as f:
+    with open(os.path.join(args.out, "%s-rank%d.json" % (mode, rank)), "w") as f:
         json.dump(out, f)
-    dist.barrier()
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

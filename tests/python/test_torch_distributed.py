@@ -41,12 +41,14 @@ def torchrun(url, out, *args):
     env["OMP_NUM_THREADS"] = "1"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % WORLD, "--nnodes=1",
            "--master_addr=127.0.0.1", "--master_port=%d" % free_port(),
-           "--redirects", "9:1", "--tee", "9:1",
+           "--redirects", "9:1", "--tee", "9:1", "--monitor_interval", "0.2",
            str(WORKER), "--url", url, "--out", str(out)] + [str(a) for a in args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, "torchrun failed (%d)\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
-    return [json.loads((Path(out) / ("%s-rank%d.json" % (args[1], r))).read_text()) for r in range(WORLD)]
+    modes = args[args.index("--mode") + 1].split(",")
+    return {m: [json.loads((Path(out) / ("%s-rank%d.json" % (m, r))).read_text()) for r in range(WORLD)]
+            for m in modes}
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +60,11 @@ def url(sample_dir):
 def runs(url, tmp_path_factory):
     """Two full runs with the same seed, and an interrupted run of epoch 1 resumed from state."""
     a, b = tmp_path_factory.mktemp("run_a"), tmp_path_factory.mktemp("run_b")
-    return {
-        "a": torchrun(url, a, "--mode", "full", "--epochs", 2),
-        "b": torchrun(url, b, "--mode", "full", "--epochs", 2),
-        "interrupt": torchrun(url, b, "--mode", "interrupt", "--epoch", 1, "--stop-after", 3),
-        "resume": torchrun(url, b, "--mode", "resume"),
-    }
+    first = torchrun(url, a, "--mode", "full", "--epochs", 2)
+    second = torchrun(url, b, "--mode", "full,workers,interrupt", "--epochs", 2, "--epoch", 1, "--stop-after", 3)
+    third = torchrun(url, b, "--mode", "resume")
+    return {"a": first["full"], "b": second["full"], "interrupt": second["interrupt"],
+            "resume": third["resume"], "workers": second["workers"]}
 
 
 def test_each_epoch_covers_every_window_once_across_ranks(runs):
@@ -98,3 +99,16 @@ def test_interrupted_run_resumes_without_repeats_or_gaps(runs):
         assert first + rest == full, "rank %d: resumed epoch differs from the uninterrupted one" % rank
     total = runs["a"][0]["total_windows"]
     assert runs["resume"][0]["total"] == total - WORLD * 3 * 16
+
+
+def test_ranks_times_dataloader_workers_cover_each_window_once(runs):
+    """2 ranks x 2 forked DataLoader workers: 4 shards, together every window once."""
+    ranks = runs["workers"]
+    total = ranks[0]["total_windows"]
+    ids = ranks[0]["ids"] + ranks[1]["ids"]
+    assert sorted(ids) == list(range(total))
+    assert not set(ranks[0]["ids"]) & set(ranks[1]["ids"])
+    # same windows per rank as without workers (the rank's block is split among its workers)
+    for r in range(WORLD):
+        assert sorted(ranks[r]["ids"]) == sorted(runs["a"][r]["epochs"]["0"])
+        assert ranks[r]["len"] == ranks[r]["batches"]  # len(ds) with the num_workers hint
