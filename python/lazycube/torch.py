@@ -212,16 +212,25 @@ def _in_spawning():
 
 
 class _Recipe:
-    """What a process needs to build its own generator; picklable."""
+    """What a process needs to build its own generator; picklable.
+
+    Three kinds of process use it: the one that created it (may use the Dataset object it
+    was given), a spawned/forkserver child (unpickled: a fresh interpreter; opens the URL), and
+    a forked child (inherits the parent's memory: opens the URL too, and reads through a
+    private chunk cache, because the inherited process-wide cache may hold chunks that a
+    parent thread was loading at fork time, which the child would wait for forever).
+    """
 
     def __init__(self, url, open_kwargs, generator_kwargs, local_dataset=None):
         self.url = url
         self.open_kwargs = dict(open_kwargs)
         self.generator_kwargs = dict(generator_kwargs)
-        self._local = local_dataset  # usable only in the process that opened it
-        self._local_pid = os.getpid()
+        self._local = local_dataset  # the caller's Dataset object, for the creating process
+        self._home_pid = os.getpid()
+        self._unpickled = False
         self._opened = None
         self._opened_pid = None
+        self.fork_cache_bytes = None  # set by the owner: the budget of a forked child's cache
 
     def __getstate__(self):
         if self.url is None:
@@ -231,9 +240,18 @@ class _Recipe:
         state["_local"] = state["_opened"] = None
         return state
 
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._unpickled = True
+        self._home_pid = os.getpid()
+
+    def forked(self):
+        return os.getpid() != self._home_pid
+
     def dataset(self):
         pid = os.getpid()
-        if self._local is not None and self._local_pid == pid:
+        if self._local is not None and (pid == self._home_pid or self.url is None):
+            # in a forked child only when the URL is unknown: the inherited object is all there is
             return self._local
         if self._opened is None or self._opened_pid != pid:
             if self.url is None:
@@ -247,6 +265,8 @@ class _Recipe:
     def generator(self, **overrides):
         kwargs = dict(self.generator_kwargs)
         kwargs.update(overrides)
+        if self.forked() and kwargs.get("cache_bytes") is None and self.fork_cache_bytes is not None:
+            kwargs["cache_bytes"] = self.fork_cache_bytes
         input_dims = kwargs.pop("input_dims")
         return _core.BatchGenerator(self.dataset(), input_dims, **kwargs)
 
@@ -281,8 +301,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
         open_kwargs = {k: kwargs.pop(k) for k in _OPEN_KEYS if k in kwargs}
         if "worker" in kwargs:
             raise ValueError("BatchDataset sets `worker` itself (from get_worker_info())")
-        is_generator = isinstance(source, _core.BatchGenerator) or (
-            hasattr(source, "state") and hasattr(source, "restore") and hasattr(source, "next"))
+        is_generator = isinstance(source, _core.BatchGenerator) or isinstance(
+            getattr(source, "_core", None), _core.BatchGenerator)
         if is_generator:
             if kwargs:
                 raise TypeError("BatchDataset(generator) takes no generator arguments (got %s)"
@@ -319,6 +339,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
         self._parent_dist = None
         self._gens = {}  # (pid, shard) -> _core.BatchGenerator of this process
         self._lens = {}
+        # Builds this process's generator now: bad arguments fail here, not in a worker.
+        self._recipe.fork_cache_bytes = int(self._generator().cache_stats()["budget_bytes"])
 
     # pickling for spawn/forkserver workers: the recipe and the shared epoch, no C++ objects
     def __getstate__(self):
@@ -433,6 +455,9 @@ class BatchDataset(torch.utils.data.IterableDataset):
         return out[0] if len(out) == 1 else tuple(out)
 
     def _batches(self):
+        if self._pending_restore is not None and torch.utils.data.get_worker_info() is not None:
+            raise RuntimeError("BatchDataset.restore() resumes single-process iteration; iterate "
+                               "with num_workers=0 (one state per distributed rank)")
         gen = self._generator()
         if self._pending_restore is not None:
             gen.restore(self._pending_restore)
@@ -520,7 +545,9 @@ class WindowDataset(torch.utils.data.Dataset):
         self._recipe = _Recipe(url, opts, gkw, core_ds)
         self._gen = None
         self._gen_pid = None
-        self._len = len(self._generator())
+        gen = self._generator()
+        self._len = len(gen)
+        self._recipe.fork_cache_bytes = int(gen.cache_stats()["budget_bytes"])
 
     def __getstate__(self):
         state = dict(self.__dict__)
