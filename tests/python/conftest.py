@@ -5,8 +5,13 @@ Run with Debian's interpreter (it has numpy, zarr-python 2.13, numcodecs, xarray
     /usr/bin/python3 -m pytest -q -rs tests/python
 
 Environment:
-  LAZYCUBE_CLI           the `lazycube` executable (default: build/lazycube in the repository)
-  LAZYCUBE_SHARED_DATA   the shared data folder (default: ../shared/data beside the repository)
+  LAZYCUBE_CLI             the `lazycube` executable (default: build/lazycube in the repository)
+  LAZYCUBE_SHARED_DATA     the shared data folder (default: ../shared/data beside the repository)
+  LAZYCUBE_PYTHON_PACKAGE  the built `lazycube` package folder (ctest sets it, with PYTHONPATH, to
+                           <build>/python/lazycube); then `import lazycube` must work. Unset: the
+                           package staged in build/python is used when it is there, and tests of
+                           the Python package skip visibly when it is not built.
+  LAZYCUBE_BUILD_DIR       the CMake build folder (ctest sets it; default: build/)
 """
 
 import os
@@ -23,6 +28,46 @@ DATA = REPO / "data"
 
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
+
+
+def _staged_package_root():
+    env = os.environ.get("LAZYCUBE_PYTHON_PACKAGE")
+    if env:
+        return Path(env).parent
+    staged = REPO / "build" / "python"
+    if any((staged / "lazycube").glob("_core*.so")):
+        return staged
+    return None
+
+
+_PKG_ROOT = _staged_package_root()
+if _PKG_ROOT is not None and str(_PKG_ROOT) not in sys.path:
+    sys.path.insert(0, str(_PKG_ROOT))
+
+
+def import_lazycube():
+    """Imports the built lazycube package, for test modules:
+
+        from conftest import import_lazycube
+        lazycube = import_lazycube()
+
+    Skips the whole module (reason shown under -rs) when the package is not built; fails when
+    LAZYCUBE_PYTHON_PACKAGE names it (ctest does) and it does not import."""
+    try:
+        import lazycube
+        from lazycube import _core  # noqa: F401
+    except ImportError as exc:
+        if os.environ.get("LAZYCUBE_PYTHON_PACKAGE"):
+            raise
+        pytest.skip("the lazycube Python package is not built (%s); build the _core target or "
+                    "set LAZYCUBE_PYTHON_PACKAGE" % exc, allow_module_level=True)
+    return lazycube
+
+
+def build_dir():
+    """The CMake build folder (LAZYCUBE_BUILD_DIR, default build/)."""
+    env = os.environ.get("LAZYCUBE_BUILD_DIR")
+    return Path(env) if env else REPO / "build"
 
 
 def _cli_path():

@@ -1,0 +1,235 @@
+"""Lazy datasets: ``lazycube.open_dataset`` and the ``Dataset`` / ``Variable`` wrappers over the
+compiled core (``lazycube._core``). Opening reads metadata only; values are read by
+``Variable.read()`` / ``.values`` (with the GIL released, straight into a NumPy array that owns
+the C++ buffer)."""
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["open_dataset", "Dataset", "Variable"]
+
+
+def _merge_indexers(indexers, kwargs, what):
+    if indexers is None:
+        return dict(kwargs)
+    if not isinstance(indexers, Mapping):
+        raise TypeError("%s: indexers must be a dict of dim -> indexer, not %s"
+                        % (what, type(indexers).__name__))
+    if kwargs:
+        both = set(indexers) & set(kwargs)
+        if both:
+            raise ValueError("%s: dims given twice: %s" % (what, ", ".join(sorted(both))))
+    out = dict(indexers)
+    out.update(kwargs)
+    return out
+
+
+class Variable:
+    """A named, dimensioned, lazily selected view of one array (like ``xarray.Variable``)."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core):
+        if not isinstance(core, _core.Variable):
+            raise TypeError("Variable wraps a lazycube._core.Variable, not %s" % type(core).__name__)
+        self._core = core
+
+    @property
+    def name(self):
+        return self._core.name
+
+    @property
+    def dims(self):
+        return self._core.dims
+
+    @property
+    def shape(self):
+        return self._core.shape
+
+    @property
+    def sizes(self):
+        return dict(zip(self._core.dims, self._core.shape))
+
+    @property
+    def ndim(self):
+        return len(self._core.dims)
+
+    @property
+    def size(self):
+        return int(np.prod(self._core.shape, dtype=np.int64))
+
+    @property
+    def dtype(self):
+        return self._core.dtype
+
+    @property
+    def stored_dtype(self):
+        return self._core.stored_dtype
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    @property
+    def attrs(self):
+        return self._core.attrs
+
+    @property
+    def encoding(self):
+        return self._core.encoding
+
+    @property
+    def chunks(self):
+        return self._core.chunks
+
+    def isel(self, indexers=None, **indexers_kwargs):
+        """Positional selection (ints drop the dim, slices keep it); reads nothing."""
+        return Variable(self._core.isel(_merge_indexers(indexers, indexers_kwargs, "isel")))
+
+    def sel(self, indexers=None, method=None, tolerance=None, **indexers_kwargs):
+        """Label selection through the index coordinates (numbers, ISO date-time strings,
+        numpy.datetime64, or slices of them, inclusive like xarray)."""
+        return Variable(self._core.sel(_merge_indexers(indexers, indexers_kwargs, "sel"),
+                                       method=method, tolerance=tolerance))
+
+    def read(self):
+        """The selected values, CF-decoded, as a NumPy array (no copy of the C++ buffer)."""
+        return self._core.read()
+
+    def read_raw(self):
+        """The selected values as stored (no masking, scaling or time decoding)."""
+        return self._core.read_raw()
+
+    @property
+    def values(self):
+        return self._core.read()
+
+    def __array__(self, dtype=None):
+        arr = self._core.read()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def __len__(self):
+        if not self._core.shape:
+            raise TypeError("len() of a 0-d variable")
+        return self._core.shape[0]
+
+    def __repr__(self):
+        dims = ", ".join("%s: %d" % (d, n) for d, n in zip(self.dims, self.shape))
+        return "<lazycube.Variable %r (%s) %s>" % (self.name, dims, self.dtype)
+
+
+class _Variables(Mapping):
+    """Read-only mapping name -> Variable over some of a dataset's variables."""
+
+    __slots__ = ("_ds", "_names")
+
+    def __init__(self, ds, names):
+        self._ds = ds
+        self._names = list(names)
+
+    def __getitem__(self, name):
+        if name not in self._names:
+            raise KeyError(name)
+        return Variable(self._ds[name])
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
+
+    def __contains__(self, name):
+        return name in self._names
+
+    def __repr__(self):
+        return "{%s}" % ", ".join(repr(n) for n in self._names)
+
+
+class Dataset:
+    """Variables sharing dims, with coordinates and attributes (like ``xarray.Dataset``).
+    ``ds._core`` is the ``lazycube._core.Dataset`` underneath."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core):
+        if isinstance(core, Dataset):
+            core = core._core
+        if not isinstance(core, _core.Dataset):
+            raise TypeError("Dataset wraps a lazycube._core.Dataset, not %s" % type(core).__name__)
+        self._core = core
+
+    @property
+    def dims(self):
+        """dim name -> size, in order of first appearance."""
+        return dict(self._core.dims)
+
+    @property
+    def sizes(self):
+        return dict(self._core.dims)
+
+    @property
+    def attrs(self):
+        return self._core.attrs
+
+    @property
+    def variables(self):
+        return _Variables(self._core, self._core.variable_names())
+
+    @property
+    def coords(self):
+        return _Variables(self._core, self._core.coord_names())
+
+    @property
+    def data_vars(self):
+        return _Variables(self._core, self._core.data_var_names())
+
+    def __getitem__(self, name):
+        return Variable(self._core[name])
+
+    def __contains__(self, name):
+        return name in self._core
+
+    def __iter__(self):  # like xarray: the data variables
+        return iter(self._core.data_var_names())
+
+    def __len__(self):
+        return len(self._core.data_var_names())
+
+    def isel(self, indexers=None, **indexers_kwargs):
+        return Dataset(self._core.isel(_merge_indexers(indexers, indexers_kwargs, "isel")))
+
+    def sel(self, indexers=None, method=None, tolerance=None, **indexers_kwargs):
+        return Dataset(self._core.sel(_merge_indexers(indexers, indexers_kwargs, "sel"),
+                                      method=method, tolerance=tolerance))
+
+    def to_xarray(self):
+        """An ``xarray.Dataset`` whose variables stay lazy (backed by lazycube)."""
+        from .xarray_backend import to_xarray
+
+        return to_xarray(self)
+
+    def __repr__(self):
+        dims = ", ".join("%s: %d" % (d, n) for d, n in self._core.dims)
+        lines = ["<lazycube.Dataset>", "Dimensions:  (%s)" % dims]
+        for title, names in (("Coordinates:", self._core.coord_names()),
+                             ("Data variables:", self._core.data_var_names())):
+            lines.append(title)
+            for n in names:
+                v = self._core[n]
+                lines.append("    %-10s (%s) %s" % (n, ", ".join(v.dims), v.dtype))
+        return "\n".join(lines)
+
+
+def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None):
+    """Opens a Zarr v2/v3 store (local path, file://, http(s)://, s3://, gs://) lazily: only
+    metadata is read. ``storage_options`` are fsspec-style string options for the cloud
+    stores (credentials, endpoint_url, ...)."""
+    if storage_options is not None:
+        storage_options = {str(k): v if isinstance(v, str) else str(v).lower()
+                           if isinstance(v, bool) else str(v)
+                           for k, v in storage_options.items()}
+    return Dataset(_core.open(str(url), storage_options, decode_cf=decode_cf,
+                              consolidated=consolidated))

@@ -1,0 +1,267 @@
+// lazycube._core.BatchGenerator / Batch / BatchArray over lazycube::batch.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "convert.hpp"
+#include "lazycube/batch/batch_generator.hpp"
+#include "lazycube/error.hpp"
+
+namespace lazycube::python {
+
+using lazycube::batch::Batch;
+using lazycube::batch::BatchArray;
+using lazycube::batch::BatchGenerator;
+using lazycube::batch::BatchOptions;
+
+namespace {
+
+batch::DimSizes to_dim_sizes(const py::handle& obj, const char* what) {
+  batch::DimSizes out;
+  if (obj.is_none()) return out;
+  if (!py::isinstance<py::dict>(obj))
+    throw UsageError(std::string(what) + " must be a dict of dim name -> size");
+  for (auto item : obj.cast<py::dict>()) {
+    const auto n = as_int64(item.second);
+    if (n < 0)
+      throw UsageError(std::string(what) + "['" + py::str(item.first).cast<std::string>() +
+                       "'] must not be negative");
+    out.emplace_back(py::str(item.first).cast<std::string>(), static_cast<std::uint64_t>(n));
+  }
+  return out;
+}
+
+std::vector<std::string> to_names(const py::handle& obj, const char* what) {
+  std::vector<std::string> out;
+  if (obj.is_none()) return out;
+  if (py::isinstance<py::str>(obj)) return {obj.cast<std::string>()};
+  try {
+    for (auto item : obj) out.push_back(item.cast<std::string>());
+  } catch (const py::cast_error&) {
+    throw UsageError(std::string(what) + " must be a list of variable names");
+  }
+  return out;
+}
+
+py::list str_list(const std::vector<std::string>& v) {
+  py::list out;
+  for (const auto& s : v) out.append(py::str(s));
+  return out;
+}
+
+py::tuple str_tuple(const std::vector<std::string>& v) {
+  py::tuple out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = py::str(v[i]);
+  return out;
+}
+
+std::unique_ptr<BatchGenerator> make_generator(
+    const Dataset& dataset, const py::object& input_dims, const py::object& input_overlap,
+    const py::object& batch_dims, bool concat_input_dims, std::uint64_t batch_size, bool drop_last,
+    const py::object& variables, const py::object& dtype, const py::object& target_variables,
+    const py::object& target_offset, const py::object& filter_variable,
+    const py::object& max_nan_fraction, const py::object& shuffle, std::uint64_t seed,
+    std::uint32_t rank, std::uint32_t world_size, std::uint32_t worker, std::uint32_t num_workers,
+    std::size_t prefetch, const py::object& cache_bytes, bool /*pinned: reserved*/) {
+  BatchOptions o;
+  o.input_dims = to_dim_sizes(input_dims, "input_dims");
+  if (!input_overlap.is_none()) {
+    for (auto item : input_overlap.cast<py::dict>())
+      o.input_overlap[py::str(item.first).cast<std::string>()] = as_int64(item.second);
+  }
+  o.batch_dims = to_dim_sizes(batch_dims, "batch_dims");
+  o.concat_input_dims = concat_input_dims;
+  o.batch_size = batch_size;
+  o.drop_last = drop_last;
+  o.variables = to_names(variables, "variables");
+  if (!dtype.is_none()) o.dtype = from_numpy_dtype(dtype);
+  if (!target_variables.is_none() || !target_offset.is_none()) {
+    batch::TargetSpec t;
+    t.variables = to_names(target_variables, "target_variables");
+    if (!target_offset.is_none())
+      for (auto item : target_offset.cast<py::dict>())
+        t.offset[py::str(item.first).cast<std::string>()] = as_int64(item.second);
+    o.target = std::move(t);
+  }
+  if (!filter_variable.is_none() || !max_nan_fraction.is_none()) {
+    batch::ValidityFilter f;
+    if (!filter_variable.is_none()) f.variable = filter_variable.cast<std::string>();
+    if (!max_nan_fraction.is_none()) f.max_nan_fraction = as_double(max_nan_fraction);
+    o.filter = std::move(f);
+  }
+  if (shuffle.is_none()) {
+    o.shuffle = batch::Shuffle::None;
+  } else if (py::isinstance<py::bool_>(shuffle)) {
+    o.shuffle = shuffle.cast<bool>() ? batch::Shuffle::Random : batch::Shuffle::None;
+  } else {
+    o.shuffle = batch::parse_shuffle(shuffle.cast<std::string>());
+  }
+  o.seed = seed;
+  o.shard.rank = rank;
+  o.shard.world_size = world_size;
+  o.shard.worker = worker;
+  o.shard.num_workers = num_workers;
+  o.prefetch = prefetch;
+  if (!cache_bytes.is_none()) {
+    const auto budget = as_int64(cache_bytes);
+    if (budget < 0) throw UsageError("cache_bytes must not be negative");
+    o.cache = std::make_shared<ChunkCache>(static_cast<std::uint64_t>(budget));
+  }
+  py::gil_scoped_release release;
+  return std::make_unique<BatchGenerator>(dataset, std::move(o));
+}
+
+py::dict stats_dict(const CacheStats& s) {
+  py::dict d;
+  d["hits"] = s.hits;
+  d["misses"] = s.misses;
+  d["evictions"] = s.evictions;
+  d["bytes_fetched"] = s.bytes_fetched;
+  d["bytes_delivered"] = s.bytes_delivered;
+  d["bytes_unique"] = s.bytes_unique;
+  d["bytes_cached"] = s.bytes_cached;
+  d["peak_bytes_cached"] = s.peak_bytes_cached;
+  d["entries"] = s.entries;
+  d["budget_bytes"] = s.budget_bytes;
+  d["hit_rate"] = s.hit_rate();
+  d["read_amplification"] = s.read_amplification();
+  return d;
+}
+
+py::array batch_array_numpy(const BatchArray& a) { return shared_to_numpy(a.dtype, a.shape, a.data); }
+
+}  // namespace
+
+void bind_batch(py::module_& m) {
+  py::class_<BatchArray>(m, "BatchArray")
+      .def_readonly("name", &BatchArray::name)
+      .def_property_readonly("dims", [](const BatchArray& a) { return str_tuple(a.dims); })
+      .def_property_readonly("shape", [](const BatchArray& a) { return shape_to_tuple(a.shape); })
+      .def_property_readonly("dtype", [](const BatchArray& a) { return to_numpy_dtype(a.dtype); })
+      .def_readonly("nbytes", &BatchArray::nbytes)
+      .def("numpy", &batch_array_numpy, "A zero-copy NumPy view of the batch buffer.")
+      .def(
+          "__array__",
+          [](const BatchArray& a, const py::object& dtype) {
+            py::array arr = batch_array_numpy(a);
+            if (dtype.is_none()) return arr;
+            return py::array(arr.attr("astype")(dtype, py::arg("copy") = false));
+          },
+          py::arg("dtype") = py::none())
+      .def("__repr__", [](const BatchArray& a) {
+        std::string s = "<lazycube._core.BatchArray '" + a.name + "' (";
+        for (std::size_t i = 0; i < a.dims.size(); ++i)
+          s += (i ? ", " : "") + a.dims[i] + ": " + std::to_string(a.shape[i]);
+        return s + ") " + a.dtype.name() + ">";
+      });
+
+  py::class_<Batch>(m, "Batch")
+      .def_readonly("epoch", &Batch::epoch)
+      .def_readonly("index", &Batch::index)
+      .def_readonly("arrays", &Batch::arrays)
+      .def_readonly("target", &Batch::target)
+      .def_readonly("channels", &Batch::channels)
+      .def_readonly("target_channels", &Batch::target_channels)
+      .def_readonly("window_dims", &Batch::window_dims)
+      .def_property_readonly("windows",
+                             [](const Batch& b) {
+                               py::list out;
+                               for (const auto& w : b.windows) {
+                                 py::list ranges;
+                                 for (const auto& r : w) ranges.append(py::make_tuple(r.start, r.count));
+                                 out.append(std::move(ranges));
+                               }
+                               return out;
+                             })
+      .def_readonly("window_ids", &Batch::window_ids)
+      .def_property_readonly("coords",
+                             [](const Batch& b) {
+                               py::dict out;
+                               for (const auto& [dim, arr] : b.coords)
+                                 out[py::str(dim)] = ndarray_to_numpy(NDArray(arr));
+                               return out;
+                             })
+      .def_property_readonly("layouts",
+                             [](const Batch& b) {
+                               py::list out;
+                               for (const auto& l : b.layouts) {
+                                 py::dict d;
+                                 d["dims"] = str_list(l.dims);
+                                 d["shape"] = shape_to_tuple(l.shape);
+                                 d["sample_dims"] = str_list(l.sample_dims);
+                                 out.append(std::move(d));
+                               }
+                               return out;
+                             })
+      .def_property_readonly("nbytes", &Batch::nbytes)
+      .def("__repr__", [](const Batch& b) {
+        return "<lazycube._core.Batch epoch=" + std::to_string(b.epoch) + " index=" +
+               std::to_string(b.index) + " arrays=" + std::to_string(b.arrays.size()) + ">";
+      });
+
+  py::class_<BatchGenerator>(m, "BatchGenerator")
+      .def(py::init(&make_generator), py::arg("dataset"), py::arg("input_dims"),
+           py::arg("input_overlap") = py::none(), py::arg("batch_dims") = py::none(),
+           py::arg("concat_input_dims") = false, py::kw_only(), py::arg("batch_size") = 0,
+           py::arg("drop_last") = false, py::arg("variables") = py::none(),
+           py::arg("dtype") = py::none(), py::arg("target_variables") = py::none(),
+           py::arg("target_offset") = py::none(), py::arg("filter_variable") = py::none(),
+           py::arg("max_nan_fraction") = py::none(), py::arg("shuffle") = "none",
+           py::arg("seed") = 0, py::arg("rank") = 0, py::arg("world_size") = 1,
+           py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("prefetch") = 2,
+           py::arg("cache_bytes") = py::none(), py::arg("pinned") = false)
+      .def("__len__", [](const BatchGenerator& g) { return g.size(); })
+      .def_property_readonly("total_windows", &BatchGenerator::total_windows)
+      .def_property_readonly("shard_windows", &BatchGenerator::shard_windows)
+      .def(
+          "batch",
+          [](const BatchGenerator& g, std::uint64_t i, std::uint64_t epoch) {
+            py::gil_scoped_release release;
+            return g.batch(i, epoch);
+          },
+          py::arg("i"), py::arg("epoch") = 0)
+      .def("next",
+           [](BatchGenerator& g) {
+             py::gil_scoped_release release;
+             return g.next();
+           })
+      .def(
+          "set_epoch",
+          [](BatchGenerator& g, std::uint64_t e) {
+            py::gil_scoped_release release;
+            g.set_epoch(e);
+          },
+          py::arg("epoch"))
+      .def_property_readonly("epoch", &BatchGenerator::epoch)
+      .def("state", [](const BatchGenerator& g) { return json_to_py(g.state()); })
+      .def(
+          "restore",
+          [](BatchGenerator& g, const py::object& state) {
+            nlohmann::json j = py_to_json(state);
+            py::gil_scoped_release release;
+            g.restore(j);
+          },
+          py::arg("state"))
+      .def("cache_stats", [](const BatchGenerator& g) { return stats_dict(g.cache()->stats()); })
+      .def_property_readonly("warnings",
+                             [](const BatchGenerator& g) {
+                               if (g.options().batch_size > 0) return py::list();
+                               return str_list(g.schema().warnings());
+                             })
+      .def_property_readonly("mode",
+                             [](const BatchGenerator& g) {
+                               return g.options().batch_size > 0 ? "stacked" : "xbatcher";
+                             })
+      .def_property_readonly("dataset", [](const BatchGenerator& g) { return g.dataset(); })
+      .def_property_readonly("options", [](const BatchGenerator& g) {
+        // The resolved options as state() records them (config), for reprs and debugging.
+        return json_to_py(g.state().value("config", nlohmann::json::object()));
+      });
+}
+
+}  // namespace lazycube::python

@@ -1,0 +1,260 @@
+#include "convert.hpp"
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "lazycube/error.hpp"
+
+namespace lazycube::python {
+
+py::object json_to_py(const nlohmann::json& j) {
+  using T = nlohmann::json::value_t;
+  switch (j.type()) {
+    case T::null:
+    case T::discarded:
+      return py::none();
+    case T::boolean:
+      return py::bool_(j.get<bool>());
+    case T::number_integer:
+      return py::int_(j.get<std::int64_t>());
+    case T::number_unsigned:
+      return py::int_(j.get<std::uint64_t>());
+    case T::number_float:
+      return py::float_(j.get<double>());
+    case T::string:
+      return py::str(j.get_ref<const std::string&>());
+    case T::binary: {
+      const auto& b = j.get_binary();
+      return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+    }
+    case T::array: {
+      py::list out;
+      for (const auto& v : j) out.append(json_to_py(v));
+      return out;
+    }
+    case T::object: {
+      py::dict out;
+      for (const auto& [k, v] : j.items()) out[py::str(k)] = json_to_py(v);
+      return out;
+    }
+  }
+  return py::none();
+}
+
+nlohmann::json py_to_json(const py::handle& obj) {
+  if (obj.is_none()) return nullptr;
+  if (py::isinstance<py::bool_>(obj)) return obj.cast<bool>();
+  if (py::isinstance<py::int_>(obj)) {
+    // Values above INT64_MAX (e.g. 64-bit hashes) stay exact as unsigned.
+    try {
+      return obj.cast<std::int64_t>();
+    } catch (const py::cast_error&) {
+      return obj.cast<std::uint64_t>();
+    }
+  }
+  if (py::isinstance<py::float_>(obj)) return obj.cast<double>();
+  if (py::isinstance<py::str>(obj)) return obj.cast<std::string>();
+  if (py::isinstance<py::bytes>(obj)) return obj.cast<std::string>();
+  if (py::isinstance<py::dict>(obj)) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto item : obj.cast<py::dict>()) out[py::str(item.first).cast<std::string>()] = py_to_json(item.second);
+    return out;
+  }
+  if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+    nlohmann::json out = nlohmann::json::array();
+    for (auto item : obj) out.push_back(py_to_json(item));
+    return out;
+  }
+  // NumPy scalars and arrays: their Python equivalents.
+  if (py::hasattr(obj, "tolist")) return py_to_json(obj.attr("tolist")());
+  if (py::hasattr(obj, "item")) return py_to_json(obj.attr("item")());
+  throw UsageError("cannot convert a Python " +
+                   py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>() +
+                   " to JSON");
+}
+
+py::dtype to_numpy_dtype(const DataType& dtype) { return py::dtype(dtype.numpy_str()); }
+
+DataType from_numpy_dtype(const py::handle& obj) {
+  auto numpy = py::module_::import("numpy");
+  py::object dt = numpy.attr("dtype")(obj);
+  const std::string str = dt.attr("str").cast<std::string>();
+  return parse_numpy_dtype(str).dtype;
+}
+
+namespace {
+
+std::vector<py::ssize_t> c_strides(const Shape& shape, std::size_t itemsize) {
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t s = static_cast<py::ssize_t>(itemsize);
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    strides[k] = s;
+    s *= static_cast<py::ssize_t>(shape[k]);
+  }
+  return strides;
+}
+
+std::vector<py::ssize_t> to_ssize(const Shape& shape) {
+  return {shape.begin(), shape.end()};
+}
+
+}  // namespace
+
+py::array ndarray_to_numpy(NDArray&& array) {
+  if (array.dtype.is_variable_length()) {
+    py::array out(py::dtype("O"), to_ssize(array.shape));
+    auto* items = static_cast<PyObject**>(out.mutable_data());
+    const bool text = array.dtype.kind == DTypeKind::String;
+    for (std::size_t i = 0; i < array.strings.size(); ++i) {
+      const std::string& s = array.strings[i];
+      py::object o = text ? py::object(py::reinterpret_steal<py::object>(
+                                PyUnicode_DecodeUTF8(s.data(), static_cast<py::ssize_t>(s.size()),
+                                                     "surrogateescape")))
+                          : py::object(py::bytes(s));
+      if (!o) throw py::error_already_set();
+      Py_XDECREF(items[i]);  // numpy fills object arrays with None
+      items[i] = o.release().ptr();
+    }
+    return out;
+  }
+  const py::dtype dt = to_numpy_dtype(array.dtype);
+  const auto shape = to_ssize(array.shape);
+  const auto strides = c_strides(array.shape, array.dtype.itemsize);
+  if (array.data.data() == nullptr) return py::array(dt, shape, strides);  // empty: numpy owns it
+  auto* owned = new NDArray(std::move(array));
+  py::capsule base(owned, [](void* p) { delete static_cast<NDArray*>(p); });
+  return py::array(dt, shape, strides, owned->data.data(), base);
+}
+
+py::array shared_to_numpy(const DataType& dtype, const Shape& shape,
+                          const std::shared_ptr<std::byte>& owner) {
+  const py::dtype dt = to_numpy_dtype(dtype);
+  const auto dims = to_ssize(shape);
+  const auto strides = c_strides(shape, dtype.itemsize);
+  if (!owner) return py::array(dt, dims, strides);
+  auto* held = new std::shared_ptr<std::byte>(owner);
+  py::capsule base(held, [](void* p) { delete static_cast<std::shared_ptr<std::byte>*>(p); });
+  return py::array(dt, dims, strides, owner.get(), base);
+}
+
+py::tuple shape_to_tuple(const Shape& shape) {
+  py::tuple out(shape.size());
+  for (std::size_t i = 0; i < shape.size(); ++i) out[i] = py::int_(shape[i]);
+  return out;
+}
+
+std::int64_t as_int64(const py::handle& obj) {
+  auto idx = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!idx) throw py::error_already_set();
+  return idx.cast<std::int64_t>();
+}
+
+double as_double(const py::handle& obj) {
+  const double v = PyFloat_AsDouble(obj.ptr());
+  if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
+namespace {
+
+std::optional<std::int64_t> opt_int(const py::object& o) {
+  if (o.is_none()) return std::nullopt;
+  return as_int64(o);
+}
+
+bool is_integer(const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) return false;
+  if (py::isinstance<py::int_>(v)) return true;
+  auto numpy = py::module_::import("numpy");
+  return py::isinstance(v, numpy.attr("integer"));
+}
+
+std::string type_name(const py::handle& v) {
+  return py::str(py::type::handle_of(v).attr("__name__")).cast<std::string>();
+}
+
+Label to_label(const py::handle& v, const std::string& dim) {
+  auto numpy = py::module_::import("numpy");
+  if (py::isinstance<py::str>(v)) return Label(v.cast<std::string>());
+  if (py::isinstance(v, numpy.attr("datetime64"))) {
+    py::object ns = v.attr("astype")("datetime64[ns]");
+    return Label(numpy.attr("datetime_as_string")(ns).cast<std::string>());
+  }
+  if (py::isinstance<py::bool_>(v)) return Label(v.cast<bool>() ? 1.0 : 0.0);
+  if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v) ||
+      py::isinstance(v, numpy.attr("number")))
+    return Label(as_double(v));
+  if (py::hasattr(v, "isoformat")) return Label(v.attr("isoformat")().cast<std::string>());
+  if (py::isinstance<py::bytes>(v)) return Label(v.cast<std::string>());
+  throw UsageError("sel: label of type " + type_name(v) + " for dim '" + dim +
+                   "' is not supported (use a number, a string, a numpy.datetime64 or a slice)");
+}
+
+}  // namespace
+
+Indexers to_indexers(const py::handle& obj) {
+  Indexers out;
+  if (obj.is_none()) return out;
+  for (auto item : obj.cast<py::dict>()) {
+    const std::string dim = py::str(item.first).cast<std::string>();
+    const py::handle v = item.second;
+    if (py::isinstance<py::slice>(v)) {
+      Slice s;
+      s.start = opt_int(v.attr("start"));
+      s.stop = opt_int(v.attr("stop"));
+      const auto step = opt_int(v.attr("step"));
+      s.step = step.value_or(1);
+      out[dim] = s;
+    } else if (is_integer(v)) {
+      out[dim] = as_int64(v);
+    } else {
+      throw UsageError("isel: indexer for dim '" + dim + "' must be an int or a slice, not " +
+                       type_name(v));
+    }
+  }
+  return out;
+}
+
+LabelIndexers to_label_indexers(const py::handle& obj) {
+  LabelIndexers out;
+  if (obj.is_none()) return out;
+  for (auto item : obj.cast<py::dict>()) {
+    const std::string dim = py::str(item.first).cast<std::string>();
+    const py::handle v = item.second;
+    if (py::isinstance<py::slice>(v)) {
+      if (!v.attr("step").is_none())
+        throw UsageError("sel: a label slice for dim '" + dim + "' cannot have a step");
+      std::optional<Label> start, stop;
+      if (!v.attr("start").is_none()) start = to_label(v.attr("start"), dim);
+      if (!v.attr("stop").is_none()) stop = to_label(v.attr("stop"), dim);
+      out.insert_or_assign(dim, LabelSlice(start, stop));
+    } else {
+      out.insert_or_assign(dim, to_label(v, dim));
+    }
+  }
+  return out;
+}
+
+SelOptions to_sel_options(const py::object& method, const py::object& tolerance) {
+  SelOptions o;
+  if (!method.is_none()) {
+    const std::string m = method.cast<std::string>();
+    if (m == "nearest")
+      o.method = SelMethod::Nearest;
+    else if (m != "exact")
+      throw UsageError("sel: method must be None or 'nearest', not '" + m + "'");
+  }
+  if (!tolerance.is_none()) {
+    auto numpy = py::module_::import("numpy");
+    if (py::isinstance(tolerance, numpy.attr("timedelta64")))
+      o.tolerance = tolerance.attr("astype")("timedelta64[ns]").attr("astype")("int64").cast<double>() / 1e9;
+    else if (py::hasattr(tolerance, "total_seconds"))
+      o.tolerance = tolerance.attr("total_seconds")().cast<double>();
+    else
+      o.tolerance = as_double(tolerance);
+  }
+  return o;
+}
+
+}  // namespace lazycube::python

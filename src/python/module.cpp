@@ -1,0 +1,197 @@
+// lazycube._core: the compiled binding. Every call that reads (metadata, coordinates, chunks)
+// runs with the GIL released.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "convert.hpp"
+#include "lazycube/dataset/dataset.hpp"
+#include "lazycube/error.hpp"
+
+namespace lazycube::python {
+
+void bind_batch(py::module_& m);  // batch.cpp
+
+namespace {
+
+// The Python classes of python/lazycube/_errors.py, looked up once at import.
+struct ErrorClasses {
+  py::object base, not_found, selection, usage, store, auth, codec, metadata;
+};
+ErrorClasses* g_errors = nullptr;
+
+void set_error(const py::object& cls, const std::exception& e) { PyErr_SetString(cls.ptr(), e.what()); }
+
+void translate(std::exception_ptr p) {
+  if (!p) return;
+  const ErrorClasses& c = *g_errors;
+  try {
+    std::rethrow_exception(p);
+  } catch (const NotFound& e) {  // before StoreError, its C++ base
+    set_error(c.not_found, e);
+  } catch (const AuthError& e) {
+    set_error(c.auth, e);
+  } catch (const StoreError& e) {
+    set_error(c.store, e);
+  } catch (const SelectionError& e) {
+    set_error(c.selection, e);
+  } catch (const UsageError& e) {
+    set_error(c.usage, e);
+  } catch (const CodecError& e) {
+    set_error(c.codec, e);
+  } catch (const MetadataError& e) {
+    set_error(c.metadata, e);
+  } catch (const Error& e) {
+    set_error(c.base, e);
+  }
+}
+
+py::list dims_list(const std::vector<std::pair<std::string, std::uint64_t>>& dims) {
+  py::list out;
+  for (const auto& [name, size] : dims) out.append(py::make_tuple(name, size));
+  return out;
+}
+
+py::tuple str_tuple(const std::vector<std::string>& v) {
+  py::tuple out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = py::str(v[i]);
+  return out;
+}
+
+}  // namespace
+
+}  // namespace lazycube::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace lazycube;
+  using namespace lazycube::python;
+  m.doc() = "lazycube's compiled core: Zarr datasets and training batches (see lazycube/__init__.py)";
+#ifdef LAZYCUBE_VERSION
+  m.attr("__version__") = LAZYCUBE_VERSION;
+#else
+  m.attr("__version__") = "0+unknown";
+#endif
+
+  {
+    py::module_ errors = py::module_::import("lazycube._errors");
+    g_errors = new ErrorClasses{errors.attr("Error"),          errors.attr("NotFoundError"),
+                                errors.attr("SelectionError"), errors.attr("UsageError"),
+                                errors.attr("StoreError"),     errors.attr("AuthError"),
+                                errors.attr("CodecError"),     errors.attr("MetadataError")};
+    py::register_exception_translator(&translate);
+  }
+
+  m.def(
+      "open",
+      [](const std::string& url, std::optional<std::map<std::string, std::string>> storage_options,
+         bool decode_cf, std::optional<bool> consolidated) {
+        OpenOptions o;
+        if (storage_options) o.storage_options = *storage_options;
+        o.decode_cf = decode_cf;
+        o.consolidated = consolidated;
+        py::gil_scoped_release release;
+        return lazycube::open(url, o);
+      },
+      py::arg("url"), py::arg("storage_options") = py::none(), py::arg("decode_cf") = true,
+      py::arg("consolidated") = py::none(),
+      "Opens a Zarr v2/v3 group or array (local path, file://, http(s)://, s3://, gs://).");
+
+  py::class_<Variable>(m, "Variable")
+      .def_property_readonly("name", &Variable::name)
+      .def_property_readonly("dims", [](const Variable& v) { return str_tuple(v.dims()); })
+      .def_property_readonly("shape", [](const Variable& v) { return shape_to_tuple(v.shape()); })
+      .def_property_readonly("ndim", &Variable::ndim)
+      .def_property_readonly("size", &Variable::size)
+      .def_property_readonly("dtype", [](const Variable& v) { return to_numpy_dtype(v.dtype()); })
+      .def_property_readonly("stored_dtype",
+                             [](const Variable& v) { return to_numpy_dtype(v.stored_dtype()); })
+      .def_property_readonly("attrs", [](const Variable& v) { return json_to_py(v.attrs()); })
+      .def_property_readonly("encoding", [](const Variable& v) { return json_to_py(v.encoding()); })
+      .def_property_readonly("chunks", [](const Variable& v) { return shape_to_tuple(v.chunks()); })
+      .def(
+          "isel",
+          [](const Variable& v, const py::object& indexers) {
+            Indexers ix = to_indexers(indexers);
+            py::gil_scoped_release release;
+            return v.isel(ix);
+          },
+          py::arg("indexers") = py::none())
+      .def(
+          "sel",
+          [](const Variable& v, const py::object& indexers, const py::object& method,
+             const py::object& tolerance) {
+            LabelIndexers ix = to_label_indexers(indexers);
+            SelOptions o = to_sel_options(method, tolerance);
+            py::gil_scoped_release release;
+            return v.sel(ix, o);
+          },
+          py::arg("indexers") = py::none(), py::arg("method") = py::none(),
+          py::arg("tolerance") = py::none())
+      .def("read",
+           [](const Variable& v) {
+             NDArray a;
+             {
+               py::gil_scoped_release release;
+               a = v.read();
+             }
+             return ndarray_to_numpy(std::move(a));
+           })
+      .def("read_raw",
+           [](const Variable& v) {
+             NDArray a;
+             {
+               py::gil_scoped_release release;
+               a = v.read_raw();
+             }
+             return ndarray_to_numpy(std::move(a));
+           })
+      .def("__repr__", [](const Variable& v) {
+        std::string dims;
+        for (std::size_t i = 0; i < v.dims().size(); ++i)
+          dims += (i ? ", " : "") + v.dims()[i] + ": " + std::to_string(v.shape()[i]);
+        return "<lazycube._core.Variable '" + v.name() + "' (" + dims + ") " + v.dtype().name() + ">";
+      });
+
+  py::class_<Dataset>(m, "Dataset")
+      .def_property_readonly("dims", [](const Dataset& d) { return dims_list(d.dims()); })
+      .def_property_readonly("attrs", [](const Dataset& d) { return json_to_py(d.attrs()); })
+      .def("variable_names", &Dataset::variable_names)
+      .def("coord_names", &Dataset::coord_names)
+      .def("data_var_names", &Dataset::data_var_names)
+      .def("__getitem__", [](const Dataset& d, const std::string& name) { return d.variable(name); })
+      .def("__contains__", [](const Dataset& d, const py::object& name) {
+        return py::isinstance<py::str>(name) && d.contains(name.cast<std::string>());
+      })
+      .def("__len__", [](const Dataset& d) { return d.variable_names().size(); })
+      .def(
+          "isel",
+          [](const Dataset& d, const py::object& indexers) {
+            Indexers ix = to_indexers(indexers);
+            py::gil_scoped_release release;
+            return d.isel(ix);
+          },
+          py::arg("indexers") = py::none())
+      .def(
+          "sel",
+          [](const Dataset& d, const py::object& indexers, const py::object& method,
+             const py::object& tolerance) {
+            LabelIndexers ix = to_label_indexers(indexers);
+            SelOptions o = to_sel_options(method, tolerance);
+            py::gil_scoped_release release;
+            return d.sel(ix, o);
+          },
+          py::arg("indexers") = py::none(), py::arg("method") = py::none(),
+          py::arg("tolerance") = py::none())
+      .def("__repr__", [](const Dataset& d) {
+        std::string dims;
+        for (std::size_t i = 0; i < d.dims().size(); ++i)
+          dims += (i ? ", " : "") + d.dims()[i].first + ": " + std::to_string(d.dims()[i].second);
+        return "<lazycube._core.Dataset (" + dims + ") " + std::to_string(d.variable_names().size()) +
+               " variables>";
+      });
+
+  bind_batch(m);
+}
