@@ -26,11 +26,13 @@ once (``drop_last=False``).
 Epochs
 ------
 ``set_epoch(e)`` makes later iterations run epoch ``e`` (its order is a function of
-``(seed, e)``). The epoch lives in a small shared-memory integer (``multiprocessing.Value``)
-created with the dataset; workers read it at the start of every ``__iter__``, so it reaches
-``persistent_workers=True`` workers too (fork: inherited; spawn/forkserver: passed while the
-worker is spawned). Call ``set_epoch`` before iterating the loader for that epoch. Iterating
-again without ``set_epoch`` repeats the same epoch (same order), like ``DistributedSampler``.
+``(seed, e)``). The epoch lives in a one-element shared-memory tensor created with the dataset
+(``share_memory_()``); workers read it at the start of every ``__iter__``, so it reaches
+``persistent_workers=True`` workers too (fork: the mapping is inherited; spawn/forkserver:
+torch's multiprocessing pickler passes the shared memory itself to the worker). A plain
+``pickle.dumps`` copies the value. Call ``set_epoch`` before iterating the loader for that
+epoch. Iterating again without ``set_epoch`` repeats the same epoch (same order), like
+``DistributedSampler``.
 
 Resuming
 --------
@@ -46,8 +48,6 @@ grid number of each window of the batch (row-major over the input dims, last dim
 ``x, ids`` or ``x, y, ids``. Tests and bookkeeping use it to check coverage across workers.
 """
 
-import multiprocessing
-import multiprocessing.context
 import os
 import warnings
 from pathlib import Path
@@ -207,10 +207,6 @@ def _distributed_rank_world():
     return None
 
 
-def _in_spawning():
-    return multiprocessing.context.get_spawning_popen() is not None
-
-
 class _Recipe:
     """What a process needs to build its own generator; picklable.
 
@@ -334,7 +330,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
                                    "build (%s); leave device unset to get CPU tensors"
                                    % (str(device), torch.__version__))
         # The epoch, shared with DataLoader workers (persistent ones included).
-        self._epoch = multiprocessing.Value("q", 0)
+        self._epoch = torch.zeros((), dtype=torch.int64).share_memory_()
         self._pending_restore = None
         self._parent_dist = None
         self._gens = {}  # (pid, shard) -> _core.BatchGenerator of this process
@@ -350,15 +346,12 @@ class BatchDataset(torch.utils.data.IterableDataset):
         state["_lens"] = {}
         # A spawned DataLoader worker has no process group: it takes its parent's rank.
         state["_parent_dist"] = _distributed_rank_world() or self._parent_dist
-        if not _in_spawning():  # a shared Value travels only to processes being spawned
-            state["_epoch"] = int(self._epoch.value)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        if not hasattr(self._epoch, "value"):
-            epoch, self._epoch = self._epoch, multiprocessing.Value("q", 0)
-            self._epoch.value = epoch
+        if not self._epoch.is_shared():  # unpickled by value (plain pickle): share it again
+            self._epoch = self._epoch.clone().share_memory_()
 
     # sharding
     def _shard(self):
@@ -394,14 +387,14 @@ class BatchDataset(torch.utils.data.IterableDataset):
     # epochs and state
     @property
     def epoch(self):
-        return int(self._epoch.value)
+        return int(self._epoch.item())
 
     def set_epoch(self, epoch):
         """Later iterations (in this process and in DataLoader workers) run epoch `epoch`."""
         epoch = int(epoch)
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
-        self._epoch.value = epoch
+        self._epoch.fill_(epoch)
         self._pending_restore = None
 
     def state(self):
@@ -417,7 +410,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
         """The next iteration continues after the batches `state` counts (in its epoch)."""
         gen = self._generator()
         gen.restore(state)  # validates now: UsageError for another configuration
-        self._epoch.value = int(state["epoch"])
+        self._epoch.fill_(int(state["epoch"]))
         self._pending_restore = state
 
     @property
