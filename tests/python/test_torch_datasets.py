@@ -343,3 +343,26 @@ def test_cuda_device_batches(v2url):
     for (x, y, ids), (xc, yc, idc) in zip(ds, cpu):
         assert x.device.type == "cuda" and y.device.type == "cuda"
         assert torch.equal(x.cpu(), xc) and torch.equal(y.cpu(), yc) and torch.equal(ids.cpu(), idc)
+
+
+def test_from_dataset_object_in_process_and_forked_workers(v2url):
+    """Built from an opened lazycube Dataset (wrapper or _core) instead of a URL."""
+    by_url = lctorch.WindowDataset(v2url, input_dims=DIMS, variables=VARS)
+    for source in (lazycube.open_dataset(v2url), lazycube._core.open(v2url)):
+        ds = lctorch.BatchDataset(source, input_dims=DIMS, batch_size=16, variables=VARS,
+                                  shuffle="random", seed=6, return_window_ids=True)
+        in_process = ids_of(ds)
+        assert sorted(in_process) == list(range(360))
+        loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
+        assert sorted(ids_of(loader)) == list(range(360))
+        wds = lctorch.WindowDataset(source, input_dims=DIMS, variables=VARS)
+        np.testing.assert_array_equal(wds[3].numpy(), by_url[3].numpy())
+
+
+def test_argument_errors_at_construction(v2url):
+    with pytest.raises(ValueError, match="batch_size"):
+        lctorch.BatchDataset(v2url, input_dims=DIMS)
+    with pytest.raises(KeyError, match="nope"):  # lazycube.NotFoundError
+        lctorch.BatchDataset(v2url, input_dims=DIMS, batch_size=4, variables=["nope"])
+    with pytest.raises(ValueError, match="offset"):
+        lctorch.WindowDataset(v2url, input_dims=DIMS, target={"shift": {"time": 1}})
