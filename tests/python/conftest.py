@@ -34,6 +34,10 @@ def _staged_package_root():
     env = os.environ.get("LAZYCUBE_PYTHON_PACKAGE")
     if env:
         return Path(env).parent
+    if os.environ.get("LAZYCUBE_BUILD_DIR"):
+        # ctest of a build without the module (e.g. the sanitizer build): do not pick up
+        # another build's package.
+        return None
     staged = REPO / "build" / "python"
     if any((staged / "lazycube").glob("_core*.so")):
         return staged

@@ -426,3 +426,46 @@ def test_gil_probe_detects_a_held_gil():
         return x
 
     assert not _counter_advances_during(busy, attempts=20)
+
+
+# ---------------------------------------------------------------- every dtype through NumPy
+
+
+def _fixture_cases():
+    import os
+    from pathlib import Path
+
+    root = Path(os.environ.get("LAZYCUBE_SHARED_DATA") or DATA.parent.parent / "shared" / "data")
+    root = root / "zarr-fixtures"
+    cases = []
+    for sub in ("v2", "v3", "v3_zarr_python", "zarr_python_compat"):
+        for store in sorted((root / "zarrs" / sub).glob("*.zarr")):
+            stem = store.name[:-5]
+            if stem.startswith("cities"):
+                name = "cities"
+            else:
+                name = "zarrs-%s-%s" % (sub, stem.replace("[", "_").replace("]", ""))
+            expected = root / "expected" / (name + ".npy")
+            if expected.is_file():
+                cases.append(pytest.param(store, expected, id="%s/%s" % (sub, stem)))
+    return cases or [pytest.param(None, None, marks=pytest.mark.skip(reason="no shared zarr-fixtures"))]
+
+
+@pytest.mark.parametrize("store,expected", _fixture_cases())
+def test_fixture_values_through_numpy(store, expected):
+    ds = _core.open(str(store), decode_cf=False)
+    (name,) = ds.variable_names()
+    got = ds[name].read()
+    want = np.load(expected, allow_pickle=False)
+    assert got.shape == want.shape
+    if want.dtype.kind in "SU" or got.dtype == object:
+        assert got.dtype == ds[name].dtype
+        def as_text(a):
+            return [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in a.ravel().tolist()]
+        assert as_text(got) == as_text(want)
+        if got.dtype == object:  # variable-length: str for strings, bytes for vlen bytes
+            kinds = {type(x) for x in got.ravel().tolist()}
+            assert kinds in ({str}, {bytes}), kinds
+    else:
+        assert got.dtype == want.dtype.newbyteorder("=")
+        np.testing.assert_array_equal(got, want)
