@@ -1,0 +1,537 @@
+"""``lazycube.BatchGenerator``: training batches out of a data cube.
+
+Two modes, chosen by ``batch_size``:
+
+* ``batch_size=None`` — **xbatcher compatibility**: xbatcher 0.4.0's arguments and semantics
+  (same number of batches, same patches in the same order). ``gen[i].to_xarray()`` is
+  ``identical`` to xbatcher's ``BatchGenerator(ds, ...)[i]`` (values, dims, coordinates incl. the
+  ``sample`` MultiIndex, ``input_batch`` and ``<dim>_input``, attributes);
+  ``gen[i].numpy()`` gives the same arrays without xarray, zero-copy.
+* ``batch_size=N`` — **stacked**: N windows per batch, the variables stacked along ``channel``:
+  ``x`` with dims ``(sample, channel, <input dims>, ...)`` (and ``y`` with a ``target``), with
+  seeded shuffling (``"random"`` or chunk-aware ``"chunk"``), sharding over ranks and workers,
+  a NaN filter and resumable state.
+
+Batches are read, decoded and assembled in C++ on a thread pool, ``prefetch`` batches ahead of
+the iterating caller, through lazycube's chunk cache (``cache_bytes``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["BatchGenerator", "Batch"]
+
+_SHUFFLE = {False: "none", None: "none", "none": "none", True: "random", "random": "random",
+            "chunk": "chunk"}
+
+
+def _shuffle_mode(shuffle) -> str:
+    try:
+        return _SHUFFLE[shuffle]
+    except (KeyError, TypeError):
+        raise ValueError("shuffle must be False/True or one of 'none', 'random', 'chunk'; got %r"
+                         % (shuffle,)) from None
+
+
+def _target_args(target):
+    """(target_variables, target_offset) from the `target` argument."""
+    if target is None:
+        return None, None
+    if isinstance(target, str):
+        return [target], None
+    if isinstance(target, Mapping):
+        unknown = set(target) - {"variables", "offset"}
+        if unknown:
+            raise ValueError("target takes the keys 'variables' and 'offset', not %s"
+                             % ", ".join(sorted(map(repr, unknown))))
+        variables = target.get("variables")
+        if isinstance(variables, str):
+            variables = [variables]
+        offset = target.get("offset")
+        if not variables and not offset:
+            raise ValueError("target needs 'variables' and/or 'offset'")
+        return (list(variables) if variables else None,
+                {str(k): int(v) for k, v in offset.items()} if offset else None)
+    return [str(v) for v in target], None
+
+
+def _filter_args(filter_):
+    if filter_ is None:
+        return None, None
+    if not isinstance(filter_, Mapping):
+        raise ValueError("filter must be a dict like {'variable': 't2m', 'max_nan_fraction': 0.1}")
+    unknown = set(filter_) - {"variable", "max_nan_fraction"}
+    if unknown:
+        raise ValueError("filter takes the keys 'variable' and 'max_nan_fraction', not %s"
+                         % ", ".join(sorted(map(repr, unknown))))
+    return filter_.get("variable"), float(filter_.get("max_nan_fraction", 0.0))
+
+
+def _resolve(ds, storage_options):
+    """(core dataset, xarray Dataset or None, data variables of the xarray Dataset or None,
+    url or None)."""
+    if isinstance(ds, (str, os.PathLike)):
+        url = os.fspath(ds)
+        return _core.open(url, storage_options=storage_options), None, None, url
+    if isinstance(ds, _core.Dataset):
+        return ds, None, None, None
+    core = getattr(ds, "_core", None)
+    if isinstance(core, _core.Dataset):
+        return core, None, None, getattr(ds, "url", None)
+    try:
+        import xarray as xr
+    except ImportError:  # pragma: no cover
+        xr = None
+    if xr is not None and isinstance(ds, xr.DataArray):
+        raise TypeError("lazycube.BatchGenerator takes a Dataset; for one variable pass "
+                        "ds[[name]] (a Dataset) or variables=[name]")
+    if xr is not None and isinstance(ds, xr.Dataset):
+        from .xarray_backend import core_dataset_of
+        core, names = core_dataset_of(ds)
+        return core, ds, names, ds.encoding.get("source")
+    raise TypeError("lazycube.BatchGenerator takes a lazycube Dataset, a URL, or an "
+                    "xarray.Dataset opened with engine='lazycube'; got %s" % type(ds).__name__)
+
+
+class BatchGenerator:
+    """Batches of windows of a data cube (see the module docstring for the two modes).
+
+    Parameters follow xbatcher's ``BatchGenerator`` (``ds, input_dims, input_overlap,
+    batch_dims, concat_input_dims``; ``preload_batch``, ``cache`` and ``cache_preprocess`` are
+    accepted as keywords), then lazycube's: ``batch_size`` (None: xbatcher mode), ``variables``,
+    ``target`` (``{"variables": [...], "offset": {"time": 1}}``), ``shuffle`` (False/True or
+    "none"/"random"/"chunk"), ``seed``, ``drop_last``, ``rank``/``world_size``,
+    ``worker``/``num_workers``, ``prefetch``, ``cache_bytes``, ``dtype``, ``filter``
+    (``{"variable": ..., "max_nan_fraction": ...}``), ``pinned``, ``storage_options`` (for a URL).
+
+    ``ds`` may be a lazycube Dataset, a URL, or an ``xarray.Dataset`` opened with
+    ``engine="lazycube"`` (possibly narrowed with ``isel``/``sel`` slices or to some
+    variables). An xarray Dataset that lazycube does not read (in memory, or from another
+    engine) is refused with a TypeError: reopen it with ``engine="lazycube"``.
+    """
+
+    def __init__(self, ds, input_dims, input_overlap=None, batch_dims=None,
+                 concat_input_dims=False, *, batch_size=None, variables=None, target=None,
+                 shuffle=False, seed=0, drop_last=True, rank=0, world_size=1, prefetch=2,
+                 cache_bytes=None, **more):
+        worker = int(more.pop("worker", 0))
+        num_workers = int(more.pop("num_workers", 1))
+        dtype = more.pop("dtype", None)
+        filter_variable, max_nan_fraction = _filter_args(more.pop("filter", None))
+        self._preload_batch = bool(more.pop("preload_batch", True))
+        self.cache = more.pop("cache", None)
+        self.cache_preprocess = more.pop("cache_preprocess", None)
+        pinned = bool(more.pop("pinned", False))
+        storage_options = more.pop("storage_options", None)
+        if more:
+            raise TypeError("BatchGenerator() got unexpected keyword arguments: %s"
+                            % ", ".join(sorted(more)))
+        if batch_size is not None:
+            batch_size = int(batch_size)
+            if batch_size <= 0:
+                raise ValueError("batch_size must be a positive integer or None "
+                                 "(None: xbatcher-compatible batches)")
+
+        core, xds, xvars, url = _resolve(ds, storage_options)
+        if variables is None and xvars is not None:
+            all_vars = list(core.data_var_names())
+            if set(xvars) != set(all_vars):
+                variables = [v for v in all_vars if v in set(xvars)]
+        if isinstance(variables, str):
+            variables = [variables]
+        target_variables, target_offset = _target_args(target)
+
+        self.ds = ds
+        self._core_ds = core
+        self._xds = xds
+        self._url = url
+        self._input_dims = dict(input_dims)
+        self._input_overlap = dict(input_overlap or {})
+        self._batch_dims = dict(batch_dims or {})
+        self._concat_input_dims = bool(concat_input_dims)
+        self._kwargs = dict(
+            batch_size=0 if batch_size is None else batch_size,
+            # xbatcher mode has no partial batches (its windows are whole by construction).
+            drop_last=bool(drop_last) if batch_size is not None else False,
+            variables=list(variables) if variables is not None else None,
+            dtype=None if dtype is None else np.dtype(dtype).name,
+            target_variables=target_variables, target_offset=target_offset,
+            filter_variable=filter_variable, max_nan_fraction=max_nan_fraction,
+            shuffle=_shuffle_mode(shuffle), seed=int(seed), rank=int(rank),
+            world_size=int(world_size), worker=worker, num_workers=num_workers,
+            prefetch=int(prefetch), cache_bytes=cache_bytes, pinned=pinned)
+        self._core = _core.BatchGenerator(
+            core, {str(k): int(v) for k, v in self._input_dims.items()},
+            {str(k): int(v) for k, v in self._input_overlap.items()} or None,
+            {str(k): int(v) for k, v in self._batch_dims.items()} or None,
+            self._concat_input_dims, **self._kwargs)
+        for message in self._core.warnings:
+            warnings.warn(message, UserWarning, stacklevel=2)
+        self._finished = False
+        self._template = None
+        self._coords = None
+
+    # ---- xbatcher's read-only configuration --------------------------------------------
+    @property
+    def input_dims(self) -> dict:
+        return dict(self._input_dims)
+
+    @property
+    def input_overlap(self) -> dict:
+        return dict(self._input_overlap)
+
+    @property
+    def batch_dims(self) -> dict:
+        return dict(self._batch_dims)
+
+    @property
+    def concat_input_dims(self) -> bool:
+        return self._concat_input_dims
+
+    @property
+    def preload_batch(self) -> bool:
+        return self._preload_batch
+
+    # ---- lazycube --------------------------------------------------------------------------
+    @property
+    def mode(self) -> str:
+        """"xbatcher" (batch_size None) or "stacked"."""
+        return self._core.mode
+
+    @property
+    def batch_size(self):
+        return None if self._kwargs["batch_size"] == 0 else self._kwargs["batch_size"]
+
+    @property
+    def total_windows(self) -> int:
+        return self._core.total_windows
+
+    @property
+    def shard_windows(self) -> int:
+        return self._core.shard_windows
+
+    @property
+    def epoch(self) -> int:
+        return self._core.epoch
+
+    @property
+    def warnings(self) -> list:
+        return list(self._core.warnings)
+
+    @property
+    def core(self):
+        """The underlying ``lazycube._core.BatchGenerator``."""
+        return self._core
+
+    def set_epoch(self, epoch: int) -> None:
+        """Starts epoch ``epoch`` from its beginning (its order depends on (seed, epoch))."""
+        self._core.set_epoch(int(epoch))
+        self._finished = False
+
+    def state(self) -> dict:
+        """Resumable position (JSON-compatible dict)."""
+        return self._core.state()
+
+    def restore(self, state: dict) -> None:
+        """Continues from ``state()`` of a generator with the same data and configuration."""
+        self._core.restore(state)
+        self._finished = False
+
+    def cache_stats(self) -> dict:
+        return self._core.cache_stats()
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    def __getitem__(self, idx) -> "Batch":
+        if isinstance(idx, np.integer):
+            idx = int(idx)
+        if not isinstance(idx, int):
+            raise NotImplementedError(
+                "%s.__getitem__ currently requires a single integer key" % type(self).__name__)
+        n = len(self)
+        if idx < 0:
+            idx += n
+        if not 0 <= idx < n:
+            raise IndexError("list index out of range")
+        return Batch(self, self._core.batch(idx, epoch=self.epoch), idx)
+
+    def __iter__(self) -> Iterator["Batch"]:
+        """One epoch, batches prefetched in the background. After a completed epoch a new
+        iteration replays the same epoch unless set_epoch() chose another."""
+        if self._finished:
+            self._core.set_epoch(self._core.epoch)
+            self._finished = False
+        while True:
+            b = self._core.next()
+            if b is None:
+                self._finished = True
+                return
+            yield Batch(self, b, int(b.index))
+
+    def __repr__(self) -> str:
+        return ("lazycube.BatchGenerator(mode=%r, input_dims=%r, input_overlap=%r, "
+                "batch_dims=%r, concat_input_dims=%r, batches=%d)"
+                % (self.mode, self._input_dims, self._input_overlap, self._batch_dims,
+                   self._concat_input_dims, len(self)))
+
+    def __reduce__(self):
+        if not isinstance(self.ds, (str, os.PathLike)):
+            raise TypeError("a lazycube.BatchGenerator built from a URL can be pickled; this "
+                            "one was built from a %s" % type(self.ds).__name__)
+        return (_rebuild, (self.ds, self._constructor_args(), self.state()))
+
+    def _constructor_args(self) -> dict:
+        k = self._kwargs
+        return dict(
+            input_dims=self._input_dims, input_overlap=self._input_overlap or None,
+            batch_dims=self._batch_dims or None, concat_input_dims=self._concat_input_dims,
+            batch_size=k["batch_size"] or None, variables=k["variables"],
+            target=({"variables": k["target_variables"], "offset": k["target_offset"]}
+                    if (k["target_variables"] or k["target_offset"]) else None),
+            shuffle=k["shuffle"], seed=k["seed"], drop_last=k["drop_last"], rank=k["rank"],
+            world_size=k["world_size"], prefetch=k["prefetch"], cache_bytes=k["cache_bytes"],
+            worker=k["worker"], num_workers=k["num_workers"], dtype=k["dtype"],
+            filter=({"variable": k["filter_variable"], "max_nan_fraction": k["max_nan_fraction"]}
+                    if k["max_nan_fraction"] is not None else None),
+            pinned=k["pinned"], preload_batch=self._preload_batch)
+
+    # ---- xarray views ---------------------------------------------------------------------
+    def _xarray_template(self):
+        """The dataset xbatcher would see, with each data variable replaced by a zero-byte
+        placeholder of its shape and the coordinates loaded: xbatcher's selection, renaming,
+        concat and stacking are replayed on it to obtain the batch's coordinates and dims."""
+        if self._template is None:
+            import xarray as xr
+            from .xarray_backend import to_xarray
+            base = self._xds if self._xds is not None else to_xarray(self._core_ds)
+            keep = self._kwargs["variables"]
+            if keep is not None:
+                base = base.drop_vars([v for v in base.data_vars if v not in set(keep)])
+            placeholders = {name: np.broadcast_to(np.zeros((), dtype=bool), v.shape)
+                            for name, v in base.data_vars.items()}
+            template = base.copy(deep=False, data=placeholders)
+            for name, var in template.variables.items():
+                if name in template.coords:
+                    var.load()
+            self._template = template
+        return self._template
+
+    def _coord_arrays(self):
+        """Index coordinates (and their attrs) of the dataset, loaded once (stacked mode)."""
+        if self._coords is None:
+            coords = {}
+            core = self._core_ds
+            dims = {name for name, _ in core.dims}
+            for name in core.coord_names():
+                if name in dims:
+                    var = core[name]
+                    if list(var.dims) == [name]:
+                        coords[name] = dict(var.attrs)
+            self._coords = coords
+        return self._coords
+
+
+def _rebuild(url, args, state):
+    gen = BatchGenerator(url, **args)
+    gen.restore(state)
+    return gen
+
+
+# ---- xbatcher's batch construction, replayed on the placeholder template -----------------
+
+def _stack_levels(ds, input_dims):
+    return [d for d in ds.sizes if d not in input_dims]
+
+
+def _maybe_stack(ds, input_dims):
+    """xbatcher: >= 2 non-input dims are stacked (in .sizes order) into `sample`, then
+    transposed to (sample, *input_dims); otherwise the batch is left as it is."""
+    levels = _stack_levels(ds, input_dims)
+    if len(levels) < 2:
+        return ds, [], {}
+    sizes = {d: int(ds.sizes[d]) for d in levels}
+    stacked = ds.stack(sample=levels).transpose("sample", *input_dims)
+    return stacked, levels, sizes
+
+
+def _rename_inputs(patch, input_dims, suffix="_input"):
+    """xbatcher's concat preparation: each input dim becomes <dim>_input; an index coordinate
+    on it is re-attached under its own name as a plain coordinate along <dim>_input."""
+    out = patch.copy()
+    for dim in input_dims:
+        new = "%s%s" % (dim, suffix)
+        out = out.rename({dim: new})
+        if new in out.variables:
+            out = out.drop_vars(new)
+            out.coords[dim] = (new, patch[dim].data, patch[dim].attrs)
+    return out
+
+
+def _relayout(arr, src_dims, src_levels, dst_dims, dst_levels, level_sizes):
+    """arr (dims src_dims, `sample` = row-major stack of src_levels) re-laid out as dst_dims
+    with `sample` stacking dst_levels. A view when the layouts agree (the normal case)."""
+    if list(src_dims) == list(dst_dims) and list(src_levels) == list(dst_levels):
+        return arr
+    if sorted(src_levels) != sorted(dst_levels) or sorted(src_dims) != sorted(dst_dims):
+        raise RuntimeError("lazycube: batch layout %r/%r does not match xarray's %r/%r"
+                           % (src_dims, src_levels, dst_dims, dst_levels))
+    src_names, expanded = [], []
+    for axis, d in enumerate(src_dims):
+        if d == "sample":
+            src_names += list(src_levels)
+            expanded += [level_sizes[l] for l in src_levels]
+        else:
+            src_names.append(d)
+            expanded.append(arr.shape[axis])
+    dst_names = []
+    for d in dst_dims:
+        dst_names += list(dst_levels) if d == "sample" else [d]
+    moved = arr.reshape(expanded).transpose([src_names.index(n) for n in dst_names])
+    shape = []
+    for d in dst_dims:
+        if d == "sample":
+            shape.append(int(np.prod([level_sizes[l] for l in dst_levels])))
+        else:
+            shape.append(moved.shape[dst_names.index(d)])
+    return moved.reshape(shape)
+
+
+class Batch:
+    """One batch: ``numpy()`` (zero-copy arrays) or ``to_xarray()``; the C++ batch's fields
+    (``arrays``, ``target``, ``channels``, ``windows``, ``window_ids``, ``coords``, ``layouts``,
+    ``epoch``, ``index``...) are available as attributes."""
+
+    def __init__(self, generator: BatchGenerator, core_batch, index: int):
+        self._gen = generator
+        self._batch = core_batch
+        self._index = index
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._batch, name)
+
+    @property
+    def index(self) -> int:
+        return self._index
+
+    @property
+    def mode(self) -> str:
+        return self._gen.mode
+
+    def numpy(self):
+        """xbatcher mode: {variable: ndarray} in xbatcher's layout. Stacked mode: x, or (x, y)
+        with a target. The arrays share the batch's buffer (no copy)."""
+        if self._gen.mode == "xbatcher":
+            return {a.name: a.numpy() for a in self._batch.arrays}
+        x = self._batch.arrays[0].numpy()
+        if self._batch.target is not None:
+            return x, self._batch.target.numpy()
+        return x
+
+    @property
+    def x(self):
+        return self._batch.arrays[0].numpy()
+
+    @property
+    def y(self):
+        t = self._batch.target
+        return None if t is None else t.numpy()
+
+    def __len__(self) -> int:
+        return len(self._batch.windows)
+
+    def __repr__(self) -> str:
+        arrays = ", ".join("%s%s" % (a.name, tuple(a.shape)) for a in self._batch.arrays)
+        return "lazycube.Batch(index=%d, epoch=%d, %s)" % (self._index, self._batch.epoch, arrays)
+
+    def to_xarray(self):
+        """xbatcher mode: the ``xarray.Dataset`` xbatcher 0.4.0 returns for this batch.
+        Stacked mode: an ``xarray.Dataset`` with ``x`` (and ``y``) over (sample, channel, ...),
+        ``channel`` labels, ``window_id`` and ``<dim>_start`` per window, and the window's labels
+        ``window_<dim>`` over (sample, <dim>) for each window dim with an index coordinate."""
+        gen = self._gen
+        if gen.mode != "xbatcher":
+            return self._stacked_to_xarray()
+        if gen.cache is not None:
+            key = "%d/.zgroup" % self._index
+            if key in gen.cache:
+                import xarray as xr
+                cached = xr.open_zarr(gen.cache, group=str(self._index))
+                return cached.load() if gen.preload_batch else cached
+        out = self._xbatcher_to_xarray()
+        if gen.cache is not None:
+            if gen.cache_preprocess is not None:
+                out = gen.cache_preprocess(out)
+            out.to_zarr(gen.cache, group=str(self._index), mode="a")
+        return out
+
+    def _xbatcher_to_xarray(self):
+        import xarray as xr
+        gen = self._gen
+        template = gen._xarray_template()
+        dims = list(self._batch.window_dims)
+        selectors = [{d: slice(int(s), int(s) + int(c)) for d, (s, c) in zip(dims, w)}
+                     for w in self._batch.windows]
+        input_dims = list(gen.input_dims)
+        if gen.concat_input_dims:
+            patches = [_rename_inputs(template.isel(sel), input_dims) for sel in selectors]
+            joined = xr.concat(patches, dim="input_batch")
+            out, levels, sizes = _maybe_stack(joined, ["%s_input" % d for d in input_dims])
+        else:
+            out, levels, sizes = _maybe_stack(template.isel(selectors[0]), input_dims)
+        data = {}
+        for array, layout in zip(self._batch.arrays, self._batch.layouts):
+            name = array.name
+            if name not in out.data_vars:
+                raise RuntimeError("lazycube: batch variable %r is not in the dataset" % name)
+            want = out[name]
+            values = _relayout(array.numpy(), list(layout["dims"]),
+                               list(layout.get("sample_dims") or []), list(want.dims),
+                               levels if "sample" in want.dims else [], sizes)
+            if tuple(values.shape) != tuple(want.shape):
+                raise RuntimeError("lazycube: batch variable %r has shape %r, xarray expects %r"
+                                   % (name, values.shape, want.shape))
+            data[name] = values
+        missing = set(out.data_vars) - set(data)
+        if missing:
+            out = out.drop_vars(sorted(missing))
+        return out.copy(deep=False, data=data)
+
+    def _stacked_to_xarray(self):
+        import xarray as xr
+        b = self._batch
+        x = b.arrays[0]
+        data_vars = {x.name: (tuple(x.dims), x.numpy())}
+        coords: dict[str, Any] = {}
+        if list(b.channels) and "channel" in x.dims:
+            coords["channel"] = ("channel", np.asarray(list(b.channels), dtype=object))
+        if b.target is not None:
+            y = b.target
+            ydims = tuple(y.dims)
+            if "channel" in ydims and list(b.target_channels) != list(b.channels):
+                ydims = tuple("target_channel" if d == "channel" else d for d in ydims)
+                coords["target_channel"] = ("target_channel",
+                                            np.asarray(list(b.target_channels), dtype=object))
+            data_vars[y.name] = (ydims, y.numpy())
+        if len(b.window_ids):
+            coords["window_id"] = ("sample", np.asarray(b.window_ids, dtype=np.uint64))
+        attrs_of = self._gen._coord_arrays()
+        for dim, labels in dict(b.coords).items():
+            if dim in x.dims:
+                # (sample, dim) labels cannot be named like the dim itself (not an index).
+                coords["window_%s" % dim] = (("sample", dim), np.asarray(labels),
+                                             attrs_of.get(dim, {}))
+        for k, dim in enumerate(b.window_dims):
+            starts = np.asarray([w[k][0] for w in b.windows], dtype=np.int64)
+            coords["%s_start" % dim] = ("sample", starts)
+        return xr.Dataset(data_vars, coords=coords)

@@ -1,0 +1,392 @@
+"""xarray backend: ``xr.open_dataset(url, engine="lazycube", storage_options=...)``.
+
+Every variable is a :class:`LazycubeBackendArray` wrapped in xarray's ``LazilyIndexedArray``:
+nothing is read until values are asked for, and then only the selection (lazycube reads the
+chunks the selection touches, with the GIL released). lazycube decodes CF conventions itself
+(mask and scale, times) exactly as xarray's zarr engine does, so the variables handed to xarray
+are already decoded: the CF attributes live in ``encoding`` (as xarray keeps them after its own
+decoding), never in ``attrs``, and xarray has nothing left to decode.
+
+``to_xarray(ds)`` turns a lazycube Dataset (``lazycube.open_dataset``) into the same lazy
+``xarray.Dataset``. ``core_dataset_of(xds)`` finds the lazycube dataset behind an xarray
+Dataset opened this way (used by ``lazycube.BatchGenerator``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Iterable
+
+import numpy as np
+import xarray as xr
+from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.core import indexing
+
+from . import _core
+
+__all__ = [
+    "LazycubeBackendArray",
+    "LazycubeBackendEntrypoint",
+    "to_xarray",
+    "core_dataset_of",
+]
+
+# Keys of a variable's encoding that hold CF decoding parameters: lazycube has applied them,
+# so they must never reach xarray as attributes (xarray would decode a second time).
+_CF_KEYS = ("scale_factor", "add_offset", "_FillValue", "missing_value", "units", "calendar",
+            "dtype", "_Unsigned")
+
+
+class LazycubeBackendArray(BackendArray):
+    """One lazycube variable (whole array) as an xarray backend array.
+
+    ``__getitem__`` takes xarray's explicit indexers; integers and slices are handed to
+    lazycube (``Variable.isel`` then ``read``), any array indexer is turned by xarray into the
+    enclosing slice plus a NumPy index on the (small) result.
+
+    ``reads`` counts the reads and ``elements_read`` the elements they returned (a
+    lazycube-side counter for tests and diagnostics).
+    """
+
+    __slots__ = ("variable", "dataset", "shape", "dtype", "dims", "reads", "elements_read",
+                 "_lock", "_as_bool")
+
+    def __init__(self, variable, dataset=None, as_bool=False):
+        self.variable = variable      # _core.Variable over the whole array
+        self.dataset = dataset        # the _core.Dataset it belongs to (kept alive)
+        self.shape = tuple(int(n) for n in variable.shape)
+        # as_bool: xarray's boolean encoding (int8 stored with attribute dtype="bool").
+        self._as_bool = bool(as_bool)
+        self.dtype = np.dtype(bool) if as_bool else np.dtype(variable.dtype)
+        self.dims = tuple(variable.dims)
+        self.reads = 0
+        self.elements_read = 0
+        self._lock = threading.Lock()
+
+    def __getitem__(self, key):
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.BASIC, self._raw_getitem)
+
+    def _raw_getitem(self, key: tuple):
+        selection: dict[str, Any] = {}
+        out_shape: list[int] = []
+        for dim, k, n in zip(self.dims, key, self.shape):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                count = len(range(start, stop, step))
+                out_shape.append(count)
+                if (start, stop, step) != (0, n, 1) or count == 0:
+                    selection[dim] = slice(start, stop, step)
+            else:
+                i = int(k)
+                if i < 0:
+                    i += n
+                if not 0 <= i < n:
+                    raise IndexError("index %d is out of bounds for dim %r of size %d"
+                                     % (int(k), dim, n))
+                selection[dim] = i
+        if any(c == 0 for c in out_shape):
+            return np.empty(tuple(out_shape), dtype=self.dtype)
+        var = self.variable.isel(selection) if selection else self.variable
+        values = np.asarray(var.read())
+        if self._as_bool:
+            values = values.astype(bool)
+        with self._lock:
+            self.reads += 1
+            self.elements_read += int(values.size)
+        return values
+
+
+def _json_value(v):
+    if isinstance(v, list):
+        return [_json_value(x) for x in v]
+    return v
+
+
+def _split_attrs_encoding(var, decode_coords: bool):
+    """xarray-style (attrs, encoding) for a lazycube variable."""
+    attrs = {k: _json_value(v) for k, v in dict(var.attrs).items()}
+    encoding = {k: _json_value(v) for k, v in dict(var.encoding).items()}
+    if var.dtype != var.stored_dtype or any(k in encoding for k in _CF_KEYS):
+        # The dtype on disk: what to_netcdf/to_zarr would write back.
+        try:
+            encoding["dtype"] = np.dtype(var.stored_dtype)
+        except TypeError:
+            encoding.pop("dtype", None)
+    elif "dtype" in encoding:
+        try:
+            encoding["dtype"] = np.dtype(encoding["dtype"])
+        except TypeError:
+            encoding.pop("dtype")
+    # Decoded values never carry the CF parameters as attributes.
+    for key in ("scale_factor", "add_offset", "_FillValue", "missing_value", "_Unsigned"):
+        if key in attrs and key in encoding:
+            attrs.pop(key)
+    if np.dtype(var.dtype).kind in "mM":
+        for key in ("units", "calendar"):
+            if key in attrs:
+                encoding.setdefault(key, attrs.pop(key))
+    if decode_coords and "coordinates" in attrs:
+        encoding["coordinates"] = attrs.pop("coordinates")
+    if decode_coords is not None and attrs.get("dtype") == "bool" and \
+            np.dtype(var.dtype).kind in "iu":
+        # xarray's BooleanCoder (applied whenever it decodes): int8 + dtype="bool" -> bool.
+        attrs.pop("dtype")
+        encoding["dtype"] = np.dtype(var.stored_dtype)
+    chunks = tuple(int(c) for c in var.chunks)
+    if chunks and len(chunks) == len(var.dims):
+        encoding["chunks"] = chunks
+        encoding["preferred_chunks"] = dict(zip(var.dims, chunks))
+    return attrs, encoding
+
+
+def _core_of(ds):
+    """The _core.Dataset of a lazycube Dataset wrapper or a raw _core.Dataset."""
+    if isinstance(ds, _core.Dataset):
+        return ds
+    core = getattr(ds, "_core", None)
+    if isinstance(core, _core.Dataset):
+        return core
+    raise TypeError("expected a lazycube Dataset (lazycube.open_dataset), got %s"
+                    % type(ds).__name__)
+
+
+# Where each Dataset opened by the backend came from, so that core_dataset_of() can reopen it
+# when xarray has replaced a variable's lazy wrapper by loaded values (e.g. after `.values`
+# with xarray's default cache=True). Small tuples only: (url, storage_options, decode_cf).
+_SOURCES: dict[int, tuple] = {}
+_SOURCE_LOCK = threading.Lock()
+_TOKEN_KEY = "lazycube_source"
+
+
+def _register_source(url, storage_options, decode_cf) -> int:
+    with _SOURCE_LOCK:
+        token = len(_SOURCES) + 1
+        _SOURCES[token] = (url, dict(storage_options or {}), bool(decode_cf))
+    return token
+
+
+def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
+              decode_coords: bool = True, decode: bool = True,
+              _token: int | None = None) -> xr.Dataset:
+    """A lazy ``xarray.Dataset`` over a lazycube Dataset: the variables are lazycube-backed
+    and read only what is indexed; index coordinates are loaded (xarray builds its indexes from
+    them), as with ``xr.open_dataset(..., engine="zarr")``."""
+    core = _core_of(ds)
+    drop = set(drop_variables or ())
+    variables: dict[str, xr.Variable] = {}
+    for name in core.variable_names():
+        if name in drop:
+            continue
+        var = core[name]
+        as_bool = decode and dict(var.attrs).get("dtype") == "bool" and \
+            np.dtype(var.dtype).kind in "iu"
+        attrs, encoding = _split_attrs_encoding(var, decode_coords if decode else None)
+        if _token is not None:
+            encoding[_TOKEN_KEY] = _token  # dropped by to_zarr/to_netcdf (not their key)
+        data = indexing.LazilyIndexedArray(LazycubeBackendArray(var, core, as_bool=as_bool))
+        variables[name] = xr.Variable(tuple(var.dims), data, attrs=attrs, encoding=encoding)
+
+    dims = {name for name, _ in core.dims}
+    if decode_coords:
+        coord_names = set(core.coord_names())
+    else:
+        coord_names = {n for n in core.coord_names() if n in dims}
+    out = xr.Dataset(variables, attrs={k: _json_value(v) for k, v in dict(core.attrs).items()})
+    out = out.set_coords([n for n in variables if n in coord_names and n not in out.coords])
+    return out
+
+
+def _strip_url(url: str) -> str:
+    return url[:-1] if url.endswith("/") and len(url) > 1 else url
+
+
+class LazycubeBackendEntrypoint(BackendEntrypoint):
+    """``xr.open_dataset(url, engine="lazycube")``: Zarr v2/v3 cubes on local disk, HTTP(S),
+    S3 and GCS, read lazily by lazycube (only the chunks an indexing operation touches)."""
+
+    description = ("Open Zarr v2/v3 data cubes (local, HTTP, S3, GCS) lazily with lazycube's "
+                   "C++ reader")
+    url = "https://github.com/lazycube/lazycube"
+    open_dataset_parameters = (
+        "filename_or_obj", "drop_variables", "storage_options", "decode_cf", "consolidated",
+        "group", "mask_and_scale", "decode_times", "decode_timedelta", "use_cftime",
+        "concat_characters", "decode_coords",
+    )
+
+    def open_dataset(self, filename_or_obj, *, drop_variables=None, storage_options=None,
+                     decode_cf=None, consolidated=None, group=None, mask_and_scale=None,
+                     decode_times=None, decode_timedelta=None, use_cftime=None,
+                     concat_characters=None, decode_coords=None):
+        if isinstance(filename_or_obj, os.PathLike):
+            filename_or_obj = os.fspath(filename_or_obj)
+        if not isinstance(filename_or_obj, str):
+            raise TypeError("engine='lazycube' opens a URL or a path, not %s"
+                            % type(filename_or_obj).__name__)
+        url = _strip_url(filename_or_obj)
+        if group:
+            url = url + "/" + str(group).strip("/")
+        if isinstance(drop_variables, str):
+            drop_variables = [drop_variables]
+        if use_cftime:
+            raise ValueError("engine='lazycube' decodes CF times to numpy datetime64 only "
+                             "(use_cftime=True is not supported)")
+
+        # xarray turns decode_cf=False into every decoder flag False; lazycube decodes
+        # all-or-nothing (mask/scale and times together).
+        decode = decode_cf is not False
+        if decode and mask_and_scale is False and decode_times is False:
+            decode = False
+        elif decode and (mask_and_scale is False or decode_times is False):
+            raise ValueError(
+                "engine='lazycube' decodes CF conventions all-or-nothing: pass decode_cf=False "
+                "(or both mask_and_scale=False and decode_times=False) for raw values")
+        core = _core.open(url, storage_options=storage_options, decode_cf=decode,
+                          consolidated=consolidated)
+        token = _register_source(url, storage_options, decode)
+        ds = to_xarray(core, drop_variables=drop_variables,
+                       decode_coords=decode_coords is not False and decode, decode=decode,
+                       _token=token)
+        ds.encoding["source"] = filename_or_obj
+        return ds
+
+    def guess_can_open(self, filename_or_obj) -> bool:
+        if isinstance(filename_or_obj, os.PathLike):
+            filename_or_obj = os.fspath(filename_or_obj)
+        if not isinstance(filename_or_obj, str):
+            return False
+        path = _strip_url(filename_or_obj.split("?", 1)[0])
+        if os.path.splitext(path)[1].lower() == ".zarr":
+            return True
+        if "://" not in path and os.path.isdir(path):
+            return any(os.path.exists(os.path.join(path, m))
+                       for m in (".zgroup", ".zarray", "zarr.json"))
+        return False
+
+
+# ---- finding the lazycube dataset behind an xarray Dataset -------------------------------
+
+# token -> the _core.Dataset reopened for it (metadata only; datasets on the same URL share
+# the chunk cache), so that repeated look-ups do not reopen.
+_REOPENED: dict[int, Any] = {}
+
+
+def _reopened_backend(var: xr.DataArray):
+    """For a variable whose values xarray has loaded: its lazycube array, found through the
+    token in its encoding, when its shape shows no selection (full extent on every dim)."""
+    token = var.encoding.get(_TOKEN_KEY)
+    if token is None or token not in _SOURCES:
+        return None
+    with _SOURCE_LOCK:
+        core = _REOPENED.get(token)
+    if core is None:
+        url, storage_options, decode = _SOURCES[token]
+        core = _core.open(url, storage_options=storage_options or None, decode_cf=decode)
+        with _SOURCE_LOCK:
+            _REOPENED[token] = core
+    name = var.name
+    if name not in core:
+        return None
+    backend = LazycubeBackendArray(core[name], core)
+    if backend.dims != tuple(var.dims) or backend.shape != tuple(var.shape):
+        return None  # selected after loading: the selection cannot be recovered
+    return backend, None
+
+def _backend_of(data):
+    """(LazycubeBackendArray, key tuple) under xarray's wrappers, or None."""
+    key = None
+    seen = 0
+    while data is not None and seen < 16:
+        seen += 1
+        if isinstance(data, LazycubeBackendArray):
+            return data, key
+        if isinstance(data, indexing.LazilyIndexedArray):
+            key = data.key.tuple
+        elif isinstance(data, (indexing.LazilyVectorizedIndexedArray,)):
+            return None
+        data = getattr(data, "array", None)
+    return None
+
+
+def core_dataset_of(xds: xr.Dataset):
+    """The lazycube dataset an xarray Dataset opened with engine="lazycube" reads from,
+    restricted to the Dataset's positional selection (``isel`` with slices/integers), and the
+    names of its data variables.
+
+    Raises TypeError for a Dataset that lazycube does not back (opened by another engine,
+    built in memory, loaded, or transformed beyond selection)."""
+    cores = set()
+    core = None
+    selection: dict[str, Any] = {}
+    problems = []
+    loaded = []
+    for name, var in xds.data_vars.items():
+        found = _backend_of(var.variable._data)
+        if found is None:
+            loaded.append((name, var))
+            continue
+        backend, key = found
+        if core is None:
+            core = backend.dataset
+        cores.add(id(backend.dataset))
+        if key is None:
+            key = (slice(None),) * len(backend.dims)
+        kept = []
+        for dim, k, n in zip(backend.dims, key, backend.shape):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                sel = None if (start, stop, step) == (0, n, 1) else slice(start, stop, step)
+                kept.append(dim)
+            elif isinstance(k, (int, np.integer)):
+                sel = int(k)
+            else:
+                raise TypeError("variable %r was indexed with an array; lazycube.BatchGenerator "
+                                "accepts xarray selections by slices and integers only" % name)
+            if sel is None:
+                if dim in selection and selection[dim] is not None:
+                    raise TypeError("variables disagree on the selection of dim %r" % dim)
+                selection.setdefault(dim, None)
+            else:
+                prev = selection.get(dim, sel)
+                if prev != sel:
+                    raise TypeError("variables disagree on the selection of dim %r" % dim)
+                selection[dim] = sel
+        if tuple(kept) != tuple(var.dims):
+            raise TypeError("variable %r was transposed or reshaped after opening; "
+                            "lazycube.BatchGenerator needs its dims as stored" % name)
+    for name, var in loaded:
+        # Values loaded by xarray: the variable must cover its whole array (then its
+        # selection is "none"); it is read from the dataset of its lazy siblings, or from a
+        # reopened one when every variable was loaded.
+        found = _reopened_backend(var)
+        if found is None:
+            problems.append(name)
+            continue
+        backend, _ = found
+        if core is None:
+            core = backend.dataset
+            cores.add(id(core))
+        for dim in backend.dims:
+            if selection.get(dim) is not None:
+                problems.append(name)
+                break
+            selection.setdefault(dim, None)
+    if problems or core is None:
+        if core is None and not problems:
+            raise TypeError("the xarray Dataset has no data variables")
+        raise TypeError(
+            "variables %s of this xarray Dataset are not read by lazycube (in memory, loaded or "
+            "opened by another engine). Open the data with xr.open_dataset(url, "
+            "engine='lazycube') (or lazycube.open_dataset(url)) and select with isel/sel only."
+            % ", ".join(repr(p) for p in problems))
+    if len(cores) > 1:
+        raise TypeError("the xarray Dataset mixes variables of several lazycube datasets")
+    selection = {d: s for d, s in selection.items() if s is not None}
+    if selection:
+        core = core.isel(selection)
+    return core, list(xds.data_vars)
+
+
+# The accessor (ds.lazycube.batches(...)) is registered whenever the backend is in use.
+from . import accessor as _accessor  # noqa: E402,F401
