@@ -91,14 +91,51 @@ def _dataset_recipe(source, open_kwargs):
                     if hasattr(obj, attr) and not callable(getattr(obj, attr)):
                         opts[key] = getattr(obj, attr)
                         break
-    if url is None:
-        encoding = getattr(source, "encoding", None)  # xarray.Dataset: encoding["source"]
-        if isinstance(encoding, dict) and isinstance(encoding.get("source"), str):
-            url = encoding["source"]
+    if core is None and url is None and _is_xarray_dataset(source):
+        return _xarray_recipe(source, opts)
     if core is None and url is None:
         raise TypeError("expected a URL, a lazycube Dataset or an xarray Dataset opened with "
                         "engine='lazycube', got %s" % type(source).__name__)
     return url, opts, (core if isinstance(core, _core.Dataset) else None)
+
+
+def _is_xarray_dataset(obj):
+    try:
+        import xarray as xr
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(obj, xr.Dataset)
+
+
+def _xarray_recipe(xds, opts):
+    """An xarray Dataset opened with engine="lazycube": the lazycube dataset it reads (narrowed
+    to its selection). Other processes reopen its URL (encoding["source"]) only when that gives
+    the same dims; a narrowed selection stays with this process (and forked workers)."""
+    from .xarray_backend import core_dataset_of
+
+    core, _names = core_dataset_of(xds)
+    url = xds.encoding.get("source")
+    if isinstance(url, str):
+        try:
+            if list(_open(url, opts).dims) != list(core.dims):
+                url = None
+        except Exception:  # noqa: BLE001 - the URL is only a way to reopen it elsewhere
+            url = None
+    else:
+        url = None
+    return url, opts, core
+
+
+def _xarray_variables(source, kwargs):
+    """The data variables an xarray Dataset keeps, when `variables` is not given."""
+    if "variables" in kwargs or not _is_xarray_dataset(source):
+        return kwargs
+    from .xarray_backend import core_dataset_of
+
+    core, names = core_dataset_of(source)
+    if names is not None and set(names) != set(core.data_var_names()):
+        kwargs = dict(kwargs, variables=[v for v in core.data_var_names() if v in set(names)])
+    return kwargs
 
 
 def _open(url, open_kwargs):
@@ -140,6 +177,20 @@ def _generator_recipe(gen):
     if isinstance(recipe, dict):  # {"url", "open_kwargs", "generator_kwargs"}
         return (recipe.get("url"), dict(recipe.get("open_kwargs") or {}),
                 dict(recipe.get("generator_kwargs") or {}), None)
+    if isinstance(getattr(gen, "_kwargs", None), dict) and hasattr(gen, "_input_dims"):
+        # lazycube.BatchGenerator (lazycube/batch.py): its resolved core arguments
+        kwargs = {k: v for k, v in gen._kwargs.items() if k not in _SHARD_KEYS and v is not None}
+        if not kwargs.get("batch_size"):
+            raise ValueError("BatchDataset needs a generator in stacked mode (batch_size > 0)")
+        kwargs["input_dims"] = dict(gen._input_dims)
+        if getattr(gen, "_input_overlap", None):
+            kwargs["input_overlap"] = dict(gen._input_overlap)
+        url = getattr(gen, "_url", None)
+        if url is not None:
+            opts = {"storage_options": gen._storage_options} if getattr(gen, "_storage_options", None) else {}
+            return str(url), opts, kwargs, getattr(gen, "_core_ds", None)
+        url, opts, core_ds = _dataset_recipe(gen.ds, {})
+        return url, opts, kwargs, getattr(gen, "_core_ds", None) or core_ds
     core_gen = gen if isinstance(gen, _core.BatchGenerator) else getattr(gen, "_core", None)
     if not isinstance(core_gen, _core.BatchGenerator):
         raise TypeError("expected a lazycube BatchGenerator, got %s" % type(gen).__name__)
@@ -308,7 +359,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
             self._wrapped = source if isinstance(source, _core.BatchGenerator) else getattr(source, "_core")
             self._explicit_shard = True  # the generator's rank/world_size stand
         else:
-            gkw = _dtype_arg(_normalise_target(kwargs))
+            gkw = _xarray_variables(source, _dtype_arg(_normalise_target(kwargs)))
             if "input_dims" not in gkw:
                 raise TypeError("BatchDataset needs input_dims")
             if not gkw.get("batch_size"):
@@ -533,7 +584,7 @@ class WindowDataset(torch.utils.data.Dataset):
             gkw["cache_bytes"] = int(cache_bytes)
         gkw.update(kwargs)
         gkw["target"] = target
-        gkw = _dtype_arg(_normalise_target(gkw))
+        gkw = _xarray_variables(source, _dtype_arg(_normalise_target(gkw)))
         url, opts, core_ds = _dataset_recipe(source, open_kwargs)
         self._recipe = _Recipe(url, opts, gkw, core_ds)
         self._gen = None

@@ -1,7 +1,7 @@
 """lazycube.torch: BatchDataset and WindowDataset against xarray, with real torch DataLoaders
 (in-process, forked and spawned workers, persistent workers, pin_memory).
 
-Needs the compiled binding on sys.path (PYTHONPATH=build/python); skips visibly otherwise.
+Needs the built package (build/python, found by conftest); skips visibly when it is not built.
 """
 
 import gc
@@ -10,12 +10,12 @@ import itertools
 import numpy as np
 import pytest
 
+from conftest import import_lazycube
+
 torch = pytest.importorskip("torch")  # before lazycube: torch must be loaded first
 xr = pytest.importorskip("xarray")
-lazycube = pytest.importorskip("lazycube", reason="lazycube binding not importable (build it and set PYTHONPATH=build/python)")
-pytest.importorskip("lazycube._core", reason="lazycube._core not built (set PYTHONPATH=build/python)")
-lctorch = pytest.importorskip("lazycube.torch")
-
+lazycube = import_lazycube()  # skips when not built; fails under ctest (LAZYCUBE_PYTHON_PACKAGE)
+import lazycube.torch as lctorch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 VARS = ["t2m", "u10", "v10"]
@@ -366,3 +366,59 @@ def test_argument_errors_at_construction(v2url):
         lctorch.BatchDataset(v2url, input_dims=DIMS, batch_size=4, variables=["nope"])
     with pytest.raises(ValueError, match="offset"):
         lctorch.WindowDataset(v2url, input_dims=DIMS, target={"shift": {"time": 1}})
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_wraps_python_batch_generator_in_workers(v2url, context):
+    """BatchDataset(lazycube.BatchGenerator(...)): workers rebuild it from its arguments."""
+    if lazycube.BatchGenerator is lazycube._core.BatchGenerator:
+        pytest.skip("lazycube.batch (the Python BatchGenerator) is not in this build")
+    gen = lazycube.BatchGenerator(v2url, DIMS, batch_size=16, variables=VARS, shuffle=True, seed=8,
+                                  drop_last=False, target={"offset": {"time": 1}})
+    ds = lctorch.BatchDataset(gen, return_window_ids=True, num_workers=2)
+    assert len(lctorch.BatchDataset(gen)) == len(gen)
+    expect = sorted(w for i in range(len(gen)) for w in gen.core.batch(i).window_ids)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=context)
+    items = list(loader)
+    assert all(len(item) == 3 for item in items)  # x, y, ids
+    assert sorted(int(i) for item in items for i in item[-1]) == expect == list(range(345))
+
+
+def _lazycube_xarray(url):
+    from lazycube.xarray_backend import LazycubeBackendEntrypoint
+
+    return xr.open_dataset(url, engine=LazycubeBackendEntrypoint)
+
+
+def test_from_xarray_dataset_spawn_and_narrowed_fork(v2url, xds):
+    """An xarray Dataset opened with engine="lazycube": whole (spawned workers reopen its
+    source) and narrowed with isel / to some variables (kept in-process and in forked workers)."""
+    try:
+        whole = _lazycube_xarray(v2url)
+    except ImportError as exc:
+        pytest.skip("lazycube.xarray_backend is not in this build (%s)" % exc)
+    ds = lctorch.BatchDataset(whole[VARS], input_dims=DIMS, batch_size=16, return_window_ids=True,
+                              shuffle="random", seed=1)
+    assert ds._recipe.url is not None
+    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn")
+    got = {}
+    for x, ids in loader:
+        assert x.shape[1] == 3
+        for k, wid in enumerate(ids.tolist()):
+            got[wid] = x[k]
+    assert sorted(got) == list(range(360))
+    np.testing.assert_array_equal(got[77].numpy(), expected_window(xds, VARS, 77))
+
+    narrowed = whole[["u10"]].isel(time=slice(8, 40))
+    ds = lctorch.BatchDataset(narrowed, input_dims=DIMS, batch_size=16, return_window_ids=True)
+    assert ds._recipe.url is None  # the selection is not in the URL
+    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
+    sub = xds[["u10"]].isel(time=slice(8, 40))
+    shape = grid_shape(DIMS, extents=dict(EXTENTS, time=32))
+    seen = []
+    for x, ids in loader:
+        assert x.shape[1] == 1
+        for k, wid in enumerate(ids.tolist()):
+            np.testing.assert_array_equal(x[k].numpy(), expected_window(sub, ["u10"], wid, shape=shape))
+        seen.extend(ids.tolist())
+    assert sorted(seen) == list(range(int(np.prod(shape))))

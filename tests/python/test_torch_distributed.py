@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import import_lazycube
+
 torch = pytest.importorskip("torch")
-pytest.importorskip("lazycube._core", reason="lazycube._core not built (set PYTHONPATH=build/python)")
+lazycube = import_lazycube()
 if not torch.distributed.is_available():
     pytest.skip("torch.distributed is not available in this torch build", allow_module_level=True)
 
@@ -33,8 +35,6 @@ def free_port():
 
 
 def torchrun(url, out, *args):
-    import lazycube
-
     env = dict(os.environ)
     pkg = str(Path(lazycube.__file__).resolve().parents[1])  # the staged package dir
     env["PYTHONPATH"] = os.pathsep.join([pkg] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
