@@ -1,0 +1,631 @@
+"""PyTorch adapters: batches and windows of a lazycube data cube as torch tensors.
+
+``BatchDataset`` (an ``IterableDataset``) yields whole batches assembled in C++ by a lazycube
+``BatchGenerator`` in stacked mode; ``WindowDataset`` (a map-style ``Dataset``) returns one
+window per item, for ``DataLoader(batch_size=N, shuffle=True)``.
+
+Tensors are created without copying the batch buffer: ``torch.from_numpy`` on the binding's
+zero-copy NumPy view, whose base keeps the C++ batch alive for as long as the tensor (its
+storage) lives.
+
+Processes and sharding
+----------------------
+Neither dataset holds a C++ object that crosses a process boundary. They keep the recipe that
+builds the generator (the dataset's URL and open options plus the generator arguments) and
+build a per-process generator lazily, on first use in each process. Pickling (spawn /
+forkserver workers) therefore sends only the recipe; a forked worker ignores the parent's
+generator and builds its own.
+
+``BatchDataset`` shards every epoch automatically: by ``torch.distributed`` (rank and world
+size, when a process group is initialised; explicit ``rank=``/``world_size=`` arguments win;
+spawned workers, which have no process group, take their parent's) and
+by ``torch.utils.data.get_worker_info()`` (worker id and number of workers inside a
+``DataLoader`` worker). Across all ranks and workers each epoch yields every window exactly
+once (``drop_last=False``).
+
+Epochs
+------
+``set_epoch(e)`` makes later iterations run epoch ``e`` (its order is a function of
+``(seed, e)``). The epoch lives in a one-element shared-memory tensor created with the dataset
+(``share_memory_()``); workers read it at the start of every ``__iter__``, so it reaches
+``persistent_workers=True`` workers too (fork: the mapping is inherited; spawn/forkserver:
+torch's multiprocessing pickler passes the shared memory itself to the worker). A plain
+``pickle.dumps`` copies the value. Call ``set_epoch`` before iterating the loader for that
+epoch. Iterating again without ``set_epoch`` repeats the same epoch (same order), like
+``DistributedSampler``.
+
+Resuming
+--------
+``state()`` / ``restore(state)`` pass through to this process's generator (single-process use:
+``num_workers=0``, one state per distributed rank). ``state()`` counts the batches delivered
+so far; after ``restore(state)`` the next iteration continues exactly after them, in the
+state's epoch.
+
+Window ids
+----------
+With ``return_window_ids=True`` every item gains a last element: an ``int64`` tensor with the
+grid number of each window of the batch (row-major over the input dims, last dim fastest) --
+``x, ids`` or ``x, y, ids``. Tests and bookkeeping use it to check coverage across workers.
+"""
+
+import os
+import warnings
+from pathlib import Path
+
+import torch
+import torch.utils.data
+
+from . import _core
+
+__all__ = ["BatchDataset", "WindowDataset"]
+
+_OPEN_KEYS = ("storage_options", "decode_cf", "consolidated")
+# Generator arguments that BatchDataset sets itself.
+_SHARD_KEYS = ("worker", "num_workers")
+
+
+# --------------------------------------------------------------------------------------------
+# Recipes: how to (re)build the dataset and the generator in any process
+
+
+def _dataset_recipe(source, open_kwargs):
+    """(url, open_kwargs, local_dataset_or_None) for a URL, a lazycube Dataset (Python
+    wrapper or ``_core.Dataset``) or an xarray Dataset opened with engine="lazycube"."""
+    if isinstance(source, (str, Path)):
+        return str(source), dict(open_kwargs), None
+    core = getattr(source, "_core", None)
+    if isinstance(source, _core.Dataset):
+        core = source
+    url = None
+    opts = dict(open_kwargs)
+    for obj in (source, core):
+        if obj is None:
+            continue
+        for attr in ("url", "_url"):
+            value = getattr(obj, attr, None)
+            if isinstance(value, (str, Path)) and url is None:
+                url = str(value)
+        for key in _OPEN_KEYS:
+            if key not in opts:
+                for attr in (key, "_" + key):
+                    if hasattr(obj, attr) and not callable(getattr(obj, attr)):
+                        opts[key] = getattr(obj, attr)
+                        break
+    if core is None and url is None and _is_xarray_dataset(source):
+        return _xarray_recipe(source, opts)
+    if core is None and url is None:
+        raise TypeError("expected a URL, a lazycube Dataset or an xarray Dataset opened with "
+                        "engine='lazycube', got %s" % type(source).__name__)
+    return url, opts, (core if isinstance(core, _core.Dataset) else None)
+
+
+def _is_xarray_dataset(obj):
+    try:
+        import xarray as xr
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(obj, xr.Dataset)
+
+
+def _xarray_recipe(xds, opts):
+    """An xarray Dataset opened with engine="lazycube": the lazycube dataset it reads (narrowed
+    to its selection). Other processes reopen its URL (encoding["source"]) only when that gives
+    the same dims; a narrowed selection stays with this process (and forked workers)."""
+    from .xarray_backend import core_dataset_of
+
+    core, _names = core_dataset_of(xds)
+    url = xds.encoding.get("source")
+    if isinstance(url, str):
+        try:
+            if list(_open(url, opts).dims) != list(core.dims):
+                url = None
+        except Exception:  # noqa: BLE001 - the URL is only a way to reopen it elsewhere
+            url = None
+    else:
+        url = None
+    return url, opts, core
+
+
+def _xarray_variables(source, kwargs):
+    """The data variables an xarray Dataset keeps, when `variables` is not given."""
+    if "variables" in kwargs or not _is_xarray_dataset(source):
+        return kwargs
+    from .xarray_backend import core_dataset_of
+
+    core, names = core_dataset_of(source)
+    if names is not None and set(names) != set(core.data_var_names()):
+        kwargs = dict(kwargs, variables=[v for v in core.data_var_names() if v in set(names)])
+    return kwargs
+
+
+def _open(url, open_kwargs):
+    return _core.open(url, **open_kwargs)
+
+
+def _normalise_target(kwargs):
+    """Accepts `target=` (a variable name, a list of names, or a dict with "variables" and/or
+    "offset") next to the binding's `target_variables=` / `target_offset=`."""
+    kwargs = dict(kwargs)
+    target = kwargs.pop("target", None)
+    if target is None:
+        return kwargs
+    if isinstance(target, str):
+        target = {"variables": [target]}
+    elif isinstance(target, (list, tuple)):
+        target = {"variables": list(target)}
+    elif not isinstance(target, dict):
+        raise TypeError("target must be a variable name, a list of names or a dict with "
+                        "'variables' and/or 'offset', got %s" % type(target).__name__)
+    unknown = set(target) - {"variables", "offset"}
+    if unknown:
+        raise ValueError("target: unknown keys %s (expected 'variables' and/or 'offset')" % sorted(unknown))
+    if "variables" in target:
+        kwargs["target_variables"] = list(target["variables"])
+    if "offset" in target:
+        kwargs["target_offset"] = dict(target["offset"])
+    if "target_variables" not in kwargs and "target_offset" not in kwargs:
+        raise ValueError("target needs 'variables' and/or 'offset'")
+    return kwargs
+
+
+def _generator_recipe(gen):
+    """(url, open_kwargs, generator_kwargs, core_dataset) for an existing generator: the Python
+    wrapper of lazycube.batch or a `_core.BatchGenerator`."""
+    recipe = getattr(gen, "_lazycube_recipe", None)
+    if callable(recipe):
+        recipe = recipe()
+    if isinstance(recipe, dict):  # {"url", "open_kwargs", "generator_kwargs"}
+        return (recipe.get("url"), dict(recipe.get("open_kwargs") or {}),
+                dict(recipe.get("generator_kwargs") or {}), None)
+    if isinstance(getattr(gen, "_kwargs", None), dict) and hasattr(gen, "_input_dims"):
+        # lazycube.BatchGenerator (lazycube/batch.py): its resolved core arguments
+        kwargs = {k: v for k, v in gen._kwargs.items() if k not in _SHARD_KEYS and v is not None}
+        if not kwargs.get("batch_size"):
+            raise ValueError("BatchDataset needs a generator in stacked mode (batch_size > 0)")
+        kwargs["input_dims"] = dict(gen._input_dims)
+        if getattr(gen, "_input_overlap", None):
+            kwargs["input_overlap"] = dict(gen._input_overlap)
+        url = getattr(gen, "_url", None)
+        if url is not None:
+            opts = {"storage_options": gen._storage_options} if getattr(gen, "_storage_options", None) else {}
+            return str(url), opts, kwargs, getattr(gen, "_core_ds", None)
+        url, opts, core_ds = _dataset_recipe(gen.ds, {})
+        return url, opts, kwargs, getattr(gen, "_core_ds", None) or core_ds
+    core_gen = gen if isinstance(gen, _core.BatchGenerator) else getattr(gen, "_core", None)
+    if not isinstance(core_gen, _core.BatchGenerator):
+        raise TypeError("expected a lazycube BatchGenerator, got %s" % type(gen).__name__)
+    config = core_gen.state()["config"]
+    if config.get("mode") != "stacked":
+        raise ValueError("BatchDataset needs a generator in stacked mode (batch_size > 0)")
+    kwargs = {"input_dims": dict(config["input_dims"]), "batch_size": config["batch_size"],
+              "drop_last": config["drop_last"], "variables": list(config["variables"]),
+              "shuffle": config["shuffle"], "seed": config["seed"]}
+    if config.get("input_overlap"):
+        kwargs["input_overlap"] = dict(config["input_overlap"])
+    if config.get("target_variables") or config.get("target_offset"):
+        kwargs["target_variables"] = list(config.get("target_variables") or [])
+        kwargs["target_offset"] = dict(config.get("target_offset") or {})
+    if config.get("filter"):
+        kwargs["filter_variable"] = config["filter"]["variable"]
+        kwargs["max_nan_fraction"] = config["filter"]["max_nan_fraction"]
+    # The dtype is not part of the config: take it from a batch's x.
+    if len(core_gen) > 0 and not config.get("filter"):
+        kwargs["dtype"] = str(core_gen.batch(0).arrays[0].dtype)
+    rank, world_size = config["shard"][0], config["shard"][1]
+    kwargs["rank"], kwargs["world_size"] = rank, world_size
+    dataset = None
+    for obj in (gen, core_gen):
+        for attr in ("dataset", "_dataset", "ds", "_ds"):
+            if dataset is None and getattr(obj, attr, None) is not None:
+                dataset = getattr(obj, attr)
+    url, opts, core_ds = (None, {}, None)
+    if dataset is not None:
+        url, opts, core_ds = _dataset_recipe(dataset, {})
+    return url, opts, kwargs, core_ds
+
+
+def _from_numpy(array):
+    """torch.from_numpy without a copy; a read-only view is shared as is (torch warns that it
+    cannot protect it: the batch buffer is the caller's to keep unmodified)."""
+    if array.flags.writeable:
+        return torch.from_numpy(array)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(array)
+
+
+def _dtype_arg(kwargs):
+    """`dtype` may be a torch.dtype too (passed on as NumPy's name for it)."""
+    dtype = kwargs.get("dtype")
+    if isinstance(dtype, torch.dtype):
+        kwargs["dtype"] = str(torch.empty(0, dtype=dtype).numpy().dtype)
+    return kwargs
+
+
+# C++ objects a forked child inherited from its parent. They must not be destroyed in the
+# child (their threads live in the parent), so the child keeps them until it exits.
+_FOREIGN = []
+
+
+def _keep_foreign(obj):
+    if obj is not None:
+        _FOREIGN.append(obj)
+
+
+def _distributed_rank_world():
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return None
+
+
+class _Recipe:
+    """What a process needs to build its own generator; picklable.
+
+    Three kinds of process use it: the one that created it (may use the Dataset object it
+    was given), a spawned/forkserver child (unpickled: a fresh interpreter; opens the URL), and
+    a forked child (inherits the parent's memory: opens the URL too, and reads through a
+    private chunk cache, because the inherited process-wide cache may hold chunks that a
+    parent thread was loading at fork time, which the child would wait for forever).
+    """
+
+    def __init__(self, url, open_kwargs, generator_kwargs, local_dataset=None):
+        self.url = url
+        self.open_kwargs = dict(open_kwargs)
+        self.generator_kwargs = dict(generator_kwargs)
+        self._local = local_dataset  # the caller's Dataset object, for the creating process
+        self._home_pid = os.getpid()
+        self._unpickled = False
+        self._opened = None
+        self._opened_pid = None
+        self.fork_cache_bytes = None  # set by the owner: the budget of a forked child's cache
+
+    def __getstate__(self):
+        if self.url is None:
+            raise TypeError("this lazycube dataset cannot be sent to another process: its URL is "
+                            "unknown (build it from a URL, or from a Dataset that knows its URL)")
+        state = dict(self.__dict__)
+        state["_local"] = state["_opened"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._unpickled = True
+        self._home_pid = os.getpid()
+
+    def forked(self):
+        return os.getpid() != self._home_pid
+
+    def dataset(self):
+        pid = os.getpid()
+        if self._local is not None and (pid == self._home_pid or self.url is None):
+            # in a forked child only when the URL is unknown: the inherited object is all there is
+            return self._local
+        if self._opened is None or self._opened_pid != pid:
+            if self.url is None:
+                raise TypeError("this lazycube dataset cannot be opened in another process: its "
+                                "URL is unknown (build it from a URL instead)")
+            _keep_foreign(self._opened)
+            self._opened = _open(self.url, self.open_kwargs)
+            self._opened_pid = pid
+        return self._opened
+
+    def generator(self, **overrides):
+        kwargs = dict(self.generator_kwargs)
+        kwargs.update(overrides)
+        if self.forked() and kwargs.get("cache_bytes") is None and self.fork_cache_bytes is not None:
+            kwargs["cache_bytes"] = self.fork_cache_bytes
+        input_dims = kwargs.pop("input_dims")
+        return _core.BatchGenerator(self.dataset(), input_dims, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# BatchDataset
+
+
+class BatchDataset(torch.utils.data.IterableDataset):
+    """Whole batches of a lazycube BatchGenerator (stacked mode) as tensors.
+
+    ``BatchDataset(generator)`` wraps an existing generator (``lazycube.BatchGenerator`` or
+    ``lazycube._core.BatchGenerator``); ``BatchDataset(ds_or_url, input_dims=..., batch_size=N,
+    **generator_kwargs)`` builds one (``ds_or_url``: a URL, a lazycube Dataset, or an xarray
+    Dataset opened with ``engine="lazycube"``; the open options ``storage_options``,
+    ``decode_cf`` and ``consolidated`` may be given too). ``target=`` accepts a variable
+    name, a list of names or ``{"variables": [...], "offset": {"time": 1}}``.
+
+    Items: ``x`` with dims ``(sample, channel, window dims...)``, or ``(x, y)`` when a target
+    is set, plus a last element of window ids with ``return_window_ids=True``.
+
+    ``device="cuda"``: batches are copied to pinned host memory and on to the GPU with
+    ``non_blocking=True`` on a side stream, one batch ahead of the consumer. Use it with
+    ``num_workers=0`` (or iterate the dataset directly); without CUDA it raises RuntimeError.
+
+    ``num_workers``: the number of DataLoader workers to expect, used only by ``len()`` (the
+    sharding itself always follows ``get_worker_info()``).
+    """
+
+    def __init__(self, source, *, device=None, return_window_ids=False, num_workers=None, **kwargs):
+        super().__init__()
+        open_kwargs = {k: kwargs.pop(k) for k in _OPEN_KEYS if k in kwargs}
+        if "worker" in kwargs:
+            raise ValueError("BatchDataset sets `worker` itself (from get_worker_info())")
+        is_generator = isinstance(source, _core.BatchGenerator) or isinstance(
+            getattr(source, "_core", None), _core.BatchGenerator)
+        if is_generator:
+            if kwargs:
+                raise TypeError("BatchDataset(generator) takes no generator arguments (got %s)"
+                                % ", ".join(sorted(kwargs)))
+            url, opts, gkw, core_ds = _generator_recipe(source)
+            opts.update(open_kwargs)
+            self._wrapped = source if isinstance(source, _core.BatchGenerator) else getattr(source, "_core")
+            self._explicit_shard = True  # the generator's rank/world_size stand
+        else:
+            gkw = _xarray_variables(source, _dtype_arg(_normalise_target(kwargs)))
+            if "input_dims" not in gkw:
+                raise TypeError("BatchDataset needs input_dims")
+            if not gkw.get("batch_size"):
+                raise ValueError("BatchDataset needs a batch_size > 0 (stacked mode)")
+            url, opts, core_ds = _dataset_recipe(source, open_kwargs)
+            self._wrapped = None
+            self._explicit_shard = "rank" in gkw or "world_size" in gkw
+        if num_workers is not None and int(num_workers) < 1:
+            raise ValueError("num_workers (the DataLoader workers to expect) must be >= 1")
+        self._recipe = _Recipe(url, opts, gkw, core_ds)
+        self._wrapped_pid = os.getpid()
+        self.return_window_ids = bool(return_window_ids)
+        self.len_workers = int(num_workers) if num_workers is not None else 1
+        self.device = None
+        if device is not None:
+            self.device = torch.device(device)
+            if self.device.type == "cuda" and not torch.cuda.is_available():
+                raise RuntimeError("BatchDataset(device=%r): CUDA is not available to this torch "
+                                   "build (%s); leave device unset to get CPU tensors"
+                                   % (str(device), torch.__version__))
+        # The epoch, shared with DataLoader workers (persistent ones included).
+        self._epoch = torch.zeros((), dtype=torch.int64).share_memory_()
+        self._pending_restore = None
+        self._parent_dist = None
+        self._gens = {}  # (pid, shard) -> _core.BatchGenerator of this process
+        self._lens = {}
+        # Builds this process's generator now: bad arguments fail here, not in a worker.
+        self._recipe.fork_cache_bytes = int(self._generator().cache_stats()["budget_bytes"])
+
+    # pickling for spawn/forkserver workers: the recipe and the shared epoch, no C++ objects
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_wrapped"] = None
+        state["_gens"] = {}
+        state["_lens"] = {}
+        # A spawned DataLoader worker has no process group: it takes its parent's rank.
+        state["_parent_dist"] = _distributed_rank_world() or self._parent_dist
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if not self._epoch.is_shared():  # unpickled by value (plain pickle): share it again
+            self._epoch = self._epoch.clone().share_memory_()
+
+    # sharding
+    def _shard(self):
+        """(rank, world_size, worker, num_workers) of the calling process."""
+        gkw = self._recipe.generator_kwargs
+        rank, world = int(gkw.get("rank", 0)), int(gkw.get("world_size", 1))
+        if not self._explicit_shard:
+            live = _distributed_rank_world()
+            if live is not None:
+                rank, world = live
+            elif self._parent_dist is not None:  # a spawned worker of a distributed rank
+                rank, world = self._parent_dist
+        info = torch.utils.data.get_worker_info()
+        if info is not None:
+            return rank, world, info.id, info.num_workers
+        return rank, world, 0, 1
+
+    def _generator(self, shard=None):
+        shard = shard or self._shard()
+        key = (os.getpid(), shard)
+        gen = self._gens.get(key)
+        if gen is None:
+            rank, world, worker, nworkers = shard
+            w = self._wrapped
+            if (w is not None and self._wrapped_pid == os.getpid() and nworkers == 1
+                    and (rank, world) == tuple(w.state()["config"]["shard"][:2])):
+                gen = w
+            else:
+                gen = self._recipe.generator(rank=rank, world_size=world, worker=worker, num_workers=nworkers)
+            self._gens[key] = gen  # entries of a parent process stay (see _FOREIGN)
+        return gen
+
+    # epochs and state
+    @property
+    def epoch(self):
+        return int(self._epoch.item())
+
+    def set_epoch(self, epoch):
+        """Later iterations (in this process and in DataLoader workers) run epoch `epoch`."""
+        epoch = int(epoch)
+        if epoch < 0:
+            raise ValueError("epoch must be >= 0")
+        self._epoch.fill_(epoch)
+        self._pending_restore = None
+
+    def state(self):
+        """This process's position (see BatchGenerator.state()); single-process use."""
+        if self._pending_restore is not None:
+            return self._pending_restore
+        gen = self._generator()
+        if gen.epoch != self.epoch:
+            gen.set_epoch(self.epoch)
+        return gen.state()
+
+    def restore(self, state):
+        """The next iteration continues after the batches `state` counts (in its epoch)."""
+        gen = self._generator()
+        gen.restore(state)  # validates now: UsageError for another configuration
+        self._epoch.fill_(int(state["epoch"]))
+        self._pending_restore = state
+
+    @property
+    def generator(self):
+        """This process's C++ generator (built on first use)."""
+        return self._generator()
+
+    def __len__(self):
+        """Batches per epoch of this rank: of this worker's shard inside a DataLoader worker,
+        otherwise the sum over `num_workers` (default 1) worker shards."""
+        rank, world, worker, nworkers = self._shard()
+        if torch.utils.data.get_worker_info() is not None:
+            return len(self._generator())
+        key = (rank, world, self.len_workers)
+        if key not in self._lens:
+            if self.len_workers == 1:
+                n = len(self._generator())
+            else:
+                n = sum(len(self._recipe.generator(rank=rank, world_size=world, worker=w,
+                                                   num_workers=self.len_workers, prefetch=0))
+                        for w in range(self.len_workers))
+            self._lens[key] = n
+        return self._lens[key]
+
+    # iteration
+    def tensors(self, batch):
+        """The item for a lazycube Batch: tensors over its buffers (no copy), as iteration
+        yields them."""
+        x = _from_numpy(batch.arrays[0].numpy())
+        out = [x]
+        if batch.target is not None:
+            out.append(_from_numpy(batch.target.numpy()))
+        if self.return_window_ids:
+            out.append(torch.tensor(list(batch.window_ids), dtype=torch.int64))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def _batches(self):
+        if self._pending_restore is not None and torch.utils.data.get_worker_info() is not None:
+            raise RuntimeError("BatchDataset.restore() resumes single-process iteration; iterate "
+                               "with num_workers=0 (one state per distributed rank)")
+        gen = self._generator()
+        if self._pending_restore is not None:
+            gen.restore(self._pending_restore)
+            self._pending_restore = None
+        else:
+            gen.set_epoch(self.epoch)
+        while True:
+            batch = gen.next()
+            if batch is None:
+                return
+            yield self.tensors(batch)
+
+    def __iter__(self):
+        if self.device is None or self.device.type != "cuda":
+            return self._batches()
+        if torch.utils.data.get_worker_info() is not None:
+            raise RuntimeError("BatchDataset(device='cuda') cannot run inside DataLoader workers; "
+                               "use num_workers=0 (batches are assembled on lazycube's own threads)")
+        return self._cuda_batches()
+
+    def _cuda_batches(self):
+        stream = torch.cuda.Stream(device=self.device)
+
+        def launch(item):
+            parts = item if isinstance(item, tuple) else (item,)
+            pinned = [p.pin_memory() for p in parts]
+            with torch.cuda.stream(stream):
+                moved = tuple(p.to(self.device, non_blocking=True) for p in pinned)
+                event = torch.cuda.Event()
+                event.record(stream)
+            return moved, pinned, event
+
+        pending = None
+        for item in self._batches():
+            nxt = launch(item)  # copies batch k+1 while the consumer works on batch k
+            if pending is not None:
+                yield self._finish(pending)
+            pending = nxt
+        if pending is not None:
+            yield self._finish(pending)
+
+    def _finish(self, pending):
+        moved, _pinned, event = pending
+        current = torch.cuda.current_stream(self.device)
+        current.wait_event(event)
+        for t in moved:
+            t.record_stream(current)
+        return moved[0] if len(moved) == 1 else moved
+
+
+# --------------------------------------------------------------------------------------------
+# WindowDataset
+
+
+class WindowDataset(torch.utils.data.Dataset):
+    """One window per item (map-style), for ``DataLoader(batch_size=N, shuffle=True)``.
+
+    ``len()`` is the number of windows; item ``i`` is window ``i`` of the grid (row-major
+    over ``input_dims``, last dim fastest) as a tensor ``(channel, window dims...)``, or
+    ``(x, y)`` when a ``target`` is set. Each process reads through its own generator
+    (stacked mode, batch_size 1, no shuffling, random access with ``batch(i)``), built on
+    first use; items share the C++ buffer of their one-window batch (no copy). With
+    ``return_window_ids=True`` an item gains a last element, the window's grid number as a
+    0-dim int64 tensor. Further keyword arguments go to the generator (e.g. ``decode_cf``,
+    ``storage_options`` to the open).
+    """
+
+    def __init__(self, source, input_dims, variables=None, target=None, input_overlap=None,
+                 dtype=None, cache_bytes=None, *, return_window_ids=False, **kwargs):
+        self.return_window_ids = bool(return_window_ids)
+        open_kwargs = {k: kwargs.pop(k) for k in _OPEN_KEYS if k in kwargs}
+        gkw = {"input_dims": dict(input_dims), "batch_size": 1, "shuffle": "none", "prefetch": 0}
+        if variables is not None:
+            gkw["variables"] = [variables] if isinstance(variables, str) else list(variables)
+        if input_overlap is not None:
+            gkw["input_overlap"] = dict(input_overlap)
+        if dtype is not None:
+            gkw["dtype"] = dtype
+        if cache_bytes is not None:
+            gkw["cache_bytes"] = int(cache_bytes)
+        gkw.update(kwargs)
+        gkw["target"] = target
+        gkw = _xarray_variables(source, _dtype_arg(_normalise_target(gkw)))
+        url, opts, core_ds = _dataset_recipe(source, open_kwargs)
+        self._recipe = _Recipe(url, opts, gkw, core_ds)
+        self._gen = None
+        self._gen_pid = None
+        gen = self._generator()
+        self._len = len(gen)
+        self._recipe.fork_cache_bytes = int(gen.cache_stats()["budget_bytes"])
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_gen"] = state["_gen_pid"] = None
+        return state
+
+    def _generator(self):
+        if self._gen is None or self._gen_pid != os.getpid():
+            _keep_foreign(self._gen)
+            self._gen = self._recipe.generator()
+            self._gen_pid = os.getpid()
+        return self._gen
+
+    def __len__(self):
+        return self._len
+
+    def __getitem__(self, i):
+        i = int(i)
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("window %d out of range (%d windows)" % (i, self._len))
+        return self.tensors(self._generator().batch(i))
+
+    @property
+    def generator(self):
+        """This process's C++ generator (built on first use)."""
+        return self._generator()
+
+    def tensors(self, batch):
+        """The item for a one-window lazycube Batch: views of its buffers (no copy)."""
+        out = [_from_numpy(batch.arrays[0].numpy())[0]]
+        if batch.target is not None:
+            out.append(_from_numpy(batch.target.numpy())[0])
+        if self.return_window_ids:
+            out.append(torch.tensor(batch.window_ids[0], dtype=torch.int64))
+        return out[0] if len(out) == 1 else tuple(out)
