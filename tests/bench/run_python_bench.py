@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Python iteration vs the C++ engine, and torch DataLoaders vs xarray (issue 5's benchmark).
+
+On the training-batch store of run_batch_bench.py (ERA5-like 4 float32 variables x 512 x 181 x
+360, chunks 8 x 181 x 360, blosc-lz4; written once under the bench data folder), batches of 32
+windows of time 1 x latitude 64 x longitude 64, the 4 variables as channels, chunk shuffle:
+
+  - `lazycube bench` (C++), one epoch;
+  - lazycube.torch.BatchDataset iterated in Python through DataLoader(batch_size=None,
+    num_workers=0), one epoch (target: within 10 % of the C++ windows/s);
+  - the same with num_workers=2: time to the first batch from before building the dataset
+    (target <= 2 s) and windows/s;
+  - lazycube.torch.WindowDataset through DataLoader(batch_size=32, shuffle=True, num_workers=2)
+    against xarray open_zarr + per-window isel(...).load() (what xbatcher does inside), each for
+    a fixed time.
+
+Every peer runs in its own process. Run from the repository root with /usr/bin/python3 after
+building (cmake --build build): the package is taken from build/python.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_batch_bench_data as data  # noqa: E402
+import run_batch_bench as batch_bench  # noqa: E402
+from bench_common import run_json, warm, warn_if_busy  # noqa: E402
+
+VARIABLES = batch_bench.VARIABLES
+INPUT_DIMS = batch_bench.INPUT_DIMS
+BATCH = batch_bench.BATCH
+SEED = batch_bench.SEED
+TARGETS = {"python_vs_cpp": 0.10, "first_batch_2_workers_s": 2.0}
+
+
+def batch_dataset_worker(store, workers, max_batches):
+    """One epoch (or max_batches) of BatchDataset through a DataLoader."""
+    import torch.utils.data
+    t0 = time.perf_counter()
+    from lazycube.torch import BatchDataset
+    ds = BatchDataset(store, input_dims=INPUT_DIMS, batch_size=BATCH, variables=VARIABLES,
+                      shuffle="chunk", seed=SEED)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
+    batches = windows = nbytes = 0
+    first = None
+    for x in loader:
+        now = time.perf_counter()
+        if first is None:
+            first = now - t0
+        batches += 1
+        windows += x.shape[0]
+        nbytes += x.element_size() * x.nelement()
+        if max_batches and batches >= max_batches:
+            break
+    seconds = time.perf_counter() - t0
+    return batch_bench.rates(batches, windows, nbytes, seconds, first, num_workers=workers)
+
+
+def window_dataset_worker(store, seconds):
+    """WindowDataset + DataLoader(batch_size=32, shuffle=True, num_workers=2) for `seconds`."""
+    import torch
+    import torch.utils.data
+    t0 = time.perf_counter()
+    from lazycube.torch import WindowDataset
+    ds = WindowDataset(store, input_dims=INPUT_DIMS, variables=VARIABLES)
+    loader = torch.utils.data.DataLoader(ds, batch_size=BATCH, shuffle=True, num_workers=2,
+                                         generator=torch.Generator().manual_seed(SEED))
+    batches = windows = nbytes = 0
+    first = None
+    t_last = t0
+    for x in loader:
+        t_last = time.perf_counter()
+        if first is None:
+            first = t_last - t0
+        batches += 1
+        windows += x.shape[0]
+        nbytes += x.element_size() * x.nelement()
+        if t_last - t0 >= seconds:
+            break
+    return batch_bench.rates(batches, windows, nbytes, t_last - t0, first, windows_per_epoch=len(ds))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--cache", default="build/bench-data", help="bench data dir (store written once)")
+    ap.add_argument("--peer-seconds", type=float, default=20.0, help="time per timed peer (default 20)")
+    ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    ap.add_argument("--worker", nargs=3, metavar=("PEER", "STORE", "ARG"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        peer, store, arg = args.worker
+        if peer.startswith("batchdataset"):
+            out = batch_dataset_worker(store, int(peer.split("-")[1]), int(arg))
+        elif peer == "windowdataset":
+            out = window_dataset_worker(store, float(arg))
+        else:
+            out = batch_bench.xarray_worker(store, float(arg))
+        print(json.dumps(out))
+        return 0
+
+    cli = os.path.join(args.build_dir, "lazycube")
+    package = os.path.abspath(os.path.join(args.build_dir, "python"))
+    if not os.access(cli, os.X_OK) or not os.path.isdir(os.path.join(package, "lazycube")):
+        raise SystemExit(f"build first: cmake --build {args.build_dir} (needs {cli} and {package}/lazycube)")
+    env = dict(os.environ, PYTHONPATH=package)
+    store = data.ensure(args.cache, verbose=not args.markdown)
+    load = warn_if_busy()
+    warm(store)
+    me = [sys.executable, os.path.abspath(__file__), "--worker"]
+    res = {"cpp": batch_bench.run_lazycube(cli, store, ["--shuffle", "chunk"])}
+    res["python-0"] = run_json(me + ["batchdataset-0", store, "0"], env=env)
+    res["python-2"] = run_json(me + ["batchdataset-2", store, "0"], env=env)
+    res["windows-2"] = run_json(me + ["windowdataset", store, str(args.peer_seconds)], env=env)
+    res["xarray"] = run_json(me + ["xarray", store, str(args.peer_seconds)], env=env)
+
+    rows = [("lazycube bench (C++), shuffle chunk", res["cpp"]),
+            ("BatchDataset, DataLoader num_workers 0", res["python-0"]),
+            ("BatchDataset, DataLoader num_workers 2", res["python-2"]),
+            ("WindowDataset, DataLoader(batch_size 32, shuffle, num_workers 2)", res["windows-2"]),
+            ("xarray open_zarr + isel(...).load() per window", res["xarray"])]
+    gap = 1.0 - res["python-0"]["windows_per_s"] / res["cpp"]["windows_per_s"]
+    first2 = res["python-2"]["time_to_first_batch_s"]
+    speed = res["windows-2"]["windows_per_s"] / res["xarray"]["windows_per_s"]
+    checks = [(f"Python BatchDataset within {TARGETS['python_vs_cpp']:.0%} of the C++ windows/s",
+               f"{-gap:+.1%}", gap <= TARGETS["python_vs_cpp"]),
+              (f"first batch with 2 workers <= {TARGETS['first_batch_2_workers_s']} s", f"{first2:.2f} s",
+               first2 <= TARGETS["first_batch_2_workers_s"]),
+              ("[info] WindowDataset DataLoader(num_workers 2) vs xarray per window", f"{speed:.1f}x", None)]
+    lines = [f"Measured {datetime.date.today()} (load average at start {load[0]:.1f}, {os.cpu_count()} CPUs)", "",
+             "| peer | windows | windows/s | MB/s | first batch s |", "|---|---:|---:|---:|---:|"]
+    for label, r in rows:
+        lines.append(f"| {label} | {r['windows']} | {r['windows_per_s']:.1f} | {r['mb_per_s']:.1f} | "
+                     f"{r['time_to_first_batch_s']:.3f} |")
+    lines += ["", "| target | measured | result |", "|---|---:|---|"]
+    for target, measured, ok in checks:
+        lines.append(f"| {target} | {measured} | {'info' if ok is None else 'PASS' if ok else 'MISS'} |")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
