@@ -8,6 +8,7 @@ Submodules: ``lazycube.xarray_backend`` (``xr.open_dataset(url, engine="lazycube
 ``lazycube.torch`` (PyTorch datasets; imports torch, so it is only loaded on demand).
 """
 
+from . import _errors
 from ._errors import (
     AuthError,
     CodecError,
@@ -59,13 +60,6 @@ __all__ = [
     "Dataset",
     "Variable",
     "BatchGenerator",
-    "Error",
-    "NotFoundError",
-    "SelectionError",
-    "UsageError",
-    "StoreError",
-    "AuthError",
-    "CodecError",
-    "MetadataError",
+    *_errors.__all__,
     "__version__",
 ]

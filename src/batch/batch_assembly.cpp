@@ -6,20 +6,11 @@
 #include <string>
 
 #include "../codec/element_filter.hpp"
+#include "../zarr/chunk_copy.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/buffer.hpp"
 
 namespace lazycube::batch {
-
-namespace {
-
-std::vector<std::uint64_t> strides_of(const Shape& shape) {
-  std::vector<std::uint64_t> s(shape.size(), 1);
-  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
-}  // namespace
 
 void permuted_copy(const std::byte* src, const Shape& src_shape, std::byte* dst,
                    const Shape& dst_shape, const std::vector<int>& src_axes, std::size_t item) {
@@ -27,7 +18,7 @@ void permuted_copy(const std::byte* src, const Shape& src_shape, std::byte* dst,
   if (src_axes.size() != nd) throw UsageError("permuted_copy: axis map does not match the output rank");
   const std::uint64_t total = shape_size(dst_shape);
   if (total == 0) return;
-  const auto sstr = strides_of(src_shape);
+  const auto sstr = zarr::c_strides(src_shape);
   // Source stride (elements) of each destination axis; 0 for broadcast axes.
   std::vector<std::uint64_t> step(nd, 0);
   for (std::size_t j = 0; j < nd; ++j)

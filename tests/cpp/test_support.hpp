@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 #include <stdexcept>
@@ -27,6 +28,17 @@ inline fs::path shared_data_dir() {
   const auto dir = ::lazycube::test::shared_data_dir();                                     \
   if (dir.empty() || !std::filesystem::exists(dir))                                          \
   GTEST_SKIP() << "shared conformance data not found (../shared/data or $LAZYCUBE_SHARED_DATA)"
+
+// The message of the exception of type E that f throws ("<no exception>" when none).
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
 
 // A fresh temporary directory removed at scope exit.
 class TempDir {

@@ -6,6 +6,7 @@
 
 #include "lazycube/batch/window_grid.hpp"
 #include "lazycube/error.hpp"
+#include "test_support.hpp"
 
 using lazycube::SelectionError;
 using lazycube::UsageError;
@@ -15,17 +16,9 @@ namespace {
 
 const lazycube::batch::DimSizes kCube = {{"time", 10}, {"y", 50}, {"x", 100}};
 
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
-
 }  // namespace
+
+using lazycube::test::message_of;
 
 TEST(WindowGrid, CountDropsRemainder) {
   // xbatcher test_generator_length: x=100 in windows of 5 / 6 -> 20 / 16.

@@ -8,6 +8,7 @@
 
 #include "lazycube/batch/xbatcher_schema.hpp"
 #include "lazycube/error.hpp"
+#include "test_support.hpp"
 
 using lazycube::SelectionError;
 using lazycube::Shape;
@@ -62,17 +63,9 @@ std::vector<std::uint64_t> patch_counts(const XbatcherSchema& s) {
   return out;
 }
 
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
-
 }  // namespace
+
+using lazycube::test::message_of;
 
 // ---- xbatcher test_generators.py ----
 

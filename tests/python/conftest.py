@@ -90,6 +90,15 @@ def sample_dir():
     return DATA
 
 
+@pytest.fixture(scope="module")
+def era5(sample_dir):
+    """The bundled Zarr v2 ERA5-like sample, as a path string."""
+    path = sample_dir / "era5_sample_v2.zarr"
+    if not path.is_dir():
+        pytest.skip("bundled sample missing: %s" % path)
+    return str(path)
+
+
 @pytest.fixture(scope="session")
 def lazycube_cli():
     """Path to the lazycube CLI; skips (reason shown under -rs) when the default build/lazycube

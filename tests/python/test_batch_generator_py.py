@@ -17,14 +17,6 @@ N_WINDOWS = (96 // 4) * (61 // 16) * (81 // 16)  # 24 * 3 * 5 = 360
 
 
 @pytest.fixture(scope="module")
-def era5(sample_dir):
-    path = sample_dir / "era5_sample_v2.zarr"
-    if not path.is_dir():
-        pytest.skip("bundled sample missing: %s" % path)
-    return str(path)
-
-
-@pytest.fixture(scope="module")
 def ref(era5):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

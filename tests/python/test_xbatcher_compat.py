@@ -445,14 +445,6 @@ def test_loaded_xarray_dataset_still_batches(stores):
 
 # ---- the bundled ERA5 sample (CF times, packed msl) -----------------------------------------
 
-@pytest.fixture(scope="module")
-def era5(sample_dir):
-    path = sample_dir / "era5_sample_v2.zarr"
-    if not path.is_dir():
-        pytest.skip("bundled sample missing: %s" % path)
-    return str(path)
-
-
 @pytest.mark.parametrize("args,kwargs", [
     (({"latitude": 20, "longitude": 20},), {}),
     (({"latitude": 20, "longitude": 20},), {"input_overlap": {"latitude": 5}}),
