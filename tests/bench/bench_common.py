@@ -1,9 +1,13 @@
 """Helpers shared by the benchmark drivers (run_read_bench.py, run_http_bench.py,
-run_batch_bench.py)."""
+run_batch_bench.py, run_python_bench.py, run_netcdf_bench.py)."""
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 
 import numpy as np
 
@@ -46,3 +50,72 @@ def warn_if_busy():
         print(f"WARNING: load average {load[0]:.1f} on {os.cpu_count()} CPUs: other work is running, "
               "timings will be low and noisy", file=sys.stderr)
     return load
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class Nginx:
+    """tests/servers/start_nginx.sh in the foreground serving `root` (its PID is the nginx
+    master), with the lua fault injector set to `faults` (e.g. {"latency_ms": 50}). Ready once
+    GET `ready_path` answers."""
+
+    def __init__(self, prefix, root, ready_path, faults=None):
+        self.prefix = prefix
+        os.makedirs(prefix, exist_ok=True)
+        self.set_faults(faults or {})
+        self.log = os.path.join(prefix, "logs", "access.log")
+        env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/sbin")
+        self.stderr = open(os.path.join(prefix, "nginx.stderr"), "w")
+        self.proc = subprocess.Popen(["bash", os.path.join(REPO, "tests", "servers", "start_nginx.sh"), prefix, root],
+                                     stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env)
+        line = self.proc.stdout.readline().strip()
+        if not line.isdigit():
+            self.stop()
+            raise SystemExit(f"nginx did not start: {line!r}; see {self.stderr.name}")
+        self.port = int(line)
+        self.base = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with urllib.request.urlopen(self.base + ready_path, timeout=2) as r:
+                    r.read()
+                break
+            except Exception:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise SystemExit("nginx did not answer on " + self.base)
+                time.sleep(0.1)
+
+    def set_faults(self, cfg):
+        body = "return {" + ", ".join(f"{k} = {v}" for k, v in cfg.items()) + "}\n"
+        tmp = os.path.join(self.prefix, "faults.lua.tmp")
+        with open(tmp, "w") as fh:
+            fh.write(body)
+        os.replace(tmp, os.path.join(self.prefix, "faults.lua"))
+
+    def log_offset(self):
+        try:
+            return os.path.getsize(self.log)
+        except OSError:
+            return 0
+
+    def statuses_since(self, offset):
+        """HTTP statuses nginx logged since `offset` (444 = connection dropped by the injector)."""
+        counts = {}
+        with open(self.log, "rb") as fh:
+            fh.seek(offset)
+            for line in fh:
+                m = re.search(rb'" (\d{3}) ', line)
+                if m:
+                    counts[m.group(1).decode()] = counts.get(m.group(1).decode(), 0) + 1
+        return dict(sorted(counts.items()))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

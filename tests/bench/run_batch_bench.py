@@ -101,12 +101,14 @@ def window_order(sizes, seed):
     return counts, order
 
 
-def xarray_worker(store, seconds):
-    """Per window ds[vars].isel(...).load() and numpy stacking, batches of 32, for `seconds`."""
+def xarray_worker(store, seconds, engine="zarr"):
+    """Per window ds[vars].isel(...).load() and numpy stacking, batches of 32, for `seconds`.
+    engine "zarr": xr.open_zarr (dask); otherwise xr.open_dataset(store, engine=engine)."""
     import dask
     import xarray as xr
     t_start = time.perf_counter()
-    ds = xr.open_zarr(store)[VARIABLES]
+    opened = xr.open_zarr(store) if engine == "zarr" else xr.open_dataset(store, engine=engine)
+    ds = opened[VARIABLES]
     t_open = time.perf_counter()
     counts, order = window_order(ds.sizes, SEED)
     windows = batches = nbytes = 0

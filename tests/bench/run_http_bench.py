@@ -28,20 +28,17 @@ import datetime
 import json
 import os
 import platform
-import re
 import signal
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+
 sys.path.insert(0, HERE)
-from bench_common import checksum, run_json, warm, warn_if_busy  # noqa: E402
+from bench_common import Nginx, checksum, run_json, warm, warn_if_busy  # noqa: E402
 MB = 1e6
 MIB = 1 << 20
 
@@ -104,72 +101,6 @@ def ensure_store(cache, size, verbose):
     with open(marker_path, "w") as fh:
         json.dump(marker, fh)
     return www, marker
-
-
-# ---------------------------------------------------------------------------- nginx
-
-class Nginx:
-    """tests/servers/start_nginx.sh in the foreground; its PID is the nginx master."""
-
-    def __init__(self, prefix, root):
-        self.prefix = prefix
-        os.makedirs(prefix, exist_ok=True)
-        self.set_faults(CLEAN)
-        self.log = os.path.join(prefix, "logs", "access.log")
-        env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/sbin")
-        self.stderr = open(os.path.join(prefix, "nginx.stderr"), "w")
-        self.proc = subprocess.Popen(["bash", os.path.join(REPO, "tests", "servers", "start_nginx.sh"), prefix, root],
-                                     stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env)
-        line = self.proc.stdout.readline().strip()
-        if not line.isdigit():
-            self.stop()
-            raise SystemExit(f"nginx did not start: {line!r}; see {self.stderr.name}")
-        self.port = int(line)
-        self.base = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with urllib.request.urlopen(self.base + "/store.zarr/.zmetadata", timeout=2) as r:
-                    r.read()
-                break
-            except Exception:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise SystemExit("nginx did not answer on " + self.base)
-                time.sleep(0.1)
-
-    def set_faults(self, cfg):
-        body = "return {" + ", ".join(f"{k} = {v}" for k, v in cfg.items()) + "}\n"
-        tmp = os.path.join(self.prefix, "faults.lua.tmp")
-        with open(tmp, "w") as fh:
-            fh.write(body)
-        os.replace(tmp, os.path.join(self.prefix, "faults.lua"))
-
-    def log_offset(self):
-        try:
-            return os.path.getsize(self.log)
-        except OSError:
-            return 0
-
-    def statuses_since(self, offset):
-        """HTTP statuses nginx logged since `offset` (444 = connection dropped by the injector)."""
-        counts = {}
-        with open(self.log, "rb") as fh:
-            fh.seek(offset)
-            for line in fh:
-                m = re.search(rb'" (\d{3}) ', line)
-                if m:
-                    counts[m.group(1).decode()] = counts.get(m.group(1).decode(), 0) + 1
-        return dict(sorted(counts.items()))
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 # ---------------------------------------------------------------------------- peers
@@ -301,7 +232,7 @@ def print_report(report):
 
 
 def markdown(report):
-    lines = [f"| peer | chunks/s | MB/s | best s | median s | requests/run | retries/run (causes) |",
+    lines = ["| peer | chunks/s | MB/s | best s | median s | requests/run | retries/run (causes) |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for key, v in report["results"].items():
         sm = v["summary"]
@@ -362,7 +293,7 @@ def main():
               "size": size, "chunks": marker["shape"][0], "bytes": marker["bytes"],
               "latency_ms": LATENCY_MS, "faults": FAULTS, "runs": args.runs, "slow_runs": args.slow_runs,
               "results": {}}
-    nginx = Nginx(os.path.join(os.path.abspath(args.cache), f"nginx-{size}"), www)
+    nginx = Nginx(os.path.join(os.path.abspath(args.cache), f"nginx-{size}"), www, "/store.zarr/.zmetadata", CLEAN)
     try:
         url = nginx.base + "/store.zarr"
         report["url"] = url
