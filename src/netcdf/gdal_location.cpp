@@ -149,6 +149,9 @@ GdalLocation gdal_location(std::string_view url, const StoreOptions& options) {
   }
   loc.remote = true;
   // Existing GDAL readers of other datasets keep working: only this path's options change.
+  // What GDAL cached about the path (existence, size, blocks) was fetched with the previous
+  // options: drop it, so that these credentials are the ones checked.
+  VSICurlPartialClearCache(loc.path.c_str());
   VSIClearPathSpecificOptions(loc.path.c_str());
   for (const auto& [k, v] : loc.options) VSISetPathSpecificOption(loc.path.c_str(), k.c_str(), v.c_str());
   return loc;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include <cpl_vsi.h>
 #include <gdal_priv.h>
 
 #include "gdal_array.hpp"
@@ -91,6 +92,28 @@ struct Walker {
   }
 };
 
+// NetCDF classic files (CDF-1/2/5) read through netCDF-C come back zero-filled past the end of
+// a truncated file. Every variable's data lies after the header, so a file shorter than all
+// variables together is certainly truncated (a cut of a few bytes may go unnoticed).
+void check_classic_size(const GdalSource& source, const std::vector<Variable>& variables) {
+  VSILFILE* f = VSIFOpenL(source.gdal_path().c_str(), "rb");
+  if (!f) return;
+  char magic[4] = {};
+  const bool classic = VSIFReadL(magic, 1, 4, f) == 4 && std::memcmp(magic, "CDF", 3) == 0;
+  VSIFSeekL(f, 0, SEEK_END);
+  const std::uint64_t size = VSIFTellL(f);
+  VSIFCloseL(f);
+  if (!classic) return;
+  std::uint64_t need = 0;
+  for (const auto& v : variables) {
+    const auto& a = *v.array();
+    need += (shape_size(a.shape()) * a.dtype().itemsize + 3) / 4 * 4;  // padded to 4 bytes
+  }
+  if (size < need)
+    throw CodecError(source.url() + " is truncated: " + std::to_string(size) + " bytes, its variables need at least " +
+                     std::to_string(need));
+}
+
 }  // namespace
 
 Dataset open_gdal(std::string_view url, const OpenOptions& options) {
@@ -100,6 +123,7 @@ Dataset open_gdal(std::string_view url, const OpenOptions& options) {
   GdalCallGuard guard;
   Walker walker{source, source->driver_name(), options.decode_cf, {}, {}};
   walker.walk(handle.root, "");
+  if (walker.driver == "netCDF") check_classic_size(*source, walker.variables);
   nlohmann::json attrs = attributes_json(handle.root->GetAttributes(kShowAll));
   if (!walker.skipped.empty()) attrs["lazycube:skipped_variables"] = walker.skipped;
   return Dataset(std::move(walker.variables), std::move(attrs));
