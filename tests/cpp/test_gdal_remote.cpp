@@ -119,6 +119,27 @@ TEST(GdalS3, FilesOverMotoEqualLocal) {
   EXPECT_NE(opt.find("colour"), std::string::npos) << opt;
 }
 
+// gs:// through /vsigs/ with the endpoint overridden to moto's S3-compatible XML API
+// (anonymous: moto's checking off), as our own GCS store is tested.
+TEST(GdalGcs, AnonymousReadThroughEndpointOverride) {
+  std::string reason;
+  MotoServer* moto = MotoServer::instance(reason);
+  if (!moto) GTEST_SKIP() << reason;
+  TempDir src, home;
+  std::string skipped;
+  const auto names = stage_files(src.path(), skipped);
+  if (names.empty()) GTEST_SKIP() << "no files to serve: " << skipped;
+  moto->upload(src.str(), "gdal-gs");
+  CleanCloudEnv env(home.str());
+  OpenOptions o;
+  o.storage_options = {{"anon", "true"}, {"endpoint_url", moto->endpoint}};
+  const std::string url = std::string("gs://") + MotoServer::kBucket + "/gdal-gs/" + names.back();
+  expect_same(open((src.path() / names.back()).string()), open(url, o));
+  const std::string missing = std::string("gs://") + MotoServer::kBucket + "/gdal-gs/none.grib";
+  const std::string msg = message_of<NotFound>([&] { open(missing, o); });
+  EXPECT_NE(msg.find(missing), std::string::npos) << msg;
+}
+
 TEST(GdalErrors, CorruptTruncatedAndMissingFiles) {
   TempDir dir;
   // A file with a NetCDF suffix that is not NetCDF.
