@@ -1,5 +1,5 @@
-// The backend-neutral array interface the dataset layer reads from. Zarr arrays implement it;
-// the GDAL backend will too.
+// The backend-neutral array interface the dataset layer reads from. Zarr arrays implement it,
+// and so does the GDAL backend (src/netcdf/gdal_array.hpp).
 #pragma once
 
 #include <cstdint>

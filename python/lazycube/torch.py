@@ -59,7 +59,7 @@ from . import _core
 
 __all__ = ["BatchDataset", "WindowDataset"]
 
-_OPEN_KEYS = ("storage_options", "decode_cf", "consolidated")
+_OPEN_KEYS = ("storage_options", "decode_cf", "consolidated", "engine")
 # Generator arguments that BatchDataset sets itself.
 _SHARD_KEYS = ("worker", "num_workers")
 

@@ -26,6 +26,7 @@ struct InfoArgs {
   bool json = false;
   std::vector<std::string> options;  // storage options, KEY=VALUE
   bool stats = false;                // print the store's traffic counters afterwards
+  std::string engine;                // "", "zarr" or "gdal"
 };
 int run_info(const InfoArgs& args);
 
@@ -36,6 +37,7 @@ struct ReadArgs {
   bool raw = false;
   std::string output;
   std::vector<std::string> options;  // storage options, KEY=VALUE
+  std::string engine;                // "", "zarr" or "gdal"
 };
 int run_read(const ReadArgs& args);
 

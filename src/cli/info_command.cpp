@@ -109,6 +109,17 @@ void print_stats(const StoreStats& s, std::ostream& out) {
 int run_info(const InfoArgs& args) {
   OpenOptions options;
   options.storage_options = parse_storage_options(args.options);
+  options.engine = args.engine;
+  if (!args.stats) {
+    const Dataset ds = open(args.url, options);
+    if (args.json)
+      std::cout << to_json(ds).dump(2) << "\n";
+    else
+      print_text(ds, std::cout);
+    return 0;
+  }
+  // --stats needs our own store (Zarr): GDAL does its own I/O.
+  if (options.engine == "gdal") throw UsageProblem("--stats is available for Zarr stores only, not with --engine gdal");
   const Location location = open_location(args.url, options.storage_options);
   const Dataset ds = open(location, options);
   if (args.json) {

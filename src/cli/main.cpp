@@ -23,7 +23,9 @@ int main(int argc, char** argv) {
 
   InfoArgs info;
   auto* info_cmd = app.add_subcommand("info", "Show dims, coordinates, variables and attributes");
-  info_cmd->add_option("URL", info.url, "Zarr group or array (path or URL)")->required();
+  info_cmd->add_option("URL", info.url, "Zarr group or array, or NetCDF/HDF5/GRIB file (path or URL)")->required();
+  info_cmd->add_option("--engine", info.engine, "zarr or gdal (default: gdal for .nc/.h5/.grib... files, else zarr)")
+      ->check(CLI::IsMember({"zarr", "gdal"}));
   info_cmd->add_flag("--json", info.json, "Print JSON instead of text");
   info_cmd->add_option("--option", info.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
       ->allow_extra_args(false)
@@ -33,7 +35,9 @@ int main(int argc, char** argv) {
   ReadArgs read;
   std::vector<std::string> isel;
   auto* read_cmd = app.add_subcommand("read", "Write a (selected) variable as a NumPy .npy file");
-  read_cmd->add_option("URL", read.url, "Zarr group or array (path or URL)")->required();
+  read_cmd->add_option("URL", read.url, "Zarr group or array, or NetCDF/HDF5/GRIB file (path or URL)")->required();
+  read_cmd->add_option("--engine", read.engine, "zarr or gdal (default: gdal for .nc/.h5/.grib... files, else zarr)")
+      ->check(CLI::IsMember({"zarr", "gdal"}));
   read_cmd->add_option("VARIABLE", read.variable, "Variable name (omit for a single array)");
   read_cmd->add_option("--isel", isel, "DIM=INDEX or DIM=START:STOP[:STEP] (repeatable)")
       ->allow_extra_args(false)

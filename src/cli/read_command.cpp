@@ -18,6 +18,7 @@ int run_read(const ReadArgs& args) {
   OpenOptions options;
   options.decode_cf = !args.raw;
   options.storage_options = parse_storage_options(args.options);
+  options.engine = args.engine;
   const Dataset ds = open(args.url, options);
   std::string name = args.variable;
   if (name.empty()) {

@@ -1,5 +1,7 @@
-// lazycube::open: URL -> store -> Zarr hierarchy -> Dataset.
+// lazycube::open: URL -> store -> Zarr hierarchy -> Dataset, or URL -> GDAL (src/netcdf).
+#include "../netcdf/gdal_open.hpp"
 #include "lazycube/dataset/dataset.hpp"
+#include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 
 namespace lazycube {
@@ -13,13 +15,26 @@ std::string last_component(std::string_view path) {
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
+const char* const kEngines = "'zarr', 'gdal' (or empty for auto-detection)";
+
+void check_engine(const std::string& engine) {
+  if (!engine.empty() && engine != "zarr" && engine != "gdal")
+    throw UsageError("unknown engine '" + engine + "' (known: " + kEngines + ")");
+}
+
 }  // namespace
 
 Dataset open(std::string_view url, const OpenOptions& options) {
+  check_engine(options.engine);
+  const bool gdal = options.engine == "gdal" || (options.engine.empty() && netcdf::looks_like_gdal_file(url));
+  if (gdal) return netcdf::open_gdal(url, options);
   return open(open_location(url, options.storage_options), options);
 }
 
 Dataset open(const Location& location, const OpenOptions& options) {
+  check_engine(options.engine);
+  if (options.engine == "gdal")
+    throw UsageError("engine 'gdal' opens URLs, not store locations: call open(url, options)");
   const auto hierarchy = zarr::Hierarchy::open(location, options.consolidated);
   std::vector<Variable> variables;
   if (hierarchy.is_array()) {

@@ -87,17 +87,19 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "open",
       [](const std::string& url, std::optional<std::map<std::string, std::string>> storage_options,
-         bool decode_cf, std::optional<bool> consolidated) {
+         bool decode_cf, std::optional<bool> consolidated, std::optional<std::string> engine) {
         OpenOptions o;
         if (storage_options) o.storage_options = *storage_options;
         o.decode_cf = decode_cf;
         o.consolidated = consolidated;
+        if (engine) o.engine = *engine;
         py::gil_scoped_release release;
         return lazycube::open(url, o);
       },
       py::arg("url"), py::arg("storage_options") = py::none(), py::arg("decode_cf") = true,
-      py::arg("consolidated") = py::none(),
-      "Opens a Zarr v2/v3 group or array (local path, file://, http(s)://, s3://, gs://).");
+      py::arg("consolidated") = py::none(), py::arg("engine") = py::none(),
+      "Opens a Zarr v2/v3 group or array, or (engine 'gdal', auto-detected by suffix or signature) a\n"
+      "NetCDF/HDF5/GRIB file (local path, file://, http(s)://, s3://, gs://).");
 
   py::class_<Variable>(m, "Variable")
       .def_property_readonly("name", &Variable::name)

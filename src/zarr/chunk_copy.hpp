@@ -2,11 +2,13 @@
 // chunk → selection buffer, inner chunk ↔ shard.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "lazycube/array.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/ndarray.hpp"
 #include "lazycube/util/buffer.hpp"
@@ -72,6 +74,67 @@ void for_each_row(const Region& r, const Shape& src_shape, const Shape& dst_shap
     }
     if (last == 0) return;
   }
+}
+
+// One run of selection positions [k0, k0+n) whose indices fall in read unit `unit` of a dim.
+struct DimPiece {
+  std::uint64_t unit;
+  std::uint64_t k0;
+  std::uint64_t n;
+};
+
+inline std::vector<DimPiece> plan_dim(const IndexRange& r, std::uint64_t unit_len) {
+  std::vector<DimPiece> pieces;
+  std::uint64_t k = 0;
+  while (k < r.count) {
+    const std::uint64_t i = r.at(k);
+    const std::uint64_t u = i / unit_len;
+    std::uint64_t m;
+    if (r.step > 0) m = ((u + 1) * unit_len - 1 - i) / static_cast<std::uint64_t>(r.step) + 1;
+    else m = (i - u * unit_len) / static_cast<std::uint64_t>(-r.step) + 1;
+    m = std::min(m, r.count - k);
+    pieces.push_back({u, k, m});
+    k += m;
+  }
+  return pieces;
+}
+
+// A read unit (grid index) a selection touches, with the region it contributes: source
+// positions relative to the unit's origin, destination positions in the selection.
+struct UnitPiece {
+  std::vector<std::uint64_t> unit;
+  Region region;
+};
+
+// Every read unit of a grid of `unit_shape` blocks that `sel` touches (C order of units).
+inline std::vector<UnitPiece> selection_unit_pieces(const ArraySelection& sel, const Shape& unit_shape) {
+  const std::size_t nd = sel.size();
+  std::vector<std::vector<DimPiece>> per_dim(nd);
+  Shape counts(nd);
+  std::uint64_t total = 1;
+  for (std::size_t d = 0; d < nd; ++d) {
+    per_dim[d] = plan_dim(sel[d], unit_shape[d]);
+    counts[d] = per_dim[d].size();
+    total *= counts[d];
+  }
+  std::vector<UnitPiece> pieces;
+  if (total == 0) return pieces;
+  pieces.reserve(total);
+  for (std::uint64_t t = 0; t < total; ++t) {
+    const auto which = unravel(t, counts);
+    UnitPiece p;
+    p.unit.resize(nd);
+    for (std::size_t d = 0; d < nd; ++d) {
+      const DimPiece& dp = per_dim[d][which[d]];
+      p.unit[d] = dp.unit;
+      p.region.src_first.push_back(sel[d].at(dp.k0) - dp.unit * unit_shape[d]);
+      p.region.src_step.push_back(sel[d].step);
+      p.region.dst_first.push_back(dp.k0);
+      p.region.count.push_back(dp.n);
+    }
+    pieces.push_back(std::move(p));
+  }
+  return pieces;
 }
 
 inline void copy_row(const std::byte* src, std::byte* dst, std::uint64_t n, std::int64_t step,

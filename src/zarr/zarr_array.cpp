@@ -13,29 +13,6 @@ namespace lazycube::zarr {
 
 namespace {
 
-// One run of selection positions [k0, k0+n) whose indices fall in read unit `unit` of a dim.
-struct DimPiece {
-  std::uint64_t unit;
-  std::uint64_t k0;
-  std::uint64_t n;
-};
-
-std::vector<DimPiece> plan_dim(const IndexRange& r, std::uint64_t unit_len) {
-  std::vector<DimPiece> pieces;
-  std::uint64_t k = 0;
-  while (k < r.count) {
-    const std::uint64_t i = r.at(k);
-    const std::uint64_t u = i / unit_len;
-    std::uint64_t m;
-    if (r.step > 0) m = ((u + 1) * unit_len - 1 - i) / static_cast<std::uint64_t>(r.step) + 1;
-    else m = (i - u * unit_len) / static_cast<std::uint64_t>(-r.step) + 1;
-    m = std::min(m, r.count - k);
-    pieces.push_back({u, k, m});
-    k += m;
-  }
-  return pieces;
-}
-
 // Fills a region of the destination with a repeated element.
 void fill_region(std::byte* dst, const Shape& dst_shape, const Region& r, const Buffer& value) {
   const std::size_t item = value.size();

@@ -23,6 +23,10 @@ struct OpenOptions {
   bool decode_cf = true;
   // nullopt: use consolidated metadata when present; true: require it; false: ignore it.
   std::optional<bool> consolidated;
+  // "" (auto), "zarr" or "gdal" (NetCDF/HDF5/GRIB through GDAL's multidimensional API).
+  // Auto picks "gdal" for a NetCDF/HDF5/GRIB file suffix or a local file starting with such a
+  // signature, else "zarr". Anything else is a UsageError listing the engines.
+  std::string engine;
 };
 
 class Dataset {
@@ -64,10 +68,11 @@ class Dataset {
 };
 
 // Opens a Zarr group (each array a variable) or a single array (one variable named after the
-// last path component) at `url`.
+// last path component) at `url`; or, with the gdal engine, a NetCDF/HDF5/GRIB file (each
+// array of the file a variable, "group/var" for arrays in subgroups).
 Dataset open(std::string_view url, const OpenOptions& options = {});
 // The same over an already opened location (keeps the store at hand, e.g. for its stats());
-// `options.storage_options` are not used.
+// `options.storage_options` are not used. Zarr only (engine "" or "zarr").
 Dataset open(const Location& location, const OpenOptions& options = {});
 
 // A variable over a whole array: dims from the metadata, _ARRAY_DIMENSIONS dropped from the

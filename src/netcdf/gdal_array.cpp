@@ -1,0 +1,198 @@
+#include "gdal_array.hpp"
+
+#include <cstring>
+#include <map>
+
+#include <gdal_priv.h>
+
+#include "../zarr/chunk_copy.hpp"
+#include "gdal_guard.hpp"
+#include "lazycube/cache/chunk_cache.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/util/thread_pool.hpp"
+
+namespace lazycube::netcdf {
+
+using zarr::c_strides;
+using zarr::copy_region;
+using zarr::plan_dim;
+
+GdalArray::GdalArray(std::shared_ptr<GdalSource> source, GdalArrayInfo info)
+    : source_(std::move(source)), info_(std::move(info)) {}
+
+nlohmann::json GdalArray::codecs_json() const {
+  return nlohmann::json::array({{{"name", "gdal"}, {"configuration", {{"driver", info_.driver}}}}});
+}
+
+void GdalArray::check_selection(const ArraySelection& sel, std::size_t dest_bytes) const {
+  if (sel.size() != info_.shape.size())
+    throw SelectionError(describe() + ": selection has " + std::to_string(sel.size()) + " dims, array has " +
+                         std::to_string(info_.shape.size()));
+  std::uint64_t n = 1;
+  for (std::size_t d = 0; d < sel.size(); ++d) {
+    const IndexRange& r = sel[d];
+    n *= r.count;
+    if (r.count == 0) continue;
+    if (r.step == 0) throw SelectionError(describe() + ": step 0 along dim " + info_.dims[d]);
+    if (r.start >= info_.shape[d] || r.at(r.count - 1) >= info_.shape[d])
+      throw SelectionError(describe() + ": selection out of range along dim " + info_.dims[d]);
+  }
+  if (dest_bytes != n * info_.dtype.itemsize)
+    throw UsageError(describe() + ": destination holds " + std::to_string(dest_bytes) + " bytes, selection needs " +
+                     std::to_string(n * info_.dtype.itemsize));
+}
+
+void GdalArray::gdal_read(const std::vector<GUInt64>& start, const std::vector<size_t>& count,
+                          const std::vector<GInt64>& step, const std::vector<GPtrDiff_t>* dest_strides,
+                          void* dest) const {
+  const auto array = source_->array(info_.name);
+  GdalCallGuard guard;
+  const auto type = GDALExtendedDataType::Create(static_cast<GDALDataType>(info_.gdal_type));
+  if (!array->Read(start.data(), count.data(), step.data(), dest_strides ? dest_strides->data() : nullptr, type,
+                   dest)) {
+    const std::string why = guard.last_error();
+    throw StoreError("GDAL could not read " + describe() + (why.empty() ? std::string() : ": " + why));
+  }
+}
+
+void GdalArray::read(const ArraySelection& sel, MutableByteView dest) const {
+  if (info_.dtype.is_variable_length())
+    throw UsageError(describe() + ": " + info_.dtype.name() + " data must be read as strings");
+  check_selection(sel, dest.size());
+  const std::size_t nd = sel.size();
+  for (const auto& r : sel)
+    if (r.count == 0) return;
+  if (nd == 0) {
+    gdal_read({}, {}, {}, nullptr, dest.data());
+    return;
+  }
+  // Split along the outermost dim by read unit: each piece is one GDAL read on the thread that
+  // runs it (its own handle), so pieces (GRIB messages, HDF5 chunk rows) decode in parallel.
+  const auto pieces = plan_dim(sel[0], info_.block[0]);
+  Shape dst_shape;
+  for (const auto& r : sel) dst_shape.push_back(r.count);
+  const std::uint64_t row_bytes = c_strides(dst_shape)[0] * info_.dtype.itemsize;
+  auto one = [&](std::size_t p) {
+    std::vector<GUInt64> start(nd);
+    std::vector<size_t> count(nd);
+    std::vector<GInt64> step(nd);
+    for (std::size_t d = 0; d < nd; ++d) {
+      start[d] = sel[d].start;
+      count[d] = sel[d].count;
+      step[d] = sel[d].step;
+    }
+    start[0] = sel[0].at(pieces[p].k0);
+    count[0] = pieces[p].n;
+    gdal_read(start, count, step, nullptr, dest.data() + pieces[p].k0 * row_bytes);
+  };
+  if (pieces.size() == 1) {
+    one(0);
+  } else {
+    parallel_for(pieces.size(), one);
+  }
+}
+
+void GdalArray::read_strings(const ArraySelection& sel, std::vector<std::string>& dest) const {
+  if (!info_.dtype.is_variable_length())
+    throw UsageError(describe() + ": " + info_.dtype.name() + " data is not read as strings");
+  std::uint64_t n = 1;
+  for (const auto& r : sel) n *= r.count;
+  check_selection(sel, 0);  // itemsize 0: only the geometry is checked
+  dest.assign(n, std::string());
+  if (n == 0) return;
+  const std::size_t nd = sel.size();
+  std::vector<GUInt64> start(nd);
+  std::vector<size_t> count(nd);
+  std::vector<GInt64> step(nd);
+  for (std::size_t d = 0; d < nd; ++d) {
+    start[d] = sel[d].start;
+    count[d] = sel[d].count;
+    step[d] = sel[d].step;
+  }
+  std::vector<char*> raw(n, nullptr);
+  const auto array = source_->array(info_.name);
+  GdalCallGuard guard;
+  const bool ok = array->Read(start.data(), count.data(), step.data(), nullptr, GDALExtendedDataType::CreateString(),
+                              raw.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (raw[i]) dest[i] = raw[i];
+    CPLFree(raw[i]);
+  }
+  if (!ok) throw StoreError("GDAL could not read " + describe() + ": " + guard.last_error());
+}
+
+void GdalArray::read_unit(const std::vector<std::uint64_t>& unit, MutableByteView out) const {
+  const std::size_t nd = unit.size();
+  std::vector<GUInt64> start(nd);
+  std::vector<size_t> count(nd);
+  std::vector<GInt64> step(nd, 1);
+  bool edge = false;
+  for (std::size_t d = 0; d < nd; ++d) {
+    start[d] = unit[d] * info_.block[d];
+    count[d] = static_cast<size_t>(std::min<std::uint64_t>(info_.block[d], info_.shape[d] - start[d]));
+    edge = edge || count[d] != info_.block[d];
+  }
+  if (!edge) {
+    gdal_read(start, count, step, nullptr, out.data());
+    return;
+  }
+  // Edge unit: the clipped block goes into the unit-shaped buffer, the rest stays zero.
+  std::memset(out.data(), 0, out.size());
+  const auto strides = c_strides(info_.block);
+  std::vector<GPtrDiff_t> dest_strides(strides.begin(), strides.end());
+  gdal_read(start, count, step, &dest_strides, out.data());
+}
+
+void GdalArray::read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
+                            ChunkCache& cache) const {
+  if (selections.size() != dests.size())
+    throw UsageError(describe() + ": read_cached got " + std::to_string(selections.size()) + " selections and " +
+                     std::to_string(dests.size()) + " destinations");
+  if (info_.dtype.is_variable_length())
+    throw UsageError(describe() + ": " + info_.dtype.name() + " data must be read as strings (read_cached)");
+  for (std::size_t s = 0; s < selections.size(); ++s) check_selection(selections[s], dests[s].size());
+  if (!cache.enabled() || info_.shape.empty()) {
+    for (std::size_t s = 0; s < selections.size(); ++s) read(selections[s], dests[s]);
+    return;
+  }
+  // The distinct read units all selections touch, and what each selection copies from them.
+  struct Job {
+    std::size_t sel;
+    zarr::Region region;
+  };
+  std::vector<std::vector<std::uint64_t>> units;
+  std::map<std::vector<std::uint64_t>, std::size_t> unit_number;
+  std::vector<std::vector<Job>> jobs;
+  for (std::size_t s = 0; s < selections.size(); ++s) {
+    for (auto& piece : zarr::selection_unit_pieces(selections[s], info_.block)) {
+      auto [it, fresh] = unit_number.try_emplace(piece.unit, units.size());
+      if (fresh) {
+        units.push_back(piece.unit);
+        jobs.emplace_back();
+      }
+      jobs[it->second].push_back({s, std::move(piece.region)});
+    }
+  }
+  std::vector<Shape> dst_shapes(selections.size());
+  for (std::size_t s = 0; s < selections.size(); ++s)
+    for (const auto& r : selections[s]) dst_shapes[s].push_back(r.count);
+  const std::size_t item = info_.dtype.itemsize;
+  const std::uint64_t unit_bytes = shape_size(info_.block) * item;
+  const std::string id = cache_id();
+  // One unit per task: the chunk is pinned only while its regions are copied out. Units write
+  // disjoint parts of the destinations.
+  parallel_for(units.size(), [&](std::size_t u) {
+    const auto chunk = cache.get_or_load(ChunkKey{id, units[u]}, [&] {
+      Buffer decoded(unit_bytes);
+      read_unit(units[u], decoded.span());
+      return decoded;
+    });
+    for (const Job& job : jobs[u])
+      copy_region(chunk->data(), info_.block, dests[job.sel].data(), dst_shapes[job.sel], job.region, item);
+  });
+  std::uint64_t delivered = 0;
+  for (const auto& d : dests) delivered += d.size();
+  cache.note_delivered(delivered);
+}
+
+}  // namespace lazycube::netcdf

@@ -1,0 +1,68 @@
+// One GDAL multidimensional array (a NetCDF/HDF5 variable, a GRIB field) as a lazycube Array.
+// Reads go through the calling thread's GDAL handle; read_cached() reads whole read units
+// (the file's block: HDF5 chunk, GRIB message) into the chunk cache.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cpl_port.h>
+
+#include "gdal_source.hpp"
+#include "lazycube/array.hpp"
+
+namespace lazycube::netcdf {
+
+// What open() learns about an array from its metadata (on the opening thread).
+struct GdalArrayInfo {
+  std::string name;  // "var" or "group/var"
+  Shape shape;
+  DataType dtype;
+  int gdal_type = 0;  // GDALDataType of the numeric element
+  Shape block;        // the read unit
+  std::vector<std::string> dims;
+  nlohmann::json attrs = nlohmann::json::object();
+  Buffer fill_bytes;  // native bytes of the no-data value (zeros when none)
+  bool has_fill = false;
+  std::string driver;
+};
+
+class GdalArray final : public Array {
+ public:
+  GdalArray(std::shared_ptr<GdalSource> source, GdalArrayInfo info);
+
+  std::string path() const override { return info_.name; }
+  std::string describe() const override { return source_->url() + "/" + info_.name; }
+  const Shape& shape() const override { return info_.shape; }
+  const DataType& dtype() const override { return info_.dtype; }
+  const Shape& chunk_shape() const override { return info_.block; }
+  const std::vector<std::string>& dimension_names() const override { return info_.dims; }
+  const nlohmann::json& attrs() const override { return info_.attrs; }
+  const Buffer& fill_value_bytes() const override { return info_.fill_bytes; }
+  const std::string& fill_value_string() const override { return empty_; }
+  bool has_fill_value() const override { return info_.has_fill; }
+  nlohmann::json codecs_json() const override;
+
+  void read(const ArraySelection& selection, MutableByteView dest) const override;
+  void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
+  void read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
+                   ChunkCache& cache) const override;
+  std::string cache_id() const override { return "gdal:" + describe(); }
+
+ private:
+  void check_selection(const ArraySelection& selection, std::size_t dest_bytes) const;
+  // One GDAL Read on this thread's handle: `count` elements from `start` with `step`, into
+  // `dest` laid out with element strides `dest_strides` (nullptr: C order of count).
+  void gdal_read(const std::vector<GUInt64>& start, const std::vector<size_t>& count,
+                 const std::vector<GInt64>& step, const std::vector<GPtrDiff_t>* dest_strides,
+                 void* dest) const;
+  // Reads read unit `unit` whole (edge units padded with zeros) into `out`.
+  void read_unit(const std::vector<std::uint64_t>& unit, MutableByteView out) const;
+
+  std::shared_ptr<GdalSource> source_;
+  GdalArrayInfo info_;
+  std::string empty_;
+};
+
+}  // namespace lazycube::netcdf

@@ -1,0 +1,132 @@
+// open_gdal: walks the file's groups and builds one variable per GDAL multidimensional array.
+#include "gdal_open.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include <cpl_vsi.h>
+#include <gdal_priv.h>
+
+#include "gdal_array.hpp"
+#include "gdal_guard.hpp"
+#include "gdal_handle.hpp"
+#include "gdal_metadata.hpp"
+#include "lazycube/error.hpp"
+
+namespace lazycube::netcdf {
+
+namespace {
+
+const char* const kShowAll[] = {"SHOW_ALL=YES", nullptr};
+
+// The CF view of what some drivers keep outside the attributes (units, scale, offset, nodata).
+void add_driver_metadata(const GDALMDArray& array, const std::string& driver, GdalArrayInfo& info) {
+  auto& attrs = info.attrs;
+  const std::string unit = array.GetUnit();
+  if (!unit.empty() && !attrs.contains("units")) {
+    // GRIB's TIME coordinate: seconds since the Unix epoch.
+    attrs["units"] = unit == "sec UTC" ? std::string("seconds since 1970-01-01 00:00:00") : unit;
+  }
+  bool has = false;
+  const double scale = array.GetScale(&has);
+  if (has && !attrs.contains("scale_factor")) attrs["scale_factor"] = scale;
+  const double offset = array.GetOffset(&has);
+  if (has && !attrs.contains("add_offset")) attrs["add_offset"] = offset;
+
+  info.fill_bytes = Buffer(info.dtype.itemsize);
+  std::memset(info.fill_bytes.data(), 0, info.fill_bytes.size());
+  if (info.dtype.is_variable_length()) return;
+  const void* nodata = array.GetRawNoDataValue();
+  if (nodata) std::memcpy(info.fill_bytes.data(), nodata, info.dtype.itemsize);
+  // The netCDF driver shows the file's _FillValue as it is (SHOW_ALL); its no-data value is
+  // that fill cast to the variable's type, which can be wrong (NaN → 0 for int16): ignore it.
+  if (driver != "netCDF" && nodata && !attrs.contains("_FillValue")) {
+    double value = 0;
+    GDALExtendedDataType::CopyValue(nodata, array.GetDataType(), &value,
+                                    GDALExtendedDataType::Create(GDT_Float64));
+    attrs["_FillValue"] = std::isnan(value) ? nlohmann::json("NaN") : nlohmann::json(value);
+  }
+  info.has_fill = attrs.contains("_FillValue");
+}
+
+struct Walker {
+  std::shared_ptr<GdalSource> source;
+  std::string driver;
+  bool decode_cf;
+  std::vector<Variable> variables;
+  std::vector<std::string> skipped;
+
+  void walk(const std::shared_ptr<GDALGroup>& group, const std::string& prefix) {
+    for (const auto& name : group->GetMDArrayNames()) {
+      const std::string full = prefix + name;
+      auto array = group->OpenMDArray(name);
+      if (!array) throw MetadataError("GDAL cannot open variable '" + full + "' of " + source->url());
+      add(*array, full);
+    }
+    for (const auto& name : group->GetGroupNames()) {
+      auto sub = group->OpenGroup(name);
+      if (sub) walk(sub, prefix + name + "/");
+    }
+  }
+
+  void add(const GDALMDArray& array, const std::string& name) {
+    const auto dtype = dtype_of(array.GetDataType());
+    if (!dtype) {
+      skipped.push_back(name + " (compound or complex-integer type)");
+      return;
+    }
+    GdalArrayInfo info;
+    info.name = name;
+    info.driver = driver;
+    info.dtype = *dtype;
+    info.gdal_type = array.GetDataType().GetClass() == GEDTC_NUMERIC ? array.GetDataType().GetNumericDataType() : 0;
+    for (const auto& dim : array.GetDimensions()) {
+      info.shape.push_back(dim->GetSize());
+      info.dims.push_back(dim->GetName());
+    }
+    info.block = read_unit_shape(info.shape, array.GetBlockSize(), info.dtype.itemsize);
+    info.attrs = attributes_json(array.GetAttributes(kShowAll));
+    add_driver_metadata(array, driver, info);
+    auto arr = std::make_shared<GdalArray>(source, std::move(info));
+    variables.push_back(variable_from_array(name, std::move(arr), decode_cf, /*zarr_format=*/0));
+  }
+};
+
+// NetCDF classic files (CDF-1/2/5) read through netCDF-C come back zero-filled past the end of
+// a truncated file. Every variable's data lies after the header, so a file shorter than all
+// variables together is certainly truncated (a cut of a few bytes may go unnoticed).
+void check_classic_size(const GdalSource& source, const std::vector<Variable>& variables) {
+  VSILFILE* f = VSIFOpenL(source.gdal_path().c_str(), "rb");
+  if (!f) return;
+  char magic[4] = {};
+  const bool classic = VSIFReadL(magic, 1, 4, f) == 4 && std::memcmp(magic, "CDF", 3) == 0;
+  VSIFSeekL(f, 0, SEEK_END);
+  const std::uint64_t size = VSIFTellL(f);
+  VSIFCloseL(f);
+  if (!classic) return;
+  std::uint64_t need = 0;
+  for (const auto& v : variables) {
+    const auto& a = *v.array();
+    need += (shape_size(a.shape()) * a.dtype().itemsize + 3) / 4 * 4;  // padded to 4 bytes
+  }
+  if (size < need)
+    throw CodecError(source.url() + " is truncated: " + std::to_string(size) + " bytes, its variables need at least " +
+                     std::to_string(need));
+}
+
+}  // namespace
+
+Dataset open_gdal(std::string_view url, const OpenOptions& options) {
+  auto source = std::make_shared<GdalSource>(gdal_location(url, options.storage_options));
+  // Metadata through this thread's handle (kept for this thread's reads).
+  GdalHandle& handle = source->handle();
+  GdalCallGuard guard;
+  Walker walker{source, source->driver_name(), options.decode_cf, {}, {}};
+  walker.walk(handle.root, "");
+  if (walker.driver == "netCDF") check_classic_size(*source, walker.variables);
+  nlohmann::json attrs = attributes_json(handle.root->GetAttributes(kShowAll));
+  if (!walker.skipped.empty()) attrs["lazycube:skipped_variables"] = walker.skipped;
+  return Dataset(std::move(walker.variables), std::move(attrs));
+}
+
+}  // namespace lazycube::netcdf
