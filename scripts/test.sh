@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test of lazycube; then builds the C++ example against the
-# installed package and runs it on the bundled sample.
+# Sets up, builds and runs every test of lazycube; then builds the C++ examples against the
+# installed package and runs them on the bundled sample.
 #
 #   bash scripts/test.sh [--sanitize] [--build-dir DIR]
 #
@@ -78,5 +78,12 @@ for sample in data/era5_sample_v2.zarr data/era5_sample_v3.zarr; do
   "$tmp/example/read_window" "$REPO_ROOT/$sample"
   log "example: train_batches $sample"
   "$tmp/example/train_batches" "$REPO_ROOT/$sample"
+  # Built when the installed lazycube has its LibTorch adapter (not in --sanitize builds).
+  if [[ -x "$tmp/example/train_torch" ]]; then
+    log "example: train_torch $sample"
+    "$tmp/example/train_torch" "$REPO_ROOT/$sample"
+  elif [[ "$sanitize" != 1 ]]; then
+    log "example: train_torch not built (no LibTorch or lazycube::torch): skipped"
+  fi
 done
 log "all passed in ${SECONDS}s (sanitize=$sanitize)"
