@@ -48,10 +48,12 @@ grid number of each window of the batch (row-major over the input dims, last dim
 ``x, ids`` or ``x, y, ids``. Tests and bookkeeping use it to check coverage across workers.
 """
 
+import math
 import os
 import warnings
 from pathlib import Path
 
+import numpy
 import torch
 import torch.utils.data
 
@@ -242,6 +244,145 @@ def _dtype_arg(kwargs):
     return kwargs
 
 
+# --------------------------------------------------------------------------------------------
+# Per-channel unpack (CF scale/offset, fill -> NaN) and normalisation
+
+
+def _normalize_arg(normalize, channel_vars):
+    """{variable: (mean, std)} checked against the channel variables."""
+    if normalize is None:
+        return {}
+    if not isinstance(normalize, dict):
+        raise TypeError("normalize must be a dict {variable: (mean, std)}, got %s"
+                        % type(normalize).__name__)
+    out = {}
+    for name, stats in normalize.items():
+        if name not in channel_vars:
+            raise ValueError("normalize: variable %r is not a channel of x or y (channels: %s)"
+                             % (name, ", ".join(dict.fromkeys(channel_vars))))
+        try:
+            mean, std = (float(v) for v in stats)
+        except (TypeError, ValueError):
+            raise ValueError("normalize[%r] must be a pair (mean, std) of numbers, got %r"
+                             % (name, stats)) from None
+        if not (math.isfinite(mean) and math.isfinite(std) and std > 0):
+            raise ValueError("normalize[%r]: mean must be finite and std a finite number > 0, got "
+                             "(%r, %r)" % (name, mean, std))
+        out[name] = (mean, std)
+    return out
+
+
+def _scalar(value):
+    """A CF attribute that may be a one-element list."""
+    if isinstance(value, (list, tuple)):
+        return value[0] if len(value) == 1 else None
+    return value
+
+
+def _packing(var):
+    """({scale, offset, fill, missing}, stored numpy dtype) of a CF-packed variable (integer
+    storage, scale_factor and/or add_offset in its encoding), or (None, why not)."""
+    stored = numpy.dtype(var.stored_dtype)
+    enc = dict(var.encoding)
+    if stored.kind not in "iu":
+        return None, "is stored as %s, not as integers" % stored
+    if stored.name not in _PACKED_TYPES:
+        return None, "is stored as %s, which torch has no dtype for" % stored
+    if "scale_factor" not in enc and "add_offset" not in enc:
+        return None, "has no scale_factor/add_offset (not CF-packed)"
+    params = {}
+    for key, attr, default in (("scale", "scale_factor", 1.0), ("offset", "add_offset", 0.0),
+                               ("fill", "_FillValue", None), ("missing", "missing_value", None)):
+        value = enc.get(attr, default)
+        if isinstance(value, (list, tuple)) and len(value) > 1:
+            return None, "has %d %s values (one is supported)" % (len(value), attr)
+        value = _scalar(value)
+        if isinstance(value, str):  # "NaN": no integer equals it
+            value = None
+        params[key] = None if value is None else float(value)
+    return params, stored
+
+
+def _exact_in(dtype, value):
+    """`value` as a scalar of torch dtype `dtype` when it converts exactly, else None."""
+    if value is None or not math.isfinite(value):
+        return None
+    if dtype.is_floating_point:
+        return value if float(torch.tensor(value, dtype=dtype)) == value else None
+    info = torch.iinfo(dtype)
+    return int(value) if value == int(value) and info.min <= value <= info.max else None
+
+
+def _transform_torch(t, transforms):
+    """Unpack + normalise with torch ops (CPU, or a GPU without lazycube's kernel): float64 in,
+    float64 out; other types in, float32 out (computed in float for <= 16-bit integers and
+    float32, in double for wider integers, like the kernel)."""
+    wide = t.dtype == torch.float64 or (not t.dtype.is_floating_point and t.element_size() > 2)
+    ct = torch.float64 if wide else torch.float32
+    view = (1, len(transforms)) + (1,) * (t.dim() - 2)
+    a = torch.tensor([tr["scale"] / tr["std"] for tr in transforms], dtype=torch.float64)
+    b = torch.tensor([(tr["offset"] - tr["mean"]) / tr["std"] for tr in transforms],
+                     dtype=torch.float64)
+    out = t.to(ct) * a.to(device=t.device, dtype=ct).view(view) + b.to(device=t.device, dtype=ct).view(view)
+    mask = None
+    for key in ("fill", "missing"):
+        values = [_exact_in(t.dtype, tr.get(key)) for tr in transforms]
+        if all(v is None for v in values):
+            continue
+        ref = torch.tensor([0 if v is None else v for v in values], dtype=t.dtype, device=t.device)
+        on = torch.tensor([v is not None for v in values], device=t.device)
+        hit = (t == ref.view(view)) & on.view(view)
+        mask = hit if mask is None else mask | hit
+    if mask is not None:
+        out = out.masked_fill(mask, float("nan"))
+    return out if t.dtype == torch.float64 else out.to(torch.float32)
+
+
+def _transform_cuda(t, transforms, stream):
+    """A CUDA tensor -> transformed tensor, enqueued on `stream` (the current stream): lazycube's
+    kernel when it can run here, else torch ops."""
+    if t.dtype == torch.float64 or _core.cuda_device_count() == 0:
+        return _transform_torch(t, transforms)
+    t = t.contiguous()
+    out = torch.empty(t.shape, dtype=torch.float32, device=t.device)
+    inner = 1
+    for n in t.shape[2:]:
+        inner *= int(n)
+    with torch.cuda.device(t.device):
+        _core.unpack_normalize_device(t.data_ptr(), _NUMPY_NAME[t.dtype], out.data_ptr(),
+                                      int(t.shape[0]), int(t.shape[1]), inner, transforms,
+                                      stream.cuda_stream)
+    return out
+
+
+_NUMPY_NAME = {torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16", torch.int32: "int32",
+               torch.int64: "int64", torch.float32: "float32", torch.float64: "float64"}
+# Stored dtypes a packed batch may have: those torch has a dtype for.
+_PACKED_TYPES = ("int8", "uint8", "int16", "int32", "int64")
+
+
+def _transform_numpy(a, transforms):
+    """A NumPy batch array -> transformed tensor on the CPU: lazycube's C++ reference (float32
+    out, computed in double, GIL released), except float64, which stays float64."""
+    if a.dtype == numpy.float64:
+        return _transform_torch(_from_numpy(a), transforms)
+    return torch.from_numpy(_core.unpack_normalize_host(a, transforms))
+
+
+def _channel_transforms(channel_vars, norm, packing):
+    """One dict per channel for _core.unpack_normalize_*: the variable's CF packing (when the
+    batch holds stored integers) and its normalisation (mean 0, std 1 when not given)."""
+    out = []
+    for name in channel_vars:
+        t = {"scale": 1.0, "offset": 0.0, "fill": None, "missing": None, "mean": 0.0, "std": 1.0}
+        if packing is not None:
+            t.update(packing[name])
+        if name in norm:
+            t["mean"], t["std"] = norm[name]
+        out.append(t)
+    return out
+
+
 # C++ objects a forked child inherited from its parent. They must not be destroyed in the
 # child (their threads live in the parent), so the child keeps them until it exits.
 _FOREIGN = []
@@ -341,9 +482,27 @@ class BatchDataset(torch.utils.data.IterableDataset):
 
     ``num_workers``: the number of DataLoader workers to expect, used only by ``len()`` (the
     sharding itself always follows ``get_worker_info()``).
+
+    ``normalize={variable: (mean, std)}``: ``(v - mean) / std`` per channel of x, and of y by
+    the target channels' variables (channels of other variables are left as they are). The
+    result is float32 (float64 stays float64); with ``device="cuda"`` it is computed on the GPU
+    after the transfer.
+
+    ``packed`` (None: auto, True, False): when every x (and y) channel variable is CF-packed
+    (integers in the store with ``scale_factor``/``add_offset``, one stored dtype), the batches
+    are assembled from the stored integers and unpacked (``v * scale + offset``, ``_FillValue``
+    and ``missing_value`` -> NaN) together with the normalisation: on the GPU after the
+    transfer with ``device="cuda"`` (packed int16 crosses PCIe at half the bytes of float32;
+    lazycube's CUDA kernel when ``lazycube._core.cuda_device_count() > 0``, else torch ops), on
+    the CPU otherwise. x (and y) are float32, equal within float rounding to the decoded values
+    normalised. Auto mode uses it only when it applies (a URL or a dataset that can be
+    reopened undecoded, ``dtype`` unset or float32, no NaN ``filter``); ``packed=True`` raises
+    ValueError naming the variable or option that prevents it; ``packed=False`` reads decoded
+    values. ``packed_dtype`` tells which stored dtype the batches carry (None: decoded).
     """
 
-    def __init__(self, source, *, device=None, return_window_ids=False, num_workers=None, **kwargs):
+    def __init__(self, source, *, device=None, return_window_ids=False, num_workers=None,
+                 normalize=None, packed=None, **kwargs):
         super().__init__()
         open_kwargs = {k: kwargs.pop(k) for k in _OPEN_KEYS if k in kwargs}
         if "worker" in kwargs:
@@ -387,7 +546,70 @@ class BatchDataset(torch.utils.data.IterableDataset):
         self._gens = {}  # (pid, shard) -> _core.BatchGenerator of this process
         self._lens = {}
         # Builds this process's generator now: bad arguments fail here, not in a worker.
+        config = self._generator().state()["config"]
+        x_vars = list(config["variables"])
+        y_vars = list(config.get("target_variables") or [])
+        self._has_target = bool(y_vars)
+        norm = _normalize_arg(normalize, x_vars + y_vars)
+        plan = self._packed_plan(packed, x_vars, y_vars, is_generator, url, opts, gkw, core_ds)
+        packing = None
+        self.packed_dtype = None
+        if plan is not None:  # the generator delivers the stored integers from now on
+            self._recipe, packing, self.packed_dtype = plan
+            self._gens = {}
+        self._x_transforms = self._y_transforms = None
+        if norm or packing is not None:
+            self._x_transforms = _channel_transforms(x_vars, norm, packing)
+            if y_vars:
+                self._y_transforms = _channel_transforms(y_vars, norm, packing)
         self._recipe.fork_cache_bytes = int(self._generator().cache_stats()["budget_bytes"])
+
+    def _packed_plan(self, packed, x_vars, y_vars, is_generator, url, opts, gkw, core_ds):
+        """(recipe of a generator over the undecoded dataset, {variable: packing}, stored dtype)
+        when the batches can travel packed, else None (ValueError with packed=True)."""
+        if packed is not None and not isinstance(packed, bool):
+            raise TypeError("packed must be None, True or False, got %r" % (packed,))
+        if packed is False:
+            return None
+
+        def refuse(why):
+            if packed:
+                raise ValueError("packed=True: " + why)
+            return None
+
+        if is_generator:
+            return refuse("BatchDataset(generator) yields that generator's batches as they are; "
+                          "build the BatchDataset from a URL or Dataset instead")
+        if not opts.get("decode_cf", True):
+            return refuse("needs decode_cf=True (the CF attributes say how to unpack)")
+        dtype = gkw.get("dtype")
+        if dtype is not None and numpy.dtype(dtype) != numpy.float32:
+            return refuse("packed batches are float32, but dtype=%s was asked" % numpy.dtype(dtype))
+        if gkw.get("filter_variable") is not None or gkw.get("max_nan_fraction") is not None:
+            return refuse("the NaN filter needs decoded values (drop filter_variable/max_nan_fraction)")
+        ds = self._recipe.dataset()
+        packing, stored = {}, None
+        for name in dict.fromkeys(x_vars + y_vars):
+            params, info = _packing(ds[name])
+            if params is None:
+                return refuse("variable %r %s" % (name, info))
+            if stored is not None and info != stored:
+                return refuse("variable %r is stored as %s, the others as %s: packed channels need "
+                              "one stored dtype" % (name, info, stored))
+            packing[name], stored = params, info
+        if url is None:
+            return refuse("the dataset's URL is unknown, so it cannot be reopened undecoded "
+                          "(build the BatchDataset from a URL)")
+        raw_opts = dict(opts, decode_cf=False)
+        raw = _open(url, raw_opts)
+        if core_ds is not None and list(raw.dims) != list(core_ds.dims):
+            return refuse("the dataset is a selection of %s, which cannot be reopened undecoded "
+                          "(build the BatchDataset from the URL)" % url)
+        raw_gkw = {k: v for k, v in gkw.items() if k != "dtype"}
+        raw_gkw["variables"] = list(x_vars)
+        if y_vars:
+            raw_gkw["target_variables"] = list(y_vars)
+        return _Recipe(url, raw_opts, raw_gkw, raw), packing, stored
 
     # pickling for spawn/forkserver workers: the recipe and the shared epoch, no C++ objects
     def __getstate__(self):
@@ -487,18 +709,24 @@ class BatchDataset(torch.utils.data.IterableDataset):
         return self._lens[key]
 
     # iteration
-    def tensors(self, batch):
-        """The item for a lazycube Batch: tensors over its buffers (no copy), as iteration
-        yields them."""
-        x = _from_numpy(batch.arrays[0].numpy())
-        out = [x]
+    def tensors(self, batch, transform=True):
+        """The item for a lazycube Batch as iteration yields it on the CPU: tensors over its
+        buffers (no copy), or unpacked/normalised float tensors with `normalize`/`packed`
+        (transform=False: the batch's own values, e.g. stored integers)."""
+        def one(array, transforms):
+            a = array.numpy()
+            if transform and transforms is not None:
+                return _transform_numpy(a, transforms)
+            return _from_numpy(a)
+
+        out = [one(batch.arrays[0], self._x_transforms)]
         if batch.target is not None:
-            out.append(_from_numpy(batch.target.numpy()))
+            out.append(one(batch.target, self._y_transforms))
         if self.return_window_ids:
             out.append(torch.tensor(list(batch.window_ids), dtype=torch.int64))
         return out[0] if len(out) == 1 else tuple(out)
 
-    def _batches(self):
+    def _batches(self, transform=True):
         if self._pending_restore is not None and torch.utils.data.get_worker_info() is not None:
             raise RuntimeError("BatchDataset.restore() resumes single-process iteration; iterate "
                                "with num_workers=0 (one state per distributed rank)")
@@ -512,7 +740,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
             batch = gen.next()
             if batch is None:
                 return
-            yield self.tensors(batch)
+            yield self.tensors(batch, transform)
 
     def __iter__(self):
         if self.device is None or self.device.type != "cuda":
@@ -525,17 +753,25 @@ class BatchDataset(torch.utils.data.IterableDataset):
     def _cuda_batches(self):
         stream = torch.cuda.Stream(device=self.device)
 
+        # x (and y) cross as the batch holds them (stored integers when packed) and are
+        # unpacked/normalised on the GPU, on the side stream, after the copy.
+        transforms = [self._x_transforms] + ([self._y_transforms] if self._has_target else [])
+
         def launch(item):
             parts = item if isinstance(item, tuple) else (item,)
             pinned = [p.pin_memory() for p in parts]
             with torch.cuda.stream(stream):
-                moved = tuple(p.to(self.device, non_blocking=True) for p in pinned)
+                moved = [p.to(self.device, non_blocking=True) for p in pinned]
+                for k, tr in enumerate(transforms):
+                    if tr is not None:
+                        moved[k] = _transform_cuda(moved[k], tr, stream)
+                moved = tuple(moved)
                 event = torch.cuda.Event()
                 event.record(stream)
             return moved, pinned, event
 
         pending = None
-        for item in self._batches():
+        for item in self._batches(transform=False):
             nxt = launch(item)  # copies batch k+1 while the consumer works on batch k
             if pending is not None:
                 yield self._finish(pending)
@@ -566,11 +802,13 @@ class WindowDataset(torch.utils.data.Dataset):
     first use; items share the C++ buffer of their one-window batch (no copy). With
     ``return_window_ids=True`` an item gains a last element, the window's grid number as a
     0-dim int64 tensor. Further keyword arguments go to the generator (e.g. ``decode_cf``,
-    ``storage_options`` to the open).
+    ``storage_options`` to the open). ``normalize={variable: (mean, std)}`` normalises the
+    channels of x and y per variable on the CPU, as in ``BatchDataset`` (float32 items).
     """
 
     def __init__(self, source, input_dims, variables=None, target=None, input_overlap=None,
-                 dtype=None, cache_bytes=None, *, return_window_ids=False, **kwargs):
+                 dtype=None, cache_bytes=None, *, return_window_ids=False, normalize=None,
+                 **kwargs):
         self.return_window_ids = bool(return_window_ids)
         open_kwargs = {k: kwargs.pop(k) for k in _OPEN_KEYS if k in kwargs}
         gkw = {"input_dims": dict(input_dims), "batch_size": 1, "shuffle": "none", "prefetch": 0}
@@ -592,6 +830,12 @@ class WindowDataset(torch.utils.data.Dataset):
         gen = self._generator()
         self._len = len(gen)
         self._recipe.fork_cache_bytes = int(gen.cache_stats()["budget_bytes"])
+        config = gen.state()["config"]
+        x_vars = list(config["variables"])
+        y_vars = list(config.get("target_variables") or [])
+        norm = _normalize_arg(normalize, x_vars + y_vars)
+        self._x_transforms = _channel_transforms(x_vars, norm, None) if norm else None
+        self._y_transforms = _channel_transforms(y_vars, norm, None) if norm and y_vars else None
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -622,10 +866,15 @@ class WindowDataset(torch.utils.data.Dataset):
         return self._generator()
 
     def tensors(self, batch):
-        """The item for a one-window lazycube Batch: views of its buffers (no copy)."""
-        out = [_from_numpy(batch.arrays[0].numpy())[0]]
+        """The item for a one-window lazycube Batch: views of its buffers (no copy), or
+        normalised copies with `normalize`."""
+        def one(array, transforms):
+            a = array.numpy()
+            return (_from_numpy(a) if transforms is None else _transform_numpy(a, transforms))[0]
+
+        out = [one(batch.arrays[0], self._x_transforms)]
         if batch.target is not None:
-            out.append(_from_numpy(batch.target.numpy())[0])
+            out.append(one(batch.target, self._y_transforms))
         if self.return_window_ids:
             out.append(torch.tensor(batch.window_ids[0], dtype=torch.int64))
         return out[0] if len(out) == 1 else tuple(out)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "lazycube/adapters/cuda.hpp"
 #include "lazycube/batch/batch_generator.hpp"
 #include "lazycube/error.hpp"
 
@@ -67,7 +68,7 @@ std::unique_ptr<BatchGenerator> make_generator(
     const py::object& target_offset, const py::object& filter_variable,
     const py::object& max_nan_fraction, const py::object& shuffle, std::uint64_t seed,
     std::uint32_t rank, std::uint32_t world_size, std::uint32_t worker, std::uint32_t num_workers,
-    std::size_t prefetch, const py::object& cache_bytes, bool /*pinned: reserved*/) {
+    std::size_t prefetch, const py::object& cache_bytes, bool pinned) {
   BatchOptions o;
   o.input_dims = to_dim_sizes(input_dims, "input_dims");
   if (!input_overlap.is_none()) {
@@ -112,6 +113,8 @@ std::unique_ptr<BatchGenerator> make_generator(
     if (budget < 0) throw UsageError("cache_bytes must not be negative");
     o.cache = std::make_shared<ChunkCache>(static_cast<std::uint64_t>(budget));
   }
+  // Page-locked batch buffers for fast host-to-GPU copies (UsageError without a usable device).
+  if (pinned) o.allocator = cuda::pinned_allocator();
   py::gil_scoped_release release;
   return std::make_unique<BatchGenerator>(dataset, std::move(o));
 }

@@ -14,6 +14,7 @@
 namespace lazycube::python {
 
 void bind_batch(py::module_& m);  // batch.cpp
+void bind_cuda(py::module_& m);   // cuda.cpp
 
 namespace {
 
@@ -196,4 +197,5 @@ PYBIND11_MODULE(_core, m) {
       });
 
   bind_batch(m);
+  bind_cuda(m);
 }

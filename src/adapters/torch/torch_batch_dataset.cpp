@@ -12,26 +12,13 @@
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
 
-#ifdef LAZYCUBE_TORCH_WITH_CUDA
 #include "lazycube/adapters/cuda.hpp"
-#endif
 
 namespace lazycube::torch {
 
 namespace {
 
 constexpr const char* kStateKey = "lazycube_batch_state";
-
-// pin_memory: the allocator of page-locked buffers. The one place that depends on whether
-// lazycube was built with CUDA (lazycube_cuda, CMake defines LAZYCUBE_TORCH_WITH_CUDA).
-batch::BatchAllocator pinned_allocator() {
-#ifdef LAZYCUBE_TORCH_WITH_CUDA
-  return lazycube::cuda::pinned_allocator();
-#else
-  throw UsageError("BatchDatasetOptions::pin_memory: pinned memory needs lazycube built with CUDA "
-                   "(this build has no lazycube_cuda)");
-#endif
-}
 
 batch::BatchOptions with_torch_options(batch::BatchOptions options, const BatchDatasetOptions& torch_options) {
   if (options.batch_size == 0)
@@ -41,7 +28,7 @@ batch::BatchOptions with_torch_options(batch::BatchOptions options, const BatchD
   if (torch_options.pin_memory) {
     if (options.allocator)
       throw UsageError("BatchDatasetOptions::pin_memory and BatchOptions::allocator are both set: choose one");
-    options.allocator = pinned_allocator();
+    options.allocator = lazycube::cuda::pinned_allocator();
   }
   return options;
 }
