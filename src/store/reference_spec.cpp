@@ -363,18 +363,24 @@ ReferenceSet parse_reference_set(std::string_view json, const std::string& where
 }
 
 bool is_reference_set(std::string_view json) {
-  simdjson::dom::parser parser;
+  // On-demand parsing: only the top-level keys up to the first telling one are looked at, so
+  // detecting a reference set of hundreds of MB costs little.
+  simdjson::ondemand::parser parser;
   const simdjson::padded_string text(json);
-  element root;
-  if (parser.parse(text).get(root) != simdjson::SUCCESS) return false;
-  simdjson::dom::object obj;
-  if (root.get(obj) != simdjson::SUCCESS) return false;
-  element refs;
-  if (obj["refs"].get(refs) == simdjson::SUCCESS) return refs.is_object();
-  for (auto [key, value] : obj) {
-    if (key == ".zgroup" || key == ".zattrs" || key == ".zarray") return true;
-    // "group/.zarray" style keys of a v0 map
-    if (key.size() > 7 && (key.ends_with("/.zgroup") || key.ends_with("/.zarray"))) return true;
+  simdjson::ondemand::document doc;
+  if (parser.iterate(text).get(doc) != simdjson::SUCCESS) return false;
+  simdjson::ondemand::object obj;
+  if (doc.get_object().get(obj) != simdjson::SUCCESS) return false;
+  for (auto field : obj) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) return false;
+    if (key == "refs") {
+      simdjson::ondemand::json_type type;
+      return field.value().type().get(type) == simdjson::SUCCESS && type == simdjson::ondemand::json_type::object;
+    }
+    if (key == ".zgroup" || key == ".zattrs" || key == ".zarray" || key.ends_with("/.zgroup") ||
+        key.ends_with("/.zarray"))
+      return true;
   }
   return false;
 }

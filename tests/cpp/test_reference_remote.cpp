@@ -67,7 +67,8 @@ TEST(ReferenceHttp, ReadsThroughNginxWithCoalescedRequests) {
     const Location loc = open_location(url, options);
     EXPECT_TRUE(loc.store->prefers_batches());
     const Dataset ds = open(loc);
-    auto v = ds["x"].read_raw().values<float>();
+    const NDArray a = ds["x"].read_raw();
+    auto v = a.values<float>();
     EXPECT_EQ(std::vector<float>(v.begin(), v.end()), x);
     return loc.store->stats().requests;
   };

@@ -56,7 +56,7 @@ def make_nc(path):
         counts[:] = np.arange(40, dtype="i4").reshape(5, 8) - 20
         flags = nc.createVariable("flags", "u1", ("lon",))
         flags[:] = np.arange(8, dtype="u1") * 30
-        big = nc.createVariable("big", "f8", ("lat", "lon"), endian="big", chunksizes=(5, 4), shuffle=True, zlib=True)
+        big = nc.createVariable("big", ">f8", ("lat", "lon"), endian="big", chunksizes=(5, 4), shuffle=True, zlib=True)
         big[:] = rng.standard_normal((5, 8))
         bnds = nc.createVariable("lat_bnds", "f4", ("lat", "nv"))
         bnds[:] = np.stack([np.linspace(-45, 35, 5), np.linspace(-35, 45, 5)], axis=1)
