@@ -116,10 +116,12 @@ Location open_location(std::string_view url, const StoreOptions& options) {
       if (json && refs::is_reference_set(*json)) return {refs::make_reference_store_from_json(*json, path, options), ""};
     }
   }
-  if (path.rfind("s3://", 0) == 0 || path.rfind("gs://", 0) == 0) return open_object_store_url(url, options);
+  // allowed_prefixes only matters to reference sets; other stores ignore it.
+  const StoreOptions plain = refs::without_reference_options(options);
+  if (path.rfind("s3://", 0) == 0 || path.rfind("gs://", 0) == 0) return open_object_store_url(url, plain);
   if (path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0) {
     while (path.size() > 8 && path.back() == '/') path.pop_back();
-    return {make_http_store(path, options), ""};
+    return {make_http_store(path, plain), ""};
   }
   // Local paths take no storage options; they are ignored (like fsspec's local filesystem).
   if (path.rfind("file://", 0) == 0) path = path.substr(7);

@@ -23,9 +23,9 @@ struct OpenTarget {
   std::string key;
 };
 
-std::string join_path(const std::vector<std::string>& parts, std::size_t from, std::size_t to) {
+std::string join_path(const std::vector<std::string>& parts) {
   std::string out;
-  for (std::size_t i = from; i < to; ++i) out += (out.empty() ? "" : "/") + parts[i];
+  for (const auto& p : parts) out += (out.empty() ? "" : "/") + p;
   return out;
 }
 
@@ -39,6 +39,8 @@ class ReferenceStore final : public Store {
         policy_(std::move(policy)),
         target_options_(std::move(target_options)),
         resolved_(set_.targets.size()) {
+    // Network targets (remote URLs, or relative ones beside a remote reference file) make
+    // batched reads worthwhile.
     for (const auto& t : set_.targets) {
       const bool remote = t.find("://") != std::string::npos && t.rfind("file://", 0) != 0;
       remote_ = remote_ || remote || (!base_dir_.is_local() && t.find("://") == std::string::npos && t.front() != '/');
@@ -174,15 +176,12 @@ class ReferenceStore final : public Store {
     const std::string what = "key '" + std::string(key) + "'";
     const TargetUrl t = policy_.check(resolve_target(set_.targets[index], base_dir_, what), key);
     std::string root, object;
-    if (t.is_local()) {
+    if (t.is_local()) {  // one file store per directory
       root = t.parent().str();
       object = t.path.empty() ? "" : t.path.back();
-    } else if (t.scheme == "http" || t.scheme == "https") {
+    } else {  // one store per host or bucket: keys are whole paths
       root = t.scheme + "://" + t.authority;
-      object = join_path(t.path, 0, t.path.size());
-    } else {
-      root = t.scheme + "://" + t.authority;
-      object = join_path(t.path, 0, t.path.size());
+      object = join_path(t.path);
     }
     if (object.empty()) throw StoreError("kerchunk reference " + what + ": target '" + t.str() + "' names no file");
     auto& store = stores_[root];

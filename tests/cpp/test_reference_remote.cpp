@@ -62,6 +62,9 @@ TEST(ReferenceHttp, ReadsThroughNginxWithCoalescedRequests) {
   const std::string url = server.url() + "/cube/refs.json";
   EXPECT_EQ(read_x(url, {}), x);
   EXPECT_EQ(read_x("reference://" + url, {{"retries", "2"}}), x);  // options reach the targets
+  // Stores that are not reference sets ignore allowed_prefixes (an HTTP store would refuse an
+  // unknown option).
+  EXPECT_NO_THROW(open_location(server.url() + "/cube", {{"allowed_prefixes", "/x"}}));
 
   auto requests = [&](const StoreOptions& options) {
     const Location loc = open_location(url, options);
