@@ -24,6 +24,7 @@ APT_PACKAGES=(
   pybind11-dev python3-pybind11 python3-setuptools python3-pip python3-wheel
   python3-torch libtorch-dev python3-tqdm
   libcurl4-openssl-dev nginx libnginx-mod-http-lua
+  libsimdjson-dev libhdf5-dev
 )
 
 # Debian's interpreter: it is the one with numpy/zarr/pytest (the PATH python3 may be another).

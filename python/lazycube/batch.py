@@ -26,6 +26,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from . import _core
+from ._options import normalize_storage_options
 
 __all__ = ["BatchGenerator", "Batch"]
 
@@ -80,7 +81,7 @@ def _resolve(ds, storage_options):
     url or None)."""
     if isinstance(ds, (str, os.PathLike)):
         url = os.fspath(ds)
-        return _core.open(url, storage_options=storage_options), None, None, url
+        return _core.open(url, storage_options=normalize_storage_options(storage_options)), None, None, url
     if isinstance(ds, _core.Dataset):
         return ds, None, None, None
     core = getattr(ds, "_core", None)

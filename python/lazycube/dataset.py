@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _core
+from ._options import normalize_storage_options
 
 __all__ = ["open_dataset", "Dataset", "Variable"]
 
@@ -224,14 +225,11 @@ class Dataset:
 
 
 def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None):
-    """Opens a Zarr v2/v3 store or a NetCDF/HDF5/GRIB file (local path, file://, http(s)://,
-    s3://, gs://) lazily: only metadata is read. ``storage_options`` are fsspec-style string
-    options for the cloud stores (credentials, endpoint_url, ...). ``engine``: None (auto:
-    "gdal" for .nc/.nc4/.cdf/.h5/.hdf5/.he5/.grib/.grib2/.grb/.grb2 or a local file with such a
+    """Opens a Zarr v2/v3 store, a kerchunk reference set or a NetCDF/HDF5/GRIB file (local
+    path, file://, http(s)://, s3://, gs://, reference://) lazily: only metadata is read.
+    ``storage_options`` are fsspec-style options for the cloud stores (credentials,
+    endpoint_url, ...; ``allowed_prefixes`` for reference sets). ``engine``: None (auto: "gdal"
+    for .nc/.nc4/.cdf/.h5/.hdf5/.he5/.grib/.grib2/.grb/.grb2 or a local file with such a
     signature, else "zarr"), "zarr" or "gdal"."""
-    if storage_options is not None:
-        storage_options = {str(k): v if isinstance(v, str) else str(v).lower()
-                           if isinstance(v, bool) else str(v)
-                           for k, v in storage_options.items()}
-    return Dataset(_core.open(str(url), storage_options, decode_cf=decode_cf,
+    return Dataset(_core.open(str(url), normalize_storage_options(storage_options), decode_cf=decode_cf,
                               consolidated=consolidated, engine=engine))

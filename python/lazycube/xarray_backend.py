@@ -24,6 +24,7 @@ from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
 from . import _core
+from ._options import normalize_storage_options
 
 __all__ = [
     "LazycubeBackendArray",
@@ -242,7 +243,7 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
             raise ValueError(
                 "engine='lazycube' decodes CF conventions all-or-nothing: pass decode_cf=False "
                 "(or both mask_and_scale=False and decode_times=False) for raw values")
-        core = _core.open(url, storage_options=storage_options, decode_cf=decode,
+        core = _core.open(url, storage_options=normalize_storage_options(storage_options), decode_cf=decode,
                           consolidated=consolidated)
         token = _register_source(url, storage_options, decode)
         ds = to_xarray(core, drop_variables=drop_variables,
@@ -275,7 +276,7 @@ def _reopened_backend(var: xr.DataArray):
         core = _REOPENED.get(token)
     if core is None:
         url, storage_options, decode = _SOURCES[token]
-        core = _core.open(url, storage_options=storage_options or None, decode_cf=decode)
+        core = _core.open(url, storage_options=normalize_storage_options(storage_options or None), decode_cf=decode)
         with _SOURCE_LOCK:
             _REOPENED[token] = core
     name = var.name

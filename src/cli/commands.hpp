@@ -58,6 +58,13 @@ struct BenchArgs {
 };
 int run_bench(const BenchArgs& args);
 
+struct RefsArgs {
+  std::string file;    // NetCDF4/HDF5 file
+  std::string output;  // the kerchunk JSON to write
+  std::string target;  // URL/path written into the refs; empty: relative to the output's directory
+};
+int run_refs(const RefsArgs& args);
+
 // Storage options from "KEY=VALUE" texts; UsageProblem on a text without '=' or a repeated key.
 StoreOptions parse_storage_options(const std::vector<std::string>& texts);
 

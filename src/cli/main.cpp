@@ -80,6 +80,15 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 
+  RefsArgs refs;
+  auto* refs_cmd = app.add_subcommand(
+      "refs", "Write kerchunk references (JSON) for a NetCDF4/HDF5 file: read it as Zarr with no conversion");
+  refs_cmd->add_option("FILE", refs.file, "NetCDF4/HDF5 file")->required();
+  refs_cmd->add_option("-o,--output", refs.output, "Output .json path")->required();
+  refs_cmd->add_option("--target", refs.target,
+                       "Path or URL of FILE written into the references (default: FILE relative to the output's "
+                       "directory, or absolute when it lies elsewhere)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -93,6 +102,7 @@ int main(int argc, char** argv) {
   try {
     if (*info_cmd) return run_info(info);
     if (*bench_cmd) return run_bench(bench);
+    if (*refs_cmd) return run_refs(refs);
     read.isel = isel;
     return run_read(read);
   } catch (const UsageProblem& e) {

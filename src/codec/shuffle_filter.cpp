@@ -1,5 +1,7 @@
-// numcodecs Shuffle: byte k of every element is stored together (all first bytes, then all
-// second bytes, ...), elementsize bytes per element.
+// numcodecs Shuffle / HDF5's shuffle filter: byte k of every element is stored together (all
+// first bytes, then all second bytes, ...), elementsize bytes per element. Like HDF5, trailing
+// bytes that make no whole element are kept as they are at the end (HDF5 pipelines that run
+// fletcher32 before shuffle append a 4-byte checksum to 8-byte elements).
 #include "codec_factories.hpp"
 #include "codec_util.hpp"
 
@@ -14,23 +16,23 @@ class ShuffleFilter final : public BytesToBytesCodec {
   std::string name() const override { return name_; }
 
   ByteView decode(ByteView in, Buffer& scratch, const DecodeLimits& limits) const override {
-    check_length(in.size());
     check_claim(name_, in.size(), limits);
     if (elementsize_ <= 1) return in;
     scratch.resize(in.size());
     const std::size_t count = in.size() / elementsize_;
     for (std::size_t b = 0; b < elementsize_; ++b)
       for (std::size_t i = 0; i < count; ++i) scratch.data()[i * elementsize_ + b] = in[b * count + i];
+    copy_tail(in, scratch.data(), count);
     return scratch.view();
   }
 
   Buffer encode(ByteView in) const override {
-    check_length(in.size());
     if (elementsize_ <= 1) return Buffer::copy_of(in);
     Buffer out(in.size());
     const std::size_t count = in.size() / elementsize_;
     for (std::size_t b = 0; b < elementsize_; ++b)
       for (std::size_t i = 0; i < count; ++i) out.data()[b * count + i] = in[i * elementsize_ + b];
+    copy_tail(in, out.data(), count);
     return out;
   }
 
@@ -39,10 +41,9 @@ class ShuffleFilter final : public BytesToBytesCodec {
   }
 
  private:
-  void check_length(std::size_t size) const {
-    if (elementsize_ > 1 && size % elementsize_ != 0)
-      fail(name_ + ": input of " + std::to_string(size) +
-           " bytes is not a multiple of elementsize " + std::to_string(elementsize_));
+  // The bytes after the last whole element, copied unchanged.
+  void copy_tail(ByteView in, std::byte* out, std::size_t count) const {
+    for (std::size_t i = count * elementsize_; i < in.size(); ++i) out[i] = in[i];
   }
 
   std::string name_;

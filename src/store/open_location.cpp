@@ -1,13 +1,21 @@
-// URL → (store, node path). Local paths, file:// and http(s)://; the cloud schemes plug in here.
+// URL → (store, node path). Local paths, file://, http(s)://, s3://, gs:// and kerchunk
+// reference sets (reference://URL, or a .json file whose content is one).
 #include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
 
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
 #include "object_store.hpp"
+#include "reference_spec.hpp"
+#include "reference_store.hpp"
 
 namespace lazycube {
 
 namespace {
+
+constexpr std::string_view kReferenceScheme = "reference://";
 
 // s3://bucket/prefix and gs://bucket/prefix: the prefix becomes the store root.
 Location open_object_store_url(std::string_view url, const StoreOptions& options) {
@@ -23,21 +31,105 @@ Location open_object_store_url(std::string_view url, const StoreOptions& options
   return {cloud::make_gcs_store(bucket, prefix, options), ""};
 }
 
+// The local path of a plain path or file:// URL; nullopt for remote URLs.
+std::optional<std::string> local_path_of(std::string_view url) {
+  if (url.rfind("file://", 0) == 0) return std::string(url.substr(7));
+  if (url.find("://") == std::string_view::npos) return std::string(url);
+  return std::nullopt;
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string read_local_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw StoreError("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The whole object at a remote `url` (its parent opened as a store); nullopt when missing.
+std::optional<std::string> read_remote_object(const std::string& url, const StoreOptions& options) {
+  const auto slash = url.rfind('/');
+  if (slash == std::string::npos || slash < url.find("://") + 3) return std::nullopt;
+  const Location parent = open_location(url.substr(0, slash), options);
+  auto bytes = parent.store->get(url.substr(slash + 1));
+  if (!bytes) return std::nullopt;
+  return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+}
+
+// kerchunk's parquet layout: a directory with .zmetadata holding "record_size".
+bool is_parquet_references(const std::string& url, const StoreOptions& options) {
+  std::optional<std::string> meta;
+  if (auto local = local_path_of(url)) {
+    if (is_regular_file(*local + "/.zmetadata")) meta = read_local_file(*local + "/.zmetadata");
+  } else {
+    try {
+      meta = read_remote_object(url + "/.zmetadata", options);
+    } catch (const StoreError&) {
+    }
+  }
+  return meta && meta->find("\"record_size\"") != std::string::npos;
+}
+
+Location open_reference_url(std::string_view url, const StoreOptions& options) {
+  std::string target(url.substr(kReferenceScheme.size()));
+  if (target.empty()) throw NotFound("reference:// needs the path or URL of a kerchunk JSON file");
+  const StoreOptions plain = refs::without_reference_options(options);
+  std::optional<std::string> json;
+  if (auto local = local_path_of(target)) {
+    if (is_regular_file(*local)) json = read_local_file(*local);
+  } else {
+    json = read_remote_object(target, plain);
+  }
+  if (!json) {
+    if (is_parquet_references(target, plain))
+      throw StoreError("parquet references are not supported in this build ('" + target +
+                       "'; Debian 12 has no parquet reader library for C++): write the references as JSON instead");
+    throw NotFound("no kerchunk reference file at '" + target + "'");
+  }
+  return {refs::make_reference_store_from_json(*json, target, options), ""};
+}
+
 }  // namespace
 
 Location open_location(std::string_view url, const StoreOptions& options) {
   std::string path(url);
-  if (path.rfind("s3://", 0) == 0 || path.rfind("gs://", 0) == 0) return open_object_store_url(url, options);
+  if (path.rfind(kReferenceScheme, 0) == 0) return open_reference_url(url, options);
+  // A .json file or object holding a kerchunk reference set opens as a reference store.
+  if (path.size() > 5 && path.ends_with(".json")) {
+    if (auto local = local_path_of(path); local && is_regular_file(*local)) {
+      std::string json = read_local_file(*local);
+      if (!refs::is_reference_set(json))
+        throw NotFound(*local + " is a JSON file, not a kerchunk reference set or a Zarr store directory");
+      return {refs::make_reference_store_from_json(json, path, options), ""};
+    }
+    if (!local_path_of(path)) {
+      std::optional<std::string> json;
+      try {
+        json = read_remote_object(path, refs::without_reference_options(options));
+      } catch (const NotFound&) {
+      }
+      if (json && refs::is_reference_set(*json)) return {refs::make_reference_store_from_json(*json, path, options), ""};
+    }
+  }
+  // allowed_prefixes only matters to reference sets; other stores ignore it.
+  const StoreOptions plain = refs::without_reference_options(options);
+  if (path.rfind("s3://", 0) == 0 || path.rfind("gs://", 0) == 0) return open_object_store_url(url, plain);
   if (path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0) {
     while (path.size() > 8 && path.back() == '/') path.pop_back();
-    return {make_http_store(path, options), ""};
+    return {make_http_store(path, plain), ""};
   }
   // Local paths take no storage options; they are ignored (like fsspec's local filesystem).
   if (path.rfind("file://", 0) == 0) path = path.substr(7);
   auto scheme_end = path.find("://");
   if (scheme_end != std::string::npos)
     throw StoreError("unsupported URL scheme '" + path.substr(0, scheme_end) + "' in '" +
-                     std::string(url) + "' (this build reads local paths, file://, http(s)://, s3:// and gs:// URLs)");
+                     std::string(url) +
+                     "' (this build reads local paths, file://, http(s)://, s3://, gs:// and reference:// URLs)");
   if (path.empty()) throw NotFound("empty path");
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   struct stat st {};

@@ -117,8 +117,10 @@ struct Location {
   std::string path;  // node path inside the store, "" for the root
 };
 
-// Opens a URL (plain path or file://; the cloud schemes are added by the store layer) as the
-// store root. Throws NotFound when a local path does not exist.
+// Opens a URL (plain path, file://, http(s)://, s3://, gs://) as the store root. Kerchunk
+// reference sets open as a reference store: reference://PATH_OR_URL, or a URL ending in .json
+// whose content is a reference set; option allowed_prefixes widens the targets they may read
+// (see README "kerchunk references"). Throws NotFound when a local path does not exist.
 Location open_location(std::string_view url, const StoreOptions& options = {});
 
 }  // namespace lazycube
