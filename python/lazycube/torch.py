@@ -476,8 +476,10 @@ class BatchDataset(torch.utils.data.IterableDataset):
     Items: ``x`` with dims ``(sample, channel, window dims...)``, or ``(x, y)`` when a target
     is set, plus a last element of window ids with ``return_window_ids=True``.
 
-    ``device="cuda"``: batches are copied to pinned host memory and on to the GPU with
-    ``non_blocking=True`` on a side stream, one batch ahead of the consumer. Use it with
+    ``device="cuda"``: batches are assembled in pinned host memory (lazycube's pooled
+    page-locked buffers when its CUDA runtime sees the device; otherwise torch pins a copy)
+    and copied on to the GPU with ``non_blocking=True`` on a side stream, one batch ahead of
+    the consumer. Use it with
     ``num_workers=0`` (or iterate the dataset directly); without CUDA it raises RuntimeError.
 
     ``num_workers``: the number of DataLoader workers to expect, used only by ``len()`` (the
@@ -653,9 +655,20 @@ class BatchDataset(torch.utils.data.IterableDataset):
                     and (rank, world) == tuple(w.state()["config"]["shard"][:2])):
                 gen = w
             else:
-                gen = self._recipe.generator(rank=rank, world_size=world, worker=worker, num_workers=nworkers)
+                extra = {}
+                if self._assemble_pinned():
+                    extra["pinned"] = True  # batches land in page-locked memory: no pin copy
+                gen = self._recipe.generator(rank=rank, world_size=world, worker=worker, num_workers=nworkers,
+                                             **extra)
             self._gens[key] = gen  # entries of a parent process stay (see _FOREIGN)
         return gen
+
+    def _assemble_pinned(self):
+        """device="cuda" with lazycube's CUDA runtime able to see a device: the generator
+        assembles batches straight into pinned buffers (pooled); otherwise each batch is
+        copied into pinned memory by torch before the transfer."""
+        return (self.device is not None and self.device.type == "cuda"
+                and torch.utils.data.get_worker_info() is None and _core.cuda_device_count() > 0)
 
     # epochs and state
     @property
@@ -759,7 +772,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
 
         def launch(item):
             parts = item if isinstance(item, tuple) else (item,)
-            pinned = [p.pin_memory() for p in parts]
+            pinned = [p if p.is_pinned() else p.pin_memory() for p in parts]
             with torch.cuda.stream(stream):
                 moved = [p.to(self.device, non_blocking=True) for p in pinned]
                 for k, tr in enumerate(transforms):
@@ -781,6 +794,10 @@ class BatchDataset(torch.utils.data.IterableDataset):
 
     def _finish(self, pending):
         moved, _pinned, event = pending
+        # The host buffers go back to their pool when `pending` is dropped (lazycube's pinned
+        # pool reuses them at once, unlike torch's caching host allocator, which tracks
+        # streams): wait for this batch's copy, launched one batch earlier, before that.
+        event.synchronize()
         current = torch.cuda.current_stream(self.device)
         current.wait_event(event)
         for t in moved:

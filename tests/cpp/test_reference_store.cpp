@@ -115,7 +115,7 @@ TEST(ReferenceStore, TruncatedOrMissingTargetsAreErrors) {
   EXPECT_NE(refused((dir.path() / "short.json").string()).find("shorter than the reference says"), std::string::npos);
   write_file(dir.path() / "missing.json", refs_to("nope.bin").dump());
   const std::string m = refused((dir.path() / "missing.json").string());
-  EXPECT_NE(m.find("key 'x/0'"), std::string::npos) << m;
+  EXPECT_NE(m.find("key 'x/"), std::string::npos) << m;
   EXPECT_NE(m.find("nope.bin"), std::string::npos) << m;
   // A .json file that is no reference set, and parquet references, say so.
   write_file(dir.path() / "plain.json", R"({"a": 1})");
@@ -144,7 +144,8 @@ TEST(ReferenceSecurity, LocalTargetsOutsideTheDirectoryAreRefused) {
   auto expect_refused = [&](const std::string& url, const std::string& target_text, const StoreOptions& o = {}) {
     const std::string m = refused(url, o);
     EXPECT_NE(m.find("refused"), std::string::npos) << m;
-    EXPECT_NE(m.find("key 'x/0'"), std::string::npos) << m;
+    // Both chunks are read in parallel: either key may be the one reported.
+    EXPECT_NE(m.find("key 'x/"), std::string::npos) << m;
     EXPECT_NE(m.find(target_text), std::string::npos) << m;
     EXPECT_NE(m.find("allowed prefixes: " + a.string()), std::string::npos) << m;
   };

@@ -66,9 +66,10 @@ void unpack_normalize_device(const void* device_in, const DataType& in_dtype, fl
                              const BatchShape& shape, std::span<const ChannelTransform> channels,
                              void* stream);
 
-// Pinned host memory for BatchOptions::allocator: each buffer is allocated with
-// cudaHostAlloc (portable) and freed with cudaFreeHost. Throws UsageError (with
-// unavailable_reason()) when no device is usable.
+// Pinned host memory for BatchOptions::allocator: buffers come from cudaHostAlloc (portable)
+// and, when freed, go to a process-wide pool (up to 512 MiB) that serves later buffers of the
+// same size, since every pin costs milliseconds; beyond that they go back to cudaFreeHost.
+// Throws UsageError (with unavailable_reason()) when no device is usable.
 batch::BatchAllocator pinned_allocator();
 
 }  // namespace lazycube::cuda

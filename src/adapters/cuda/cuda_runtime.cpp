@@ -3,6 +3,8 @@
 // driver loads this fine and reports 0 devices).
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -107,15 +109,63 @@ void unpack_normalize_device(const void* device_in, const DataType& in_dtype, fl
         "kernel launch (unpack_normalize)");
 }
 
-batch::BatchAllocator pinned_allocator() {
-  require_device("pinned_allocator");
-  return [](std::size_t bytes) {
+namespace {
+
+// Freed pinned blocks kept for reuse: cudaHostAlloc/cudaFreeHost cost milliseconds (they map
+// and lock pages and synchronise the device), and a training loop allocates same-sized batch
+// buffers over and over. Bounded: beyond kPoolBytes a freed block goes back to CUDA.
+class PinnedPool {
+ public:
+  static PinnedPool& instance() {
+    static PinnedPool* pool = new PinnedPool();  // never destroyed: deleters may run at exit
+    return *pool;
+  }
+
+  std::byte* take(std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(bytes);
+      if (it != free_.end()) {
+        std::byte* p = it->second;
+        free_.erase(it);
+        pooled_bytes_ -= bytes;
+        return p;
+      }
+    }
     void* p = nullptr;
     // Page-aligned (more than the 64 bytes BatchAllocator promises); portable: pinned for
     // every device.
-    check(cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocPortable), "cudaHostAlloc");
-    return std::shared_ptr<std::byte>(static_cast<std::byte*>(p),
-                                      [](std::byte* q) { cudaFreeHost(q); });
+    check(cudaHostAlloc(&p, bytes, cudaHostAllocPortable), "cudaHostAlloc");
+    return static_cast<std::byte*>(p);
+  }
+
+  void give_back(std::byte* p, std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (pooled_bytes_ + bytes <= kPoolBytes) {
+        free_.emplace(bytes, p);
+        pooled_bytes_ += bytes;
+        return;
+      }
+    }
+    cudaFreeHost(p);
+  }
+
+ private:
+  static constexpr std::size_t kPoolBytes = std::size_t{512} << 20;
+  std::mutex mutex_;
+  std::multimap<std::size_t, std::byte*> free_;
+  std::size_t pooled_bytes_ = 0;
+};
+
+}  // namespace
+
+batch::BatchAllocator pinned_allocator() {
+  require_device("pinned_allocator");
+  return [](std::size_t bytes) {
+    const std::size_t n = bytes == 0 ? 1 : bytes;
+    std::byte* p = PinnedPool::instance().take(n);
+    return std::shared_ptr<std::byte>(p, [n](std::byte* q) { PinnedPool::instance().give_back(q, n); });
   };
 }
 
