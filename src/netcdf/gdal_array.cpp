@@ -17,6 +17,25 @@ using zarr::c_strides;
 using zarr::copy_region;
 using zarr::plan_dim;
 
+namespace {
+
+// A selection as the start / count / step arrays GDALMDArray::Read takes.
+struct GdalWindow {
+  std::vector<GUInt64> start;
+  std::vector<size_t> count;
+  std::vector<GInt64> step;
+
+  explicit GdalWindow(const ArraySelection& sel) {
+    for (const auto& r : sel) {
+      start.push_back(r.start);
+      count.push_back(static_cast<size_t>(r.count));
+      step.push_back(r.step);
+    }
+  }
+};
+
+}  // namespace
+
 GdalArray::GdalArray(std::shared_ptr<GdalSource> source, GdalArrayInfo info)
     : source_(std::move(source)), info_(std::move(info)) {}
 
@@ -73,17 +92,10 @@ void GdalArray::read(const ArraySelection& sel, MutableByteView dest) const {
   for (const auto& r : sel) dst_shape.push_back(r.count);
   const std::uint64_t row_bytes = c_strides(dst_shape)[0] * info_.dtype.itemsize;
   auto one = [&](std::size_t p) {
-    std::vector<GUInt64> start(nd);
-    std::vector<size_t> count(nd);
-    std::vector<GInt64> step(nd);
-    for (std::size_t d = 0; d < nd; ++d) {
-      start[d] = sel[d].start;
-      count[d] = sel[d].count;
-      step[d] = sel[d].step;
-    }
-    start[0] = sel[0].at(pieces[p].k0);
-    count[0] = pieces[p].n;
-    gdal_read(start, count, step, nullptr, dest.data() + pieces[p].k0 * row_bytes);
+    GdalWindow w(sel);
+    w.start[0] = sel[0].at(pieces[p].k0);
+    w.count[0] = pieces[p].n;
+    gdal_read(w.start, w.count, w.step, nullptr, dest.data() + pieces[p].k0 * row_bytes);
   };
   if (pieces.size() == 1) {
     one(0);
@@ -100,19 +112,11 @@ void GdalArray::read_strings(const ArraySelection& sel, std::vector<std::string>
   check_selection(sel, 0);  // itemsize 0: only the geometry is checked
   dest.assign(n, std::string());
   if (n == 0) return;
-  const std::size_t nd = sel.size();
-  std::vector<GUInt64> start(nd);
-  std::vector<size_t> count(nd);
-  std::vector<GInt64> step(nd);
-  for (std::size_t d = 0; d < nd; ++d) {
-    start[d] = sel[d].start;
-    count[d] = sel[d].count;
-    step[d] = sel[d].step;
-  }
+  const GdalWindow w(sel);
   std::vector<char*> raw(n, nullptr);
   const auto array = source_->array(info_.name);
   GdalCallGuard guard;
-  const bool ok = array->Read(start.data(), count.data(), step.data(), nullptr, GDALExtendedDataType::CreateString(),
+  const bool ok = array->Read(w.start.data(), w.count.data(), w.step.data(), nullptr, GDALExtendedDataType::CreateString(),
                               raw.data());
   for (std::size_t i = 0; i < n; ++i) {
     if (raw[i]) dest[i] = raw[i];
