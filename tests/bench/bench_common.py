@@ -58,14 +58,17 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 class Nginx:
     """tests/servers/start_nginx.sh in the foreground serving `root` (its PID is the nginx
     master), with the lua fault injector set to `faults` (e.g. {"latency_ms": 50}). Ready once
-    GET `ready_path` answers."""
+    GET `ready_path` answers. `workers`: nginx worker processes (default: one per core, as a
+    production server would run; the tests run one)."""
 
-    def __init__(self, prefix, root, ready_path, faults=None):
+    def __init__(self, prefix, root, ready_path, faults=None, workers=None):
         self.prefix = prefix
         os.makedirs(prefix, exist_ok=True)
         self.set_faults(faults or {})
         self.log = os.path.join(prefix, "logs", "access.log")
-        env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/sbin")
+        self.workers = workers or os.cpu_count() or 1
+        env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/sbin",
+                   LAZYCUBE_NGINX_WORKERS=str(self.workers))
         self.stderr = open(os.path.join(prefix, "nginx.stderr"), "w")
         self.proc = subprocess.Popen(["bash", os.path.join(REPO, "tests", "servers", "start_nginx.sh"), prefix, root],
                                      stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env)

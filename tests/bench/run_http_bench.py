@@ -259,6 +259,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="timed runs per peer, best reported")
     ap.add_argument("--slow-runs", type=int, default=1,
                     help="timed runs of the one-in-flight peer (~14 s each at full size)")
+    ap.add_argument("--nginx-workers", type=int, default=None,
+                    help="nginx worker processes (default: one per core)")
     ap.add_argument("--quick", action="store_true", help="32 chunks, 1 run each (smoke test)")
     ap.add_argument("--no-info", action="store_true", help="skip the informational rows")
     ap.add_argument("--json", action="store_true", help="print one JSON document instead")
@@ -293,7 +295,9 @@ def main():
               "size": size, "chunks": marker["shape"][0], "bytes": marker["bytes"],
               "latency_ms": LATENCY_MS, "faults": FAULTS, "runs": args.runs, "slow_runs": args.slow_runs,
               "results": {}}
-    nginx = Nginx(os.path.join(os.path.abspath(args.cache), f"nginx-{size}"), www, "/store.zarr/.zmetadata", CLEAN)
+    nginx = Nginx(os.path.join(os.path.abspath(args.cache), f"nginx-{size}"), www, "/store.zarr/.zmetadata", CLEAN,
+                  workers=args.nginx_workers)
+    report["nginx_workers"] = nginx.workers
     try:
         url = nginx.base + "/store.zarr"
         report["url"] = url

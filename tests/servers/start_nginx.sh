@@ -11,6 +11,10 @@
 # Faults are read on each request from PREFIX/faults.lua, a Lua chunk returning a table
 # (see faults.lua); rewrite it to change them. The access log is PREFIX/logs/access.log, one line
 # per request: CONNECTION_ID REQUESTS_ON_CONNECTION STATUS "REQUEST" RANGE BYTES PROTOCOL.
+#
+# Environment: LAZYCUBE_NGINX_WORKERS  worker processes (default 1; benchmarks use one per core).
+# Files go out with sendfile, as in Debian's default nginx.conf (the injected faults are written
+# by the lua access handler and do not need a body filter).
 set -euo pipefail
 PREFIX="$(mkdir -p "$1" && cd "$1" && pwd)"
 ROOT="$(cd "$2" && pwd)"
@@ -35,7 +39,7 @@ cat > "$PREFIX/nginx.conf" <<CONF
 load_module $MODULES/ndk_http_module.so;
 load_module $MODULES/ngx_http_lua_module.so;
 daemon off;
-worker_processes 1;
+worker_processes ${LAZYCUBE_NGINX_WORKERS:-1};
 $USER_LINE
 error_log logs/error.log warn;
 pid logs/nginx.pid;
@@ -49,6 +53,8 @@ http {
   uwsgi_temp_path tmp/uwsgi;
   scgi_temp_path tmp/scgi;
   default_type application/octet-stream;
+  sendfile on;
+  tcp_nopush on;
   keepalive_requests 100000;
   lua_shared_dict fault_counts 4m;
   server {
