@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -65,7 +66,9 @@ struct Batch {
   std::size_t remaining = 0;
   bool failed = false;
   std::string error;
-  bool done = false;  // guarded by the engine mutex
+  std::atomic<bool> cancelled{false};  // the caller's sink threw: start nothing more
+  bool done = false;                   // guarded by the engine mutex
+  std::deque<std::size_t> completed;   // final responses not yet handed over (engine mutex)
   std::condition_variable cv;
 };
 
@@ -147,8 +150,8 @@ class CurlEngine final : public Engine {
     curl_multi_cleanup(multi_);
   }
 
-  std::vector<Response> perform(const std::vector<Request>& requests, const RetryPolicy& retry,
-                                const EngineOptions& options, Counters* counters) override {
+  void perform_each(const std::vector<Request>& requests, const RetryPolicy& retry, const EngineOptions& options,
+                    Counters* counters, const ResponseSink& sink) override {
     Batch b;
     b.retry = retry;
     b.options = options;
@@ -160,6 +163,7 @@ class CurlEngine final : public Engine {
       const Request& r = requests[i];
       if (r.range.kind == ByteRange::Kind::Range && r.range.length == 0) {  // nothing to fetch
         b.results[i].status = 206;
+        b.completed.push_back(i);
         continue;
       }
       auto t = std::make_unique<Transfer>();
@@ -170,18 +174,40 @@ class CurlEngine final : public Engine {
       b.transfers.push_back(std::move(t));
     }
     b.remaining = b.transfers.size();
-    if (b.remaining == 0) return std::move(b.results);
-    {
-      std::lock_guard lock(mutex_);
-      incoming_.push_back(&b);
+    if (b.remaining == 0) {
+      b.done = true;
+    } else {
+      {
+        std::lock_guard lock(mutex_);
+        incoming_.push_back(&b);
+      }
+      curl_multi_wakeup(multi_);
     }
-    curl_multi_wakeup(multi_);
-    {
-      std::unique_lock lock(mutex_);
-      b.cv.wait(lock, [&] { return b.done; });
+    // Hand over responses as the loop thread completes them; `b` lives until it is done.
+    std::exception_ptr sink_error;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      b.cv.wait(lock, [&] { return b.done || !b.completed.empty(); });
+      if (b.completed.empty()) break;  // done, everything handed over
+      std::deque<std::size_t> ready;
+      ready.swap(b.completed);
+      lock.unlock();
+      for (const std::size_t i : ready) {
+        Response response = std::move(b.results[i]);
+        if (sink_error) continue;  // dropped
+        try {
+          sink(i, std::move(response));
+        } catch (...) {
+          sink_error = std::current_exception();
+          b.cancelled = true;
+          curl_multi_wakeup(multi_);
+        }
+      }
+      lock.lock();
     }
+    lock.unlock();
+    if (sink_error) std::rethrow_exception(sink_error);
     if (b.failed) throw StoreError(b.error);
-    return std::move(b.results);
   }
 
  private:
@@ -222,7 +248,9 @@ class CurlEngine final : public Engine {
     while (!timers_.empty() && timers_.begin()->first <= now) {
       Transfer* t = timers_.begin()->second;
       timers_.erase(timers_.begin());
-      t->batch->ready.push_back(t);
+      // A due retry goes before the requests not yet started: it is the oldest, and at the
+      // back of a long batch it would start last and stretch the batch's tail.
+      t->batch->ready.push_front(t);
     }
   }
 
@@ -234,7 +262,7 @@ class CurlEngine final : public Engine {
         Batch* b = *it;
         ++it;  // finish() may remove b from active_
         if (b->ready.empty()) continue;
-        if (b->failed) {  // drop what has not started yet
+        if (b->failed || b->cancelled) {  // drop what has not started yet
           Transfer* t = b->ready.front();
           b->ready.pop_front();
           finish(t);
@@ -289,6 +317,8 @@ class CurlEngine final : public Engine {
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    // 128 KiB reads instead of 16 KiB: a quarter fewer CPU cycles per byte on a fast link.
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 128L * 1024);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(b.options.connect_timeout_s * 1000));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(b.options.low_speed_time_s)));
@@ -378,6 +408,11 @@ class CurlEngine final : public Engine {
     out.headers = std::move(t->resp_headers);
     out.attempts = t->attempts;
     if (status == 200 && r.range.kind != ByteRange::Kind::Full) slice_full_reply(out, r.range);
+    {
+      std::lock_guard lock(mutex_);
+      b.completed.push_back(t->index);
+    }
+    b.cv.notify_all();
     finish(t);
   }
 
@@ -440,7 +475,7 @@ class CurlEngine final : public Engine {
     const std::string who = describe_request(*t->req);
     if (t->attempts >= std::max(1, b.retry.max_attempts))
       return fail(t, who + " failed after " + std::to_string(t->attempts) + " attempt(s): " + what);
-    if (b.failed) return finish(t);
+    if (b.failed || b.cancelled) return finish(t);
     const double cap = std::min(b.retry.max_backoff_s, b.retry.initial_backoff_s * std::ldexp(1.0, t->attempts - 1));
     double delay = std::uniform_real_distribution<double>(0.0, std::max(0.0, cap))(rng_);
     if (retry_after) delay = std::max(delay, *retry_after);
@@ -504,6 +539,13 @@ void init_once() {
 }
 
 }  // namespace
+
+std::vector<Response> Engine::perform(const std::vector<Request>& requests, const RetryPolicy& retry,
+                                      const EngineOptions& options, Counters* counters) {
+  std::vector<Response> out(requests.size());
+  perform_each(requests, retry, options, counters, [&](std::size_t i, Response&& r) { out[i] = std::move(r); });
+  return out;
+}
 
 Engine& Engine::global() {
   init_once();

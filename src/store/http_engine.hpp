@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,14 +71,25 @@ class Engine {
   static std::unique_ptr<Engine> create(std::size_t max_in_flight = 64);
   virtual ~Engine() = default;
 
+  // Receives each final response of perform_each: the request's index and its response.
+  using ResponseSink = std::function<void(std::size_t index, Response&& response)>;
+
   // Performs the requests concurrently (at most `options.max_in_flight` at once, engine-wide
   // cap too), retrying transient failures (408/429/500/502/503/504, resets, timeouts, short or
-  // over-long bodies) per `retry`. Returns one Response per request in order; HTTP errors that
-  // are final (404, 403, ...) are returned, not thrown. Throws StoreError when a request still
-  // fails after its last attempt or deadline, naming URL, status, attempts and the server's
-  // error code/message.
-  virtual std::vector<Response> perform(const std::vector<Request>& requests, const RetryPolicy& retry,
-                                        const EngineOptions& options, Counters* counters) = 0;
+  // over-long bodies) per `retry`, and hands each final response to `sink` as soon as it is
+  // complete: on the calling thread, one at a time, in completion order. HTTP errors that are
+  // final (404, 403, ...) are delivered, not thrown. Throws StoreError, once the requests in
+  // flight are done, when a request still fails after its last attempt or deadline, naming URL,
+  // status, attempts and the server's error code/message. When `sink` throws, the requests not
+  // yet started are dropped and the exception is rethrown once the ones in flight are done.
+  // Delivering as they complete lets callers decode while later bodies arrive, and free (and so
+  // reuse) each body's memory instead of holding every body of a large read at once.
+  virtual void perform_each(const std::vector<Request>& requests, const RetryPolicy& retry,
+                            const EngineOptions& options, Counters* counters, const ResponseSink& sink) = 0;
+
+  // perform_each collected: one Response per request, in request order.
+  std::vector<Response> perform(const std::vector<Request>& requests, const RetryPolicy& retry,
+                                const EngineOptions& options, Counters* counters);
 };
 
 }  // namespace lazycube::http

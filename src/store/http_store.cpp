@@ -31,7 +31,7 @@ class HttpStore final : public Store {
   std::string url() const override { return http::redact_url(root_); }
 
   std::optional<Buffer> get(std::string_view key, ByteRange range) override {
-    auto r = fetch({{std::string(key), range}});
+    auto r = get_many({{std::string(key), range}});
     return std::move(r[0]);
   }
 
@@ -42,9 +42,6 @@ class HttpStore final : public Store {
     return true;
   }
 
-  std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests) override {
-    return fetch(requests);
-  }
 
   std::optional<std::uint64_t> size(std::string_view key) override {
     http::Request req;
@@ -103,41 +100,43 @@ class HttpStore final : public Store {
     return total && *total == range.offset;
   }
 
-  std::vector<std::optional<Buffer>> fetch(const std::vector<ByteRequest>& requests) {
+  // Coalesces nearby ranges into fewer requests, then hands each request's bytes to `sink`
+  // as its (coalesced) request completes.
+  void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
     auto plan = http::coalesce(requests, options_.coalesce_gap, options_.coalesce_max);
     std::vector<http::Request> reqs(plan.fetches.size());
     for (std::size_t i = 0; i < plan.fetches.size(); ++i) {
       reqs[i].url = url_of(plan.fetches[i].key);
       reqs[i].range = plan.fetches[i].range;
     }
-    auto res = http::Engine::global().perform(reqs, options_.retry, options_.engine, &counters_);
-    std::vector<std::optional<Buffer>> out(requests.size());
-    for (std::size_t f = 0; f < res.size(); ++f) {
-      if (res[f].status == 404) continue;  // missing: every part stays nullopt
-      if (res[f].status == 416 && starts_at_end(res[f], reqs[f].range)) {
-        res[f].status = 206;  // a read starting exactly at the end is empty, not an error
-        res[f].body.clear();
-        continue;
+    std::vector<std::vector<std::size_t>> parts_of(plan.fetches.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) parts_of[plan.parts[i].fetch].push_back(i);
+    http::Engine::global().perform_each(reqs, options_.retry, options_.engine, &counters_,
+                                        [&](std::size_t f, http::Response&& r) {
+      if (r.status == 404) {  // missing: every part is
+        for (const std::size_t i : parts_of[f]) sink(i, std::nullopt);
+        return;
       }
-      check_status(res[f], reqs[f]);
-    }
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      const auto& part = plan.parts[i];
-      const auto& r = res[part.fetch];
-      if (r.status == 404) continue;
-      if (!part.sliced) {
-        out[i] = std::move(res[part.fetch].body);
-        continue;
+      if (r.status == 416 && starts_at_end(r, reqs[f].range)) {
+        r.status = 206;  // a read starting exactly at the end is empty, not an error
+        r.body.clear();
       }
-      // A slice of a coalesced range; the object may have ended inside the range.
-      const std::uint64_t have = r.body.size();
-      if (part.offset > have)
-        throw StoreError(describe(requests[i].key) + ": " + requests[i].range.describe() +
-                         " starts past the end of the object");
-      const std::uint64_t n = std::min(part.length, have - part.offset);
-      out[i] = Buffer::copy_of(r.body.view().subspan(part.offset, n));
-    }
-    return out;
+      check_status(r, reqs[f]);
+      for (const std::size_t i : parts_of[f]) {
+        const auto& part = plan.parts[i];
+        if (!part.sliced) {
+          sink(i, std::move(r.body));
+          continue;
+        }
+        // A slice of a coalesced range; the object may have ended inside the range.
+        const std::uint64_t have = r.body.size();
+        if (part.offset > have)
+          throw StoreError(describe(requests[i].key) + ": " + requests[i].range.describe() +
+                           " starts past the end of the object");
+        const std::uint64_t n = std::min(part.length, have - part.offset);
+        sink(i, Buffer::copy_of(r.body.view().subspan(part.offset, n)));
+      }
+    });
   }
 
   std::string root_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "byte_range.hpp"
 #include "http_counters.hpp"
@@ -46,27 +47,28 @@ class ObjectStore final : public Store {
     return finish_get(key, range, responses[0], out);
   }
 
-  std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests) override {
+  void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
     std::vector<http::Request> batch;
     std::vector<std::size_t> batched;
-    std::vector<std::optional<Buffer>> out(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const auto& r = requests[i];
       if (r.range.kind == ByteRange::Kind::Range && r.range.length == 0) {
-        out[i] = get(r.key, r.range);
+        sink(i, get(r.key, r.range));
       } else {
         batch.push_back(object_request("GET", r.key, r.range));
         batched.push_back(i);
       }
     }
-    if (batch.empty()) return out;
-    auto responses = perform(batch);
-    for (std::size_t j = 0; j < batched.size(); ++j) {
-      const auto& r = requests[batched[j]];
-      Buffer b;
-      if (finish_get(r.key, r.range, responses[j], b)) out[batched[j]] = std::move(b);
-    }
-    return out;
+    if (batch.empty()) return;
+    redacted([&] {
+      http::Engine::global().perform_each(batch, c_.retry, c_.engine, &counters_,
+                                          [&](std::size_t j, http::Response&& response) {
+        const auto& r = requests[batched[j]];
+        Buffer b;
+        if (finish_get(r.key, r.range, response, b)) sink(batched[j], std::move(b));
+        else sink(batched[j], std::nullopt);
+      });
+    });
   }
 
   std::optional<std::uint64_t> size(std::string_view key) override {
@@ -141,8 +143,14 @@ class ObjectStore final : public Store {
   }
 
   std::vector<http::Response> perform(const std::vector<http::Request>& requests) {
+    return redacted([&] { return http::Engine::global().perform(requests, c_.retry, c_.engine, &counters_); });
+  }
+
+  // Runs `fetch`, keeping secrets out of the messages of the store errors it throws.
+  template <class Fetch>
+  std::invoke_result_t<Fetch> redacted(Fetch&& fetch) {
     try {
-      return http::Engine::global().perform(requests, c_.retry, c_.engine, &counters_);
+      return fetch();
     } catch (const AuthError& e) {
       throw AuthError(s3::redact(e.what(), c_.secrets));
     } catch (const NotFound& e) {

@@ -54,8 +54,7 @@ class ReferenceStore final : public Store {
     return std::move(out[0]);
   }
 
-  std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests) override {
-    std::vector<std::optional<Buffer>> out(requests.size());
+  void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
     // Requests for target data, grouped by target store so each store batches (and, over
     // HTTP, coalesces) its own requests.
     struct Group {
@@ -69,11 +68,14 @@ class ReferenceStore final : public Store {
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const auto& req = requests[i];
       auto it = set_.entries.find(req.key);
-      if (it == set_.entries.end()) continue;  // missing key: nullopt (Zarr reads fill values)
+      if (it == set_.entries.end()) {  // missing key: nullopt (Zarr reads fill values)
+        sink(i, std::nullopt);
+        continue;
+      }
       const ReferenceEntry& e = it->second;
       if (e.is_inline()) {
         const auto r = detail::resolve_range(req.range, e.data.size(), describe(req.key));
-        out[i] = Buffer::copy_of(ByteView(reinterpret_cast<const std::byte*>(e.data.data()) + r.offset, r.length));
+        sink(i, Buffer::copy_of(ByteView(reinterpret_cast<const std::byte*>(e.data.data()) + r.offset, r.length)));
         continue;
       }
       const OpenTarget& t = target(e.target, req.key);
@@ -90,28 +92,43 @@ class ReferenceStore final : public Store {
       groups[g->second].slots.push_back(i);
       groups[g->second].expected.push_back(expected);
     }
-    // Several target stores (several hosts or buckets) are read at the same time.
-    std::vector<std::future<std::vector<std::optional<Buffer>>>> pending;
-    for (std::size_t g = 1; g < groups.size(); ++g)
-      pending.push_back(std::async(std::launch::async, [&, g] { return groups[g].store->get_many(groups[g].requests); }));
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      auto results = g == 0 ? groups[0].store->get_many(groups[0].requests) : pending[g - 1].get();
-      for (std::size_t k = 0; k < results.size(); ++k) {
-        const std::size_t slot = groups[g].slots[k];
+    // Several target stores (several hosts or buckets) are read at the same time; their
+    // results reach `sink` one at a time.
+    std::mutex sink_mutex;
+    auto read_group = [&](std::size_t g) {
+      const Group& group = groups[g];
+      group.store->get_each(group.requests, [&](std::size_t k, std::optional<Buffer>&& bytes) {
+        const std::size_t slot = group.slots[k];
         const std::string& key = requests[slot].key;
-        if (!results[k])
+        if (!bytes)
           throw StoreError("kerchunk reference key '" + key + "': target " +
-                           groups[g].store->describe(groups[g].requests[k].key) + " does not exist");
-        const std::uint64_t want = groups[g].expected[k];
-        if (want != ReferenceEntry::kWholeObject && results[k]->size() != want)
+                           group.store->describe(group.requests[k].key) + " does not exist");
+        const std::uint64_t want = group.expected[k];
+        if (want != ReferenceEntry::kWholeObject && bytes->size() != want)
           throw StoreError("kerchunk reference key '" + key + "': target " +
-                           groups[g].store->describe(groups[g].requests[k].key) + " returned " +
-                           std::to_string(results[k]->size()) + " bytes for " + groups[g].requests[k].range.describe() +
+                           group.store->describe(group.requests[k].key) + " returned " +
+                           std::to_string(bytes->size()) + " bytes for " + group.requests[k].range.describe() +
                            " (the file is shorter than the reference says)");
-        out[slot] = std::move(results[k]);
+        std::lock_guard lock(sink_mutex);
+        sink(slot, std::move(bytes));
+      });
+    };
+    std::vector<std::future<void>> pending;
+    for (std::size_t g = 1; g < groups.size(); ++g) pending.push_back(std::async(std::launch::async, read_group, g));
+    std::exception_ptr error;
+    try {
+      if (!groups.empty()) read_group(0);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (auto& p : pending) {
+      try {
+        p.get();
+      } catch (...) {
+        if (!error) error = std::current_exception();
       }
     }
-    return out;
+    if (error) std::rethrow_exception(error);
   }
 
   std::optional<std::uint64_t> size(std::string_view key) override {

@@ -10,10 +10,13 @@ std::atomic<std::uint64_t> next_store_id{1};
 
 Store::Store() : id_(next_store_id.fetch_add(1)) {}
 
+void Store::get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) {
+  for (std::size_t i = 0; i < requests.size(); ++i) sink(i, get(requests[i].key, requests[i].range));
+}
+
 std::vector<std::optional<Buffer>> Store::get_many(const std::vector<ByteRequest>& requests) {
-  std::vector<std::optional<Buffer>> out;
-  out.reserve(requests.size());
-  for (const auto& r : requests) out.push_back(get(r.key, r.range));
+  std::vector<std::optional<Buffer>> out(requests.size());
+  get_each(requests, [&](std::size_t i, std::optional<Buffer>&& bytes) { out[i] = std::move(bytes); });
   return out;
 }
 

@@ -126,4 +126,74 @@ void parallel_for(std::size_t n, const std::function<void(std::size_t)>& body, T
   if (state->error) std::rethrow_exception(state->error);
 }
 
+namespace {
+struct ProducerStopped {};  // thrown by push once a consumer failed: unwinds the producer
+}  // namespace
+
+void consume_as_produced(const std::function<void(const std::function<void(std::size_t)>& push)>& produce,
+                         const std::function<void(std::size_t)>& consume, ThreadPool& pool) {
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<std::size_t> ready;
+    bool produced = false;  // the producer returned (or threw)
+    bool stop = false;      // an error: consumers quit, push throws
+    std::exception_ptr error;
+    void fail(std::exception_ptr e) {
+      {
+        std::lock_guard lock(mutex);
+        if (!error) error = std::move(e);
+        stop = true;
+      }
+      cv.notify_all();
+    }
+  } shared;
+  std::thread producer([&] {
+    try {
+      produce([&](std::size_t item) {
+        {
+          std::lock_guard lock(shared.mutex);
+          if (shared.stop) throw ProducerStopped{};
+          shared.ready.push_back(item);
+        }
+        shared.cv.notify_one();
+      });
+    } catch (const ProducerStopped&) {
+    } catch (...) {
+      shared.fail(std::current_exception());
+    }
+    {
+      std::lock_guard lock(shared.mutex);
+      shared.produced = true;
+    }
+    shared.cv.notify_all();
+  });
+  // One consuming loop per thread (inline when called on a pool worker): each waits for the
+  // next item until the producer is done and nothing is left.
+  try {
+    parallel_for(pool.on_worker_thread() ? 1 : pool.size(), [&](std::size_t) {
+      for (;;) {
+        std::size_t item;
+        {
+          std::unique_lock lock(shared.mutex);
+          shared.cv.wait(lock, [&] { return shared.stop || shared.produced || !shared.ready.empty(); });
+          if (shared.stop || shared.ready.empty()) return;
+          item = shared.ready.front();
+          shared.ready.pop_front();
+        }
+        try {
+          consume(item);
+        } catch (...) {
+          shared.fail(std::current_exception());
+          return;
+        }
+      }
+    }, pool);
+  } catch (...) {
+    shared.fail(std::current_exception());
+  }
+  producer.join();
+  if (shared.error) std::rethrow_exception(shared.error);
+}
+
 }  // namespace lazycube

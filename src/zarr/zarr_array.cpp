@@ -216,8 +216,8 @@ void ZarrArray::fetch_units(const std::vector<std::vector<std::uint64_t>>& units
     });
     return;
   }
-  // Locate the units of a batch, fetch all their bytes in one get_many (requests overlap;
-  // nearby inner chunks of a shard coalesce), then decode in parallel.
+  // Locate the units of a batch, fetch all their bytes in one get_each (requests overlap;
+  // nearby inner chunks of a shard coalesce), decoding in parallel as they arrive.
   constexpr std::size_t kBatch = 512;
   for (std::size_t b0 = 0; b0 < units.size(); b0 += kBatch) {
     const std::size_t n = std::min(kBatch, units.size() - b0);
@@ -245,20 +245,35 @@ void ZarrArray::fetch_units(const std::vector<std::vector<std::uint64_t>>& units
       req_of[i] = reqs.size();
       reqs.push_back(*where[i]);
     }
-    auto bytes = store_->get_many(reqs);
-    parallel_for(n, [&](std::size_t i) {
-      const Buffer* encoded = nullptr;
-      if (req_of[i] != SIZE_MAX) {
-        auto& got = bytes[req_of[i]];
-        if (got) {
-          check_unit_bytes(*where[i], whats[i], *got);
-          encoded = &*got;
-        } else if (!shard_levels_.empty()) {
-          throw StoreError(store_->describe(where[i]->key) + " disappeared while reading");
-        }
-      }
-      sink(b0 + i, encoded, whats[i]);
-    });
+    // Decode each unit as soon as its bytes arrive (absent units at once), and drop its bytes
+    // right after: memory is reused while the rest of the batch is in flight.
+    std::vector<std::size_t> unit_of_req(reqs.size());
+    for (std::size_t i = 0; i < n; ++i)
+      if (req_of[i] != SIZE_MAX) unit_of_req[req_of[i]] = i;
+    std::vector<std::optional<Buffer>> bytes(n);
+    consume_as_produced(
+        [&](const std::function<void(std::size_t)>& push) {
+          for (std::size_t i = 0; i < n; ++i)
+            if (req_of[i] == SIZE_MAX) push(i);
+          store_->get_each(reqs, [&](std::size_t r, std::optional<Buffer>&& got) {
+            const std::size_t i = unit_of_req[r];
+            bytes[i] = std::move(got);
+            push(i);
+          });
+        },
+        [&](std::size_t i) {
+          std::optional<Buffer> got = std::move(bytes[i]);
+          const Buffer* encoded = nullptr;
+          if (req_of[i] != SIZE_MAX) {
+            if (got) {
+              check_unit_bytes(*where[i], whats[i], *got);
+              encoded = &*got;
+            } else if (!shard_levels_.empty()) {
+              throw StoreError(store_->describe(where[i]->key) + " disappeared while reading");
+            }
+          }
+          sink(b0 + i, encoded, whats[i]);
+        });
   }
 }
 

@@ -62,12 +62,12 @@ class ZarrArray final : public Array {
   std::string shard_key(const std::vector<std::uint64_t>& unit) const;
   void check_unit_bytes(const ByteRequest& where, const std::string& what, const Buffer& bytes) const;
   // Calls decode(encoded or nullptr when absent, what, region) for every unit of a selection:
-  // per worker for local stores, in get_many batches for stores that prefer batches.
+  // per worker for local stores, in get_each batches for stores that prefer batches.
   template <class Decode>
   void for_each_unit(const ArraySelection& selection, Decode&& decode) const;
   // Fetches the encoded bytes of units[i] for every i and calls sink(i, encoded or nullptr
-  // when absent, what) on the thread pool: per unit for local stores, in get_many batches for
-  // stores that prefer batches.
+  // when absent, what) on the thread pool: per unit for local stores; for stores that prefer
+  // batches, in get_each batches, each unit as soon as its bytes arrive.
   using UnitSink = std::function<void(std::size_t, const Buffer*, const std::string&)>;
   void fetch_units(const std::vector<std::vector<std::uint64_t>>& units, const UnitSink& sink) const;
   // Every read unit a selection touches, with the region it contributes to the selection.

@@ -1,13 +1,14 @@
 // lazycube_bench_http: remote whole-array read throughput over HTTP, one peer per process.
 // Prints one JSON line. Driven by run_http_bench.py; not a ctest test.
 //
-//   lazycube_bench_http read|get-many URL VARIABLE [--runs N] [--option KEY=VALUE]...
+//   lazycube_bench_http read|get-each URL VARIABLE [--runs N] [--option KEY=VALUE]...
 //
 //   read      lazycube::open_location(URL, options) + zarr::Hierarchy + Array::read of the whole
 //             variable into one buffer allocated once (what users do).
-//   get-many  Store::get_many of every chunk key of VARIABLE in one call, no decoding (the
-//             HTTP engine's ceiling; needs an uncompressed Zarr v2 array whose chunks are
-//             contiguous runs of the array, like the benchmark store). Informational.
+//   get-each  Store::get_each of every chunk key of VARIABLE in one call, each body copied to
+//             its place as it arrives, no decoding (the HTTP engine's ceiling; needs an
+//             uncompressed Zarr v2 array whose chunks are contiguous runs of the array, like the
+//             benchmark store). Informational.
 //
 // Each run reports its wall time and the store's traffic counters (requests, retries by cause,
 // errors, latency percentiles) for that run alone.
@@ -28,7 +29,7 @@ using namespace lazycube;
 using namespace lazycube::bench;
 
 int usage() {
-  std::cerr << "usage: lazycube_bench_http read|get-many URL VARIABLE [--runs N] [--option KEY=VALUE]...\n"
+  std::cerr << "usage: lazycube_bench_http read|get-each URL VARIABLE [--runs N] [--option KEY=VALUE]...\n"
                "  --runs N              timed runs, best reported (default 3)\n"
                "  --option KEY=VALUE    storage option of the HTTP store (max_concurrency=1, ...)\n";
   return 2;
@@ -60,7 +61,7 @@ std::vector<std::string> chunk_keys(const Array& a, const std::string& prefix, c
   Shape grid(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] % chunk[d] != 0 || (d > 0 && chunk[d] != shape[d]))
-      throw std::runtime_error("get-many needs chunks (k, full, full, ...) tiling the array exactly");
+      throw std::runtime_error("get-each needs chunks (k, full, full, ...) tiling the array exactly");
     grid[d] = shape[d] / chunk[d];
   }
   std::vector<std::string> keys;
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  if (mode != "read" && mode != "get-many") return usage();
+  if (mode != "read" && mode != "get-each") return usage();
   try {
     const Location loc = open_location(url, options);
     const zarr::Hierarchy h = zarr::Hierarchy::open(loc);
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
       chunks *= (array->shape()[d] + array->chunk_shape()[d] - 1) / array->chunk_shape()[d];
 
     std::vector<ByteRequest> requests;
-    if (mode == "get-many") {
+    if (mode == "get-each") {
       const std::string prefix = (h.location().path.empty() ? "" : h.location().path + "/") + variable + "/";
       for (auto& k : chunk_keys(*array, prefix, '.')) requests.push_back({k, ByteRange::full()});
     }
@@ -129,15 +130,16 @@ int main(int argc, char** argv) {
       if (mode == "read") {
         array->read(all, out.span());
       } else {
-        auto got = loc.store->get_many(requests);
-        std::uint64_t off = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) {
-          if (!got[i]) throw std::runtime_error(requests[i].key + " is missing");
-          if (off + got[i]->size() > bytes) throw std::runtime_error("chunks larger than the array");
-          std::memcpy(out.data() + off, got[i]->data(), got[i]->size());
-          off += got[i]->size();
-        }
-        if (off != bytes) throw std::runtime_error("chunks do not add up to the array");
+        const std::uint64_t chunk_bytes = bytes / chunks;
+        std::uint64_t total = 0;
+        loc.store->get_each(requests, [&](std::size_t i, std::optional<Buffer>&& got) {
+          if (!got) throw std::runtime_error(requests[i].key + " is missing");
+          const std::uint64_t off = i * chunk_bytes;
+          if (off + got->size() > bytes) throw std::runtime_error("chunks larger than the array");
+          std::memcpy(out.data() + off, got->data(), got->size());
+          total += got->size();
+        });
+        if (total != bytes) throw std::runtime_error("chunks do not add up to the array");
       }
       per_run.push_back(stats_delta(before, loc.store->stats()));
     });

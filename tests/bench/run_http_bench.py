@@ -12,7 +12,7 @@ every request, and measures in one run, each peer in its own process:
   lazycube (default), fault mix        the same server with 10 % 503 + 5 % 429 + 2 % dropped
                                        connections on top of the 50 ms
 
-plus informational rows that show where the time goes (Store::get_many of every chunk in one
+plus informational rows that show where the time goes (Store::get_each of every chunk in one
 call, the HTTP engine's ceiling, with and without the latency and faults; max_concurrency=1
 alone; and Array::read with a larger decode thread pool).
 
@@ -133,7 +133,7 @@ def peer_list(exe, url, runs, slow_runs, info):
     peers = [
         ("default", "lazycube (default)", CLEAN, lc + ["--runs", str(runs)], None, False),
         # max_concurrency caps one Store call (one engine batch); with one decode thread as well,
-        # one request is in flight whichever path Array::read takes (batched get_many on network
+        # one request is in flight whichever path Array::read takes (batched get_each on network
         # stores, or one get per chunk from each decode thread as before).
         ("one_in_flight", "lazycube, 1 in flight", CLEAN,
          lc + ["--runs", str(slow_runs), "--option", "max_concurrency=1"], {"LAZYCUBE_NUM_THREADS": "1"},
@@ -143,12 +143,12 @@ def peer_list(exe, url, runs, slow_runs, info):
         ("faults", "lazycube (default), fault mix", FAULTS, lc + ["--runs", str(runs)], None, False),
     ]
     if info:
-        many = [exe, "get-many", url, VARIABLE, "--runs", str(runs)]
+        many = [exe, "get-each", url, VARIABLE, "--runs", str(runs)]
         peers += [
-            ("get_many", "Store::get_many, all chunks [info]", CLEAN, many, None, True),
-            ("get_many_faults", "Store::get_many, fault mix [info]", FAULTS, many, None, True),
+            ("get_each", "Store::get_each, all chunks [info]", CLEAN, many, None, True),
+            ("get_each_faults", "Store::get_each, fault mix [info]", FAULTS, many, None, True),
             # No injected latency: what loopback, nginx and the client can move on this machine.
-            ("get_many_nolat", "Store::get_many, no added latency [info]", NO_LATENCY, many, None, True),
+            ("get_each_nolat", "Store::get_each, no added latency [info]", NO_LATENCY, many, None, True),
             ("mc1_only", "lazycube, max_concurrency=1 only [info]", CLEAN,
              lc + ["--runs", str(slow_runs), "--option", "max_concurrency=1"], None, True),
             ("threads64", "lazycube, LAZYCUBE_NUM_THREADS=64 [info]", CLEAN, lc + ["--runs", str(runs)],

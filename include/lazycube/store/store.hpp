@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -62,8 +63,16 @@ class Store {
   // Like get(), but reads into `out` (reusing its capacity); false when the key does not exist.
   // The hot read path calls this with a per-thread buffer so chunks cost no fresh allocation.
   virtual bool get_into(std::string_view key, ByteRange range, Buffer& out);
-  // Several reads at once; backends that can overlap requests do. Results in request order.
-  virtual std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests);
+  // Receives each result of get_each: the request's index and its bytes (nullopt: no such key).
+  using ByteSink = std::function<void(std::size_t index, std::optional<Buffer>&& bytes)>;
+  // Several reads at once (backends that can overlap requests do), each result handed to `sink`
+  // as soon as it is complete: once per request, in completion order, one call at a time,
+  // possibly on another thread than the caller's. Errors as for get(). When `sink` throws, the
+  // reads not yet started are dropped and the exception is rethrown. The default reads one
+  // request after the other with get().
+  virtual void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink);
+  // get_each collected: the results in request order.
+  std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests);
   // Size of the object at `key`, or nullopt when it does not exist.
   virtual std::optional<std::uint64_t> size(std::string_view key) = 0;
   bool exists(std::string_view key) { return size(key).has_value(); }

@@ -42,4 +42,14 @@ class ThreadPool {
 void parallel_for(std::size_t n, const std::function<void(std::size_t)>& body,
                   ThreadPool& pool = ThreadPool::global());
 
+// Overlaps a producer with work on the pool: runs produce(push) on a thread of its own, and
+// consume(i) on the pool plus the calling thread for every item index i the producer pushes
+// (each once, in arrival order, several at a time), returning when the producer has returned
+// and every pushed item is consumed. `push` may be called from any thread, one call at a time.
+// The first exception (from produce or consume) is rethrown here; after it, push throws to
+// stop the producer and the items not yet consumed are skipped. Used to decode chunks while
+// later ones are still arriving from the network.
+void consume_as_produced(const std::function<void(const std::function<void(std::size_t)>& push)>& produce,
+                         const std::function<void(std::size_t)>& consume, ThreadPool& pool = ThreadPool::global());
+
 }  // namespace lazycube
