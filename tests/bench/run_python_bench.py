@@ -6,8 +6,8 @@ On the training-batch store of run_batch_bench.py (ERA5-like 4 float32 variables
 windows of time 1 x latitude 64 x longitude 64, the 4 variables as channels, chunk shuffle:
 
   - `lazycube bench` (C++) and lazycube.torch.BatchDataset iterated in Python through
-    DataLoader(batch_size=None, num_workers=0), ten epochs per run, five runs each alternating
-    (target: the median of the five Python/C++ windows/s ratios within 10 %; both clocks start
+    DataLoader(batch_size=None, num_workers=0), ten epochs per run, nine runs each alternating
+    (target: the median of the nine Python/C++ windows/s ratios within 10 %; both clocks start
     after the dataset is opened, the first-batch times before);
   - the same with num_workers=2, one epoch: time to the first batch from building the dataset
     (target <= 2 s) and windows/s;
@@ -37,7 +37,7 @@ INPUT_DIMS = batch_bench.INPUT_DIMS
 BATCH = batch_bench.BATCH
 SEED = batch_bench.SEED
 TARGETS = {"python_vs_cpp": 0.10, "first_batch_2_workers_s": 2.0}
-EPOCHS, RUNS = 10, 5
+EPOCHS, RUNS = 10, 9
 
 
 def median_run(runs):
@@ -124,10 +124,10 @@ def main():
     load = warn_if_busy()
     warm(store)
     me = [sys.executable, os.path.abspath(__file__), "--worker"]
-    # Ten epochs per run (the first cold, the rest from the chunk cache) and five runs of each,
+    # Ten epochs per run (the first cold, the rest from the chunk cache) and nine runs of each,
     # alternating C++ and Python so that drift in the machine's speed hits both alike: a run of
     # three epochs (under a second) varied by up to 2x between identical runs on this 2-CPU VM,
-    # which swamps a 10 % comparison. The comparison is the median of the five paired ratios.
+    # which swamps a 10 % comparison. The comparison is the median of the nine paired ratios.
     cpp_runs, py_runs = [], []
     for _ in range(RUNS):
         cpp_runs.append(batch_bench.run_lazycube(cli, store, ["--shuffle", "chunk", "--epochs", str(EPOCHS)]))
