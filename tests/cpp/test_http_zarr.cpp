@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lazycube/dataset/dataset.hpp"
+#include "lazycube/error.hpp"
 #include "nginx_server.hpp"
 
 using namespace lazycube;
@@ -88,3 +89,32 @@ TEST(HttpZarrBatching, HttpShardedReadCoalescesRequests) {
   EXPECT_LT(merged, apart) << "coalescing did not reduce the request count";
   EXPECT_GT(merged, 0u);
 }
+
+// Chunks are decoded while the rest still arrive (Store::get_each): a corrupt chunk among many
+// is a CodecError naming it, the read stops, and the same dataset still reads its good
+// variables and, after the chunk is restored, the whole array.
+TEST(HttpZarrStreaming, HttpCorruptChunkAmongManyIsNamed) {
+  LAZYCUBE_REQUIRE_NGINX();
+  TempDir www;
+  const fs::path dir = stage("era5_sample_v2.zarr", www.path());
+  const fs::path chunk = dir / "t2m" / "0.1.1";
+  const std::string good = read_file(chunk);
+  write_file(chunk, good.substr(0, good.size() / 2));
+  NginxServer server(www.path());
+  const Dataset remote = open(server.url() + "/era5_sample_v2.zarr");
+  try {
+    remote["t2m"].read_raw();
+    FAIL() << "a truncated chunk was read";
+  } catch (const CodecError& e) {
+    EXPECT_NE(std::string(e.what()).find("0.1.1"), std::string::npos) << e.what();
+  }
+  const Dataset local = open(dir.string());
+  const NDArray a = local["u10"].read_raw(), b = remote["u10"].read_raw();
+  ASSERT_EQ(a.data.size(), b.data.size());
+  EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size()), 0);
+  write_file(chunk, good);
+  const NDArray c = open(dir.string())["t2m"].read_raw(), d = remote["t2m"].read_raw();
+  ASSERT_EQ(c.data.size(), d.data.size());
+  EXPECT_EQ(std::memcmp(c.data.data(), d.data.data(), c.data.size()), 0);
+}
+
