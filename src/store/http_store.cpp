@@ -42,7 +42,6 @@ class HttpStore final : public Store {
     return true;
   }
 
-
   std::optional<std::uint64_t> size(std::string_view key) override {
     http::Request req;
     req.method = "HEAD";

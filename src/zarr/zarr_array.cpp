@@ -238,23 +238,20 @@ void ZarrArray::fetch_units(const std::vector<std::vector<std::uint64_t>>& units
     std::vector<std::string> whats(n);
     std::vector<std::optional<ByteRequest>> where(n);
     std::vector<ByteRequest> reqs;
-    std::vector<std::size_t> req_of(n, SIZE_MAX);
+    std::vector<std::size_t> unit_of_req;  // units without bytes to fetch (where[i] empty) have none
     for (std::size_t i = 0; i < n; ++i) {
       where[i] = locate_unit(units[b0 + i], whats[i]);
       if (!where[i]) continue;
-      req_of[i] = reqs.size();
       reqs.push_back(*where[i]);
+      unit_of_req.push_back(i);
     }
     // Decode each unit as soon as its bytes arrive (absent units at once), and drop its bytes
     // right after: memory is reused while the rest of the batch is in flight.
-    std::vector<std::size_t> unit_of_req(reqs.size());
-    for (std::size_t i = 0; i < n; ++i)
-      if (req_of[i] != SIZE_MAX) unit_of_req[req_of[i]] = i;
     std::vector<std::optional<Buffer>> bytes(n);
     consume_as_produced(
         [&](const std::function<void(std::size_t)>& push) {
           for (std::size_t i = 0; i < n; ++i)
-            if (req_of[i] == SIZE_MAX) push(i);
+            if (!where[i]) push(i);
           store_->get_each(reqs, [&](std::size_t r, std::optional<Buffer>&& got) {
             const std::size_t i = unit_of_req[r];
             bytes[i] = std::move(got);
@@ -264,7 +261,7 @@ void ZarrArray::fetch_units(const std::vector<std::vector<std::uint64_t>>& units
         [&](std::size_t i) {
           std::optional<Buffer> got = std::move(bytes[i]);
           const Buffer* encoded = nullptr;
-          if (req_of[i] != SIZE_MAX) {
+          if (where[i]) {
             if (got) {
               check_unit_bytes(*where[i], whats[i], *got);
               encoded = &*got;
