@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstring>
 
+#include "blosc_lz4_frame.hpp"
 #include "codec_factories.hpp"
 #include "codec_util.hpp"
 
@@ -81,7 +82,7 @@ class BloscCodec final : public BytesToBytesCodec {
   }
 
   static void run(ByteView in, MutableByteView dest) {
-    if (dest.empty()) return;
+    if (dest.empty() || decode_blosc_lz4_frame(in, dest)) return;
     const int n = blosc_decompress_ctx(in.data(), dest.data(), dest.size(), 1);
     if (n < 0) fail("blosc: corrupt stream (error " + std::to_string(n) + ")");
     if (static_cast<std::size_t>(n) != dest.size())

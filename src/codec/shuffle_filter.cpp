@@ -2,6 +2,7 @@
 // first bytes, then all second bytes, ...), elementsize bytes per element. Like HDF5, trailing
 // bytes that make no whole element are kept as they are at the end (HDF5 pipelines that run
 // fletcher32 before shuffle append a 4-byte checksum to 8-byte elements).
+#include "byte_unshuffle.hpp"
 #include "codec_factories.hpp"
 #include "codec_util.hpp"
 
@@ -19,10 +20,7 @@ class ShuffleFilter final : public BytesToBytesCodec {
     check_claim(name_, in.size(), limits);
     if (elementsize_ <= 1) return in;
     scratch.resize(in.size());
-    const std::size_t count = in.size() / elementsize_;
-    for (std::size_t b = 0; b < elementsize_; ++b)
-      for (std::size_t i = 0; i < count; ++i) scratch.data()[i * elementsize_ + b] = in[b * count + i];
-    copy_tail(in, scratch.data(), count);
+    unshuffle_bytes(in.data(), scratch.data(), in.size(), elementsize_);
     return scratch.view();
   }
 
