@@ -4,6 +4,7 @@
 
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/util/thread_pool.hpp"
 #include "lazycube/util/text.hpp"
 
 namespace lazycube {
@@ -284,8 +285,9 @@ void Variable::read_windows_into(std::span<const ArraySelection> windows, std::s
     offset += n * stored_item;
   }
   read_raw(raw_views);
-  for (std::size_t i = 0; i < counts.size(); ++i)
+  parallel_for(counts.size(), [&](std::size_t i) {
     if (counts[i] > 0) cf.apply(raw_views[i], counts[i], dests[i]);
+  });
 }
 
 }  // namespace lazycube

@@ -82,18 +82,23 @@ ThreadPool& ThreadPool::global() {
 
 void parallel_for(std::size_t n, const std::function<void(std::size_t)>& body, ThreadPool& pool) {
   if (n == 0) return;
-  if (n == 1 || pool.on_worker_thread() || pool.size() <= 1) {
+  if (n == 1 || pool.size() <= 1) {
     for (std::size_t i = 0; i < n; ++i) body(i);
     return;
   }
-  // Work-claiming loop run by helpers and the caller; the caller waits for stragglers.
+  // Work-claiming loop run by helpers and the caller. The caller waits only for helpers that
+  // started before it ran out of work; a helper that starts later finds the loop closed and
+  // returns at once. So a caller never waits on a task queued behind it, and parallel_for may
+  // be nested on a pool worker (a batch's channels in parallel, each channel's windows in
+  // parallel) without deadlock: every wait is for a thread that is running.
   struct State {
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::exception_ptr error;
     std::mutex mutex;
     std::condition_variable done_cv;
-    std::size_t running = 0;
+    std::size_t active = 0;  // helpers inside the loop
+    bool closed = false;     // the caller is done claiming: late helpers leave
   };
   auto state = std::make_shared<State>();
   auto work = [state, n, &body] {
@@ -112,17 +117,22 @@ void parallel_for(std::size_t n, const std::function<void(std::size_t)>& body, T
   // The caller works too: pool.size() - 1 helpers keep the threads at the pool's size (one per
   // core), instead of oversubscribing the cores by one.
   const std::size_t helpers = std::min(pool.size() - 1, n - 1);
-  state->running = helpers;
   for (std::size_t h = 0; h < helpers; ++h) {
     pool.submit([state, work] {
+      {
+        std::lock_guard lock(state->mutex);
+        if (state->closed) return;  // `body` may be gone: touch nothing but the state
+        ++state->active;
+      }
       work();
       std::lock_guard lock(state->mutex);
-      if (--state->running == 0) state->done_cv.notify_all();
+      if (--state->active == 0) state->done_cv.notify_all();
     });
   }
   work();
   std::unique_lock lock(state->mutex);
-  state->done_cv.wait(lock, [&] { return state->running == 0; });
+  state->closed = true;
+  state->done_cv.wait(lock, [&] { return state->active == 0; });
   if (state->error) std::rethrow_exception(state->error);
 }
 

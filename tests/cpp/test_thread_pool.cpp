@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -21,6 +22,48 @@ TEST(ThreadPool, ParallelForRunsEveryIndexOnceAndRethrows) {
   for (const auto& h : hits) EXPECT_EQ(h.load(), 1);
   EXPECT_THROW(parallel_for(100, [](std::size_t i) { if (i == 42) throw std::runtime_error("42"); }, pool),
                std::runtime_error);
+}
+
+// Nested parallel_for (a batch's channels in parallel, each channel's windows in parallel):
+// every index runs once at every level and nothing deadlocks, on pools smaller than the fan-out.
+TEST(ThreadPool, NestedParallelForRunsEveryIndexOnce) {
+  for (std::size_t threads : {2u, 3u, 5u}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 20; ++round) {
+      std::vector<std::atomic<int>> hits(6 * 40 * 5);
+      parallel_for(6, [&](std::size_t a) {
+        parallel_for(40, [&](std::size_t b) {
+          parallel_for(5, [&](std::size_t c) { ++hits[(a * 40 + b) * 5 + c]; }, pool);
+        }, pool);
+      }, pool);
+      for (const auto& h : hits) ASSERT_EQ(h.load(), 1) << threads << " threads, round " << round;
+    }
+    EXPECT_THROW(parallel_for(4, [&](std::size_t) {
+                   parallel_for(30, [](std::size_t i) { if (i == 17) throw std::runtime_error("17"); }, pool);
+                 }, pool),
+                 std::runtime_error);
+  }
+}
+
+// Called on a worker, parallel_for spreads over the idle workers: two bodies must be inside at
+// the same time (with the old inline rule they ran one after the other and this timed out).
+TEST(ThreadPool, NestedParallelForOnAWorkerRunsInParallel) {
+  ThreadPool pool(3);
+  std::mutex m;
+  std::condition_variable cv;
+  int inside = 0, met = 0;  // bodies that saw the other one inside
+  std::promise<void> done;
+  pool.submit([&] {
+    parallel_for(2, [&](std::size_t) {
+      std::unique_lock lock(m);
+      ++inside;
+      cv.notify_all();
+      if (cv.wait_for(lock, std::chrono::seconds(10), [&] { return inside >= 2; })) ++met;
+    }, pool);
+    done.set_value();
+  });
+  done.get_future().wait();
+  EXPECT_EQ(met, 2);
 }
 
 TEST(ConsumeAsProduced, ConsumesEveryItemOnceOnSeveralThreads) {

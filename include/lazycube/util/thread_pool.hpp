@@ -21,7 +21,7 @@ class ThreadPool {
 
   std::size_t size() const { return workers_.size(); }
   void submit(std::function<void()> task);
-  // True on one of this pool's worker threads (nested parallel_for then runs inline).
+  // True on one of this pool's worker threads.
   bool on_worker_thread() const;
 
   // The process-wide pool, sized to the hardware threads (LAZYCUBE_NUM_THREADS overrides).
@@ -39,6 +39,7 @@ class ThreadPool {
 
 // Runs body(i) for i in [0, n) on the pool plus the calling thread and waits for all of them.
 // The first exception thrown by any call is rethrown here (the rest of the work is skipped).
+// May be called from a pool worker (nested): the caller only ever waits for running helpers.
 void parallel_for(std::size_t n, const std::function<void(std::size_t)>& body,
                   ThreadPool& pool = ThreadPool::global());
 
