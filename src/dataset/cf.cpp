@@ -185,7 +185,8 @@ struct MaskScale {
 };
 
 // Packed integers (and masked floats) to float32/float64: the common decode of training data,
-// as a loop over typed values instead of the generic per-element dtype dispatch (5-10x faster).
+// as a loop over typed values instead of the generic per-element dtype dispatch (a warm batch
+// epoch of the sample's packed msl went from 13 to 6 ms, as fast as its float32 t2m).
 template <class In, class Out>
 void decode_numbers(const std::byte* raw, std::uint64_t count, std::byte* out, const MaskScale& steps) {
   for (std::uint64_t i = 0; i < count; ++i) {
