@@ -223,6 +223,25 @@ def require_torch_cuda():
         pytest.skip("torch has no CUDA (torch %s): the GPU path is not exercised here" % torch.__version__)
 
 
+def test_cuda_batches_are_assembled_in_pinned_memory(url, monkeypatch):
+    # device="cuda" batches are assembled straight into lazycube's page-locked buffers: torch
+    # sees them as pinned and never copies them into its own pinned memory first.
+    require_torch_cuda()
+    if _core.cuda_device_count() == 0:
+        pytest.skip("lazycube's CUDA runtime sees no device: %s" % _core.cuda_unavailable_reason())
+    torch.zeros(1, device="cuda")  # torch answers is_pinned() only once it has initialised CUDA
+    gen = _core.BatchGenerator(lazycube.open_dataset(url)._core, DIMS, batch_size=2, variables=["msl"],
+                               pinned=True)
+    assert torch.from_numpy(gen.next().arrays[0].numpy()).is_pinned()
+    copies = []
+    pin_memory = torch.Tensor.pin_memory
+    monkeypatch.setattr(torch.Tensor, "pin_memory",
+                        lambda self, *a, **k: copies.append(tuple(self.shape)) or pin_memory(self, *a, **k))
+    ds = lctorch.BatchDataset(url, input_dims=DIMS, batch_size=4, variables=["msl", "t2m"], device="cuda")
+    assert sum(1 for _ in ds) == len(ds) > 0
+    assert copies == []
+
+
 def test_packed_on_cuda_equals_cpu(url):
     require_torch_cuda()
     kwargs = dict(input_dims=DIMS, batch_size=4, variables=["msl"], target={"offset": {"time": 1}},
