@@ -1,10 +1,13 @@
 """Trains a small CNN to predict t2m one hour ahead from (t2m, u10, v10) on a lazycube cube.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/train_era5.py [URL] [--steps N]
-        [--workers N] [--batch-size N]
+        [--workers N] [--batch-size N] [--device auto|cpu|cuda]
 
 Batches are assembled in C++ (chunk-grouped shuffle, prefetched), handed to PyTorch without a
-copy, and sharded automatically across DataLoader workers (and torch.distributed ranks).
+copy, and sharded automatically across DataLoader workers (and torch.distributed ranks). On a
+GPU (--device cuda, the default when torch sees one) lazycube assembles them in pinned memory
+and copies them on a side stream while the model trains on the previous batch; the loader then
+runs in this process (the copy needs it), so --workers is ignored.
 """
 import argparse
 import time
@@ -23,17 +26,21 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                    help="where to train (auto: cuda when torch sees a GPU)")
     args = ap.parse_args()
+    use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+    device = torch.device("cuda" if use_cuda else "cpu")
+    workers = 0 if use_cuda else args.workers
 
     data = BatchDataset(args.url, input_dims={"time": 1, "latitude": 32, "longitude": 32},
                         batch_size=args.batch_size, variables=["t2m", "u10", "v10"],
                         target={"variables": ["t2m"], "offset": {"time": 1}},
-                        shuffle="chunk", seed=0)
-    loader = DataLoader(data, batch_size=None, num_workers=args.workers,
-                        persistent_workers=args.workers > 0)
+                        shuffle="chunk", seed=0, device=device if use_cuda else None)
+    loader = DataLoader(data, batch_size=None, num_workers=workers, persistent_workers=workers > 0)
     # x: (sample, channel=3, time=1, 32, 32) -> predict y: (sample, 1, 1, 32, 32)
     model = nn.Sequential(nn.Conv3d(3, 16, (1, 3, 3), padding=(0, 1, 1)), nn.ReLU(),
-                          nn.Conv3d(16, 1, (1, 3, 3), padding=(0, 1, 1)))
+                          nn.Conv3d(16, 1, (1, 3, 3), padding=(0, 1, 1))).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     step, windows, t0 = 0, 0, time.perf_counter()
     losses = []
@@ -63,7 +70,7 @@ def main():
     first = sum(losses[:5]) / min(5, len(losses))
     last = sum(losses[-5:]) / min(5, len(losses))
     print(f"steps {step}  epochs {epoch}  loss {first:.4f} -> {last:.4f}  "
-          f"{windows / seconds:.0f} windows/s ({seconds:.1f} s)")
+          f"{windows / seconds:.0f} windows/s ({seconds:.1f} s) on {device}")
 
 
 if __name__ == "__main__":

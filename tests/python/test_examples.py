@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, _PKG_ROOT, import_lazycube
 
 import_lazycube()
@@ -25,8 +27,22 @@ def test_xarray_quickstart():
     assert "stacked batch: (32, 3, 1, 32, 32) float32" in out
 
 
-def test_train_era5_learns():
-    out = run_example("train_era5.py", "data/era5_sample_v2.zarr", "--steps", "30", "--workers", "2")
+def check_learns(out):
     line = [l for l in out.splitlines() if l.startswith("steps 30")][0]
     first, last = (float(v) for v in line.split("loss ")[1].split(" ")[0:3:2])
     assert last < first, line  # the loss goes down
+    return line
+
+
+def test_train_era5_learns():
+    out = run_example("train_era5.py", "data/era5_sample_v2.zarr", "--steps", "30", "--workers", "2",
+                      "--device", "cpu")
+    assert check_learns(out).endswith("on cpu")
+
+
+def test_train_era5_learns_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch %s has no CUDA: the GPU run of the example is not exercised here" % torch.__version__)
+    out = run_example("train_era5.py", "data/era5_sample_v2.zarr", "--steps", "30", "--device", "cuda")
+    assert check_learns(out).endswith("on cuda")
