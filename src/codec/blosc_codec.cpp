@@ -75,6 +75,8 @@ class BloscCodec final : public BytesToBytesCodec {
       fail("blosc: truncated stream (header says " + std::to_string(cbytes) + " bytes, got " +
            std::to_string(in.size()) + ")");
     check_claim("blosc", nbytes, limits);
+    // No writer produces type size 0 (libblosc itself would only answer "error -1").
+    if (in[3] == std::byte{0}) fail("blosc: corrupt header (type size 0)");
     std::size_t validated = 0;
     if (blosc_cbuffer_validate(in.data(), in.size(), &validated) != 0 || validated != nbytes)
       fail("blosc: corrupt header");

@@ -39,7 +39,8 @@ bool decode_blosc_lz4_frame(ByteView in, MutableByteView dest) {
   const auto flags = static_cast<std::uint8_t>(frame[2]);
   const std::size_t typesize = static_cast<std::uint8_t>(frame[3]);
   if (version != kFormatVersion || (flags >> 5) != kLz4Format) return false;
-  if ((flags & (kMemcpyedFlag | kBitshuffleFlag)) != 0 || typesize == 0) return false;
+  if (typesize == 0) fail("blosc: corrupt header (type size 0)");
+  if ((flags & (kMemcpyedFlag | kBitshuffleFlag)) != 0) return false;
   const bool shuffled = (flags & kShuffleFlag) != 0 && typesize > 1;
   if (shuffled && !unshuffle_is_vectorised(typesize)) return false;
 

@@ -157,6 +157,18 @@ TEST(BloscLz4Frame, DamagedFramesNameTheBlock) {
   for (std::size_t i = start + 4; i < start + 40; ++i) bad[i] = std::byte{0xff};
   EXPECT_CODEC_ERROR(decode_blosc_lz4_frame(view(bad), dest), "block 0: bad lz4 stream");
 
+  // Type size 0 (no writer produces it): refused here and by the codec, naming it, for any compressor.
+  bad = frame;
+  bad[3] = std::byte{0};
+  EXPECT_CODEC_ERROR(decode_blosc_lz4_frame(view(bad), dest), "type size 0");
+  for (const char* cname : {"lz4", "zstd", "blosclz"}) {
+    auto other = blosc_compress(data, cname, BLOSC_SHUFFLE, 4, 0, BLOSC_ALWAYS_SPLIT);
+    other[3] = std::byte{0};
+    nlohmann::json cfg{{"id", "blosc"}, {"cname", cname}};
+    auto codec = make_bytes_codec("blosc", cfg, spec_of(DataType::uint(1), {1}));
+    EXPECT_CODEC_ERROR(decode_exact(*codec, view(other), data.size()), "type size 0");
+  }
+
   // The frame cut short: the block offsets no longer fit, then the last block is missing.
   bad = frame;
   const std::uint32_t tiny = 20;
