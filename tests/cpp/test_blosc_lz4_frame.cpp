@@ -71,6 +71,12 @@ TEST(BloscLz4Frame, DecodesWhatLibbloscWritesAsLibbloscDoes) {
         for (std::size_t typesize : {1, 2, 3, 4, 8, 16}) {
           for (std::size_t blocksize : {0, 256, 1000, 65536}) {
             for (std::size_t size : {1, 100, 4099, 300001}) {
+              // Other compressors are declined at the header: one shape each is enough. Hundreds
+              // of tiny blocks in the largest buffer add nothing the 4099-byte ones do not test
+              // and cost a minute under ASan.
+              const bool lz4_family = std::string(cname).starts_with("lz4");
+              if (!lz4_family && (typesize != 4 || size != 4099)) continue;
+              if (size == 300001 && blocksize != 0 && blocksize != 65536) continue;
               const std::string what = std::string(cname) + " split " + std::to_string(splitmode) +
                                        " shuffle " + std::to_string(shuffle) + " typesize " +
                                        std::to_string(typesize) + " blocksize " +
@@ -79,8 +85,7 @@ TEST(BloscLz4Frame, DecodesWhatLibbloscWritesAsLibbloscDoes) {
               const auto data = sample(size, static_cast<unsigned>(size * 31 + typesize));
               const auto frame = blosc_compress(data, cname, shuffle, typesize, blocksize, splitmode);
               std::vector<std::byte> out(size, std::byte{0xee});
-              const bool lz4 = std::string(cname).starts_with("lz4");
-              const bool can = lz4 && shuffle != BLOSC_BITSHUFFLE &&
+              const bool can = lz4_family && shuffle != BLOSC_BITSHUFFLE &&
                                (shuffle == BLOSC_NOSHUFFLE || typesize == 1 ||
                                 detail::unshuffle_is_vectorised(typesize));
               if (decode_blosc_lz4_frame(view(frame), {out.data(), out.size()})) {
@@ -102,8 +107,8 @@ TEST(BloscLz4Frame, DecodesWhatLibbloscWritesAsLibbloscDoes) {
       }
     }
   }
-  EXPECT_GT(fast, detail::unshuffle_is_vectorised(4) ? 400 : 100);
-  EXPECT_GT(handed_back, 500);
+  EXPECT_GT(fast, detail::unshuffle_is_vectorised(4) ? 300 : 100);
+  EXPECT_GT(handed_back, 400);
 }
 
 TEST(BloscLz4Frame, TakesTheFramesZarrWritesByDefault) {
