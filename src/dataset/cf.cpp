@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -153,8 +154,8 @@ void store_float(std::byte* p, const DataType& t, double v) {
 struct MaskScale {
   bool mask = false, mask_f32 = false, scale = false, scale_f32 = false;
   bool has_scale = false, has_offset = false;
-  std::vector<float> fills32;
-  std::vector<double> fills64;
+  std::span<const float> fills32;   // views of the plan's fill values: nothing copied per call
+  std::span<const double> fills64;
   float scale32 = 1, offset32 = 0;
   double scale64 = 1, offset64 = 0;
 
@@ -292,6 +293,7 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
     if (!d.complex_fill_.empty()) d.steps_ |= kMask;
   } else if (is_real_numeric(stored) && !d.fill_values_.empty()) {
     d.steps_ |= kMask;
+    for (double f : d.fill_values_) d.fill_values32_.push_back(static_cast<float>(f));
     if (stored.kind != DTypeKind::Float) cur = DataType::float_(stored.itemsize <= 2 ? 4 : 8);
     d.mask_precision_ = cur.itemsize == 8 ? Precision::F64 : Precision::F32;
   }
@@ -406,7 +408,7 @@ void CfDecoding::apply(ByteView raw, std::uint64_t count, MutableByteView out) c
   steps.scale32 = static_cast<float>(steps.scale64);
   steps.offset32 = static_cast<float>(steps.offset64);
   steps.fills64 = fill_values_;
-  for (double f : fill_values_) steps.fills32.push_back(static_cast<float>(f));
+  steps.fills32 = fill_values32_;
   if (!to_datetime && !to_timedelta && decoded_.kind == DTypeKind::Float) {
     if (decoded_.itemsize == 4 && decode_numbers_to<float>(stored_, raw.data(), count, out.data(), steps)) return;
     if (decoded_.itemsize == 8 && decode_numbers_to<double>(stored_, raw.data(), count, out.data(), steps)) return;

@@ -11,8 +11,6 @@ namespace lazycube {
 
 namespace {
 
-thread_local const ThreadPool* current_pool = nullptr;
-
 std::size_t default_threads() {
   if (const char* env = std::getenv("LAZYCUBE_NUM_THREADS")) {
     long n = std::strtol(env, nullptr, 10);
@@ -53,10 +51,7 @@ void ThreadPool::submit(std::function<void()> task) {
   cv_.notify_one();
 }
 
-bool ThreadPool::on_worker_thread() const { return current_pool == this; }
-
 void ThreadPool::run() {
-  current_pool = this;
   for (;;) {
     std::function<void()> task;
     {
@@ -178,10 +173,10 @@ void consume_as_produced(const std::function<void(const std::function<void(std::
     }
     shared.cv.notify_all();
   });
-  // One consuming loop per thread (inline when called on a pool worker): each waits for the
-  // next item until the producer is done and nothing is left.
+  // One consuming loop per thread (parallel_for nests, so also when called on a pool worker):
+  // each waits for the next item until the producer is done and nothing is left.
   try {
-    parallel_for(pool.on_worker_thread() ? 1 : pool.size(), [&](std::size_t) {
+    parallel_for(pool.size(), [&](std::size_t) {
       for (;;) {
         std::size_t item;
         {

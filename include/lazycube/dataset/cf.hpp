@@ -53,6 +53,7 @@ class CfDecoding {
   unsigned steps_ = 0;
   // Mask: values equal to any of these (compared in mask precision) become NaN / NaT.
   std::vector<double> fill_values_;
+  std::vector<float> fill_values32_;      // the same as float32, for float32 mask precision
   std::vector<std::int64_t> fill_ints_;   // datetime/timedelta storage
   Buffer complex_fill_;                   // complex storage: exact bytes of the fill value
   Precision mask_precision_ = Precision::F64;

@@ -21,8 +21,6 @@ class ThreadPool {
 
   std::size_t size() const { return workers_.size(); }
   void submit(std::function<void()> task);
-  // True on one of this pool's worker threads.
-  bool on_worker_thread() const;
 
   // The process-wide pool, sized to the hardware threads (LAZYCUBE_NUM_THREADS overrides).
   // Re-created lazily in a forked child.
