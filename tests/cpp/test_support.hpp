@@ -17,10 +17,11 @@ namespace lazycube::test {
 
 namespace fs = std::filesystem;
 
-// ../shared/data, or $LAZYCUBE_SHARED_DATA; empty when absent (tests then GTEST_SKIP).
+// ../shared/data, or $LAZYCUBE_SHARED_DATA; empty when the folder is absent (tests then
+// GTEST_SKIP), also when the variable names a folder that does not exist (ctest always sets it).
 inline fs::path shared_data_dir() {
-  if (const char* env = std::getenv("LAZYCUBE_SHARED_DATA"); env && *env) return env;
   fs::path p = fs::path(LAZYCUBE_SOURCE_DIR) / ".." / "shared" / "data";
+  if (const char* env = std::getenv("LAZYCUBE_SHARED_DATA"); env && *env) p = env;
   return fs::exists(p) ? fs::canonical(p) : fs::path();
 }
 
