@@ -42,6 +42,17 @@ def run_json(cmd, env=None, timeout=900):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def settle(seconds):
+    """Sleeps before a timed process is started, so that it fills its memory under the same
+    conditions as the peer before it. On VMs with free page reporting (this one: virtio-balloon,
+    `page_reporting.page_reporting_order=11`) the guest hands freed memory back to the host about
+    2 s after a process exits; a process started at once reuses those still-backed pages and
+    fills a chunk cache 2-3x faster (a cold epoch of 0.21-0.23 s instead of 0.53-0.62 s for the
+    same `lazycube bench` run) than one started later. Peers with different start-up times (the
+    CLI at once, Python after importing torch) would otherwise be timed under different rules."""
+    time.sleep(seconds)
+
+
 def warn_if_busy():
     """Warns on stderr when the load average says other work shares the machine; returns the
     load averages (for the report)."""

@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_batch_bench_data as data  # noqa: E402
 import run_batch_bench as batch_bench  # noqa: E402
-from bench_common import run_json, warm, warn_if_busy  # noqa: E402
+from bench_common import run_json, settle, warm, warn_if_busy  # noqa: E402
 
 VARIABLES = batch_bench.VARIABLES
 INPUT_DIMS = batch_bench.INPUT_DIMS
@@ -59,7 +59,9 @@ def batch_dataset_worker(store, workers, epochs):
                                          persistent_workers=workers > 0)
     batches = windows = nbytes = 0
     first = None
+    epoch_seconds = []
     for epoch in range(epochs):
+        t_epoch = time.perf_counter()
         ds.set_epoch(epoch)
         for x in loader:
             now = time.perf_counter()
@@ -68,8 +70,10 @@ def batch_dataset_worker(store, workers, epochs):
             batches += 1
             windows += x.shape[0]
             nbytes += x.element_size() * x.nelement()
+        epoch_seconds.append(time.perf_counter() - t_epoch)
     seconds = time.perf_counter() - t_built
-    return batch_bench.rates(batches, windows, nbytes, seconds, first, num_workers=workers, epochs=epochs)
+    return batch_bench.rates(batches, windows, nbytes, seconds, first, num_workers=workers, epochs=epochs,
+                             epoch_seconds=epoch_seconds)
 
 
 def window_dataset_worker(store, seconds):
@@ -101,6 +105,8 @@ def main():
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--cache", default="build/bench-data", help="bench data dir (store written once)")
     ap.add_argument("--peer-seconds", type=float, default=20.0, help="time per timed peer (default 20)")
+    ap.add_argument("--settle", type=float, default=5.0,
+                    help="seconds between the paired runs (default 5; see bench_common.settle)")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
     ap.add_argument("--worker", nargs=3, metavar=("PEER", "STORE", "ARG"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -128,9 +134,14 @@ def main():
     # alternating C++ and Python so that drift in the machine's speed hits both alike: a run of
     # three epochs (under a second) varied by up to 2x between identical runs on this 2-CPU VM,
     # which swamps a 10 % comparison. The comparison is the median of the nine paired ratios.
+    # Each run starts `--settle` seconds after the one before (see bench_common.settle): started
+    # at once, the CLI filled its chunk cache with the memory the Python run had just freed,
+    # 2-3x faster than Python could after importing torch.
     cpp_runs, py_runs = [], []
     for _ in range(RUNS):
+        settle(args.settle)
         cpp_runs.append(batch_bench.run_lazycube(cli, store, ["--shuffle", "chunk", "--epochs", str(EPOCHS)]))
+        settle(args.settle)
         py_runs.append(run_json(me + ["batchdataset-0", store, str(EPOCHS)], env=env))
     res = {"cpp": median_run(cpp_runs), "python-0": median_run(py_runs)}
     pair_ratio = statistics.median(p["windows_per_s"] / c["windows_per_s"] for c, p in zip(cpp_runs, py_runs))
@@ -151,6 +162,12 @@ def main():
               (f"first batch with 2 workers <= {TARGETS['first_batch_2_workers_s']} s", f"{first2:.2f} s",
                first2 <= TARGETS["first_batch_2_workers_s"]),
               ("[info] WindowDataset DataLoader(num_workers 2) vs xarray per window", f"{speed:.1f}x", None)]
+    cold = [statistics.median(r["epoch_seconds"][0] for r in runs) for runs in (cpp_runs, py_runs)]
+    warm_epoch = [statistics.median(e for r in runs for e in r["epoch_seconds"][1:]) for runs in (cpp_runs, py_runs)]
+    checks += [("[info] first (cold) epoch s, median of the runs: C++ / Python",
+                f"{cold[0]:.3f} / {cold[1]:.3f}", None),
+               ("[info] later (warm) epochs s, median: C++ / Python",
+                f"{warm_epoch[0]:.4f} / {warm_epoch[1]:.4f}", None)]
     lines = [f"Measured {datetime.date.today()} (load average at start {load[0]:.1f}, {os.cpu_count()} CPUs)", "",
              "| peer | windows | windows/s | MB/s | first batch s |", "|---|---:|---:|---:|---:|"]
     for label, r in rows:
