@@ -9,6 +9,7 @@
 #include "lazycube/error.hpp"
 #include "lazycube/util/text.hpp"
 #include "lazycube/util/thread_pool.hpp"
+#include "../util/dim_vec.hpp"
 
 namespace lazycube::batch {
 
@@ -258,8 +259,10 @@ void BatchSource::resolve_xbatcher() {
 }
 
 ArraySelection BatchSource::window_selection(const Variable& var, std::uint64_t id, bool target) const {
-  const auto per_dim = grid_.unravel(id);
+  detail::DimVec<std::uint64_t> per_dim(grid_.ndim());
+  grid_.unravel_into(id, {per_dim.data(), per_dim.size()});
   ArraySelection sel;
+  sel.reserve(var.dims().size());
   for (const auto& d : var.dims()) {
     const std::int64_t g = find_index(grid_dims_, d);
     if (g < 0) {
@@ -345,8 +348,10 @@ Batch BatchSource::assemble_windows(const std::vector<std::uint64_t>& ids) const
   b.window_ids = ids;
   b.window_dims = grid_dims_;
   for (const auto id : ids) {
-    const auto per_dim = grid_.unravel(id);
+    detail::DimVec<std::uint64_t> per_dim(grid_.ndim());
+    grid_.unravel_into(id, {per_dim.data(), per_dim.size()});
     std::vector<IndexRange> w;
+    w.reserve(grid_dims_.size());
     for (std::size_t g = 0; g < grid_dims_.size(); ++g)
       w.push_back({grid_.dims()[g].start(per_dim[g]) + lead_[g], grid_.dims()[g].length, 1});
     b.windows.push_back(std::move(w));

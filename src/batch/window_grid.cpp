@@ -62,16 +62,23 @@ WindowGrid::WindowGrid(const DimSizes& extents, const DimSizes& lengths,
 }
 
 std::vector<std::uint64_t> WindowGrid::unravel(std::uint64_t i) const {
+  std::vector<std::uint64_t> per_dim(dims_.size());
+  unravel_into(i, per_dim);
+  return per_dim;
+}
+
+void WindowGrid::unravel_into(std::uint64_t i, std::span<std::uint64_t> per_dim) const {
   if (i >= size_) {
     throw UsageError("window " + std::to_string(i) + " out of range (grid has " +
                      std::to_string(size_) + " windows)");
   }
-  std::vector<std::uint64_t> per_dim(dims_.size());
+  if (per_dim.size() < dims_.size())
+    throw UsageError("unravel_into: room for " + std::to_string(per_dim.size()) + " dims, the grid has " +
+                     std::to_string(dims_.size()));
   for (std::size_t k = dims_.size(); k-- > 0;) {
     per_dim[k] = i % dims_[k].count;
     i /= dims_[k].count;
   }
-  return per_dim;
 }
 
 std::uint64_t WindowGrid::ravel(const std::vector<std::uint64_t>& per_dim) const {

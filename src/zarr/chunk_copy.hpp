@@ -12,11 +12,16 @@
 #include "lazycube/error.hpp"
 #include "lazycube/ndarray.hpp"
 #include "lazycube/util/buffer.hpp"
+#include "../util/dim_vec.hpp"
 
 namespace lazycube::zarr {
 
-inline std::vector<std::uint64_t> unravel(std::uint64_t i, const Shape& shape) {
-  std::vector<std::uint64_t> idx(shape.size());
+// Per-dimension values of the copy paths, inline (no allocation) for up to 8 dims.
+using DimIndex = detail::DimVec<std::uint64_t>;
+
+template <class ShapeLike>
+DimIndex unravel(std::uint64_t i, const ShapeLike& shape) {
+  DimIndex idx(shape.size());
   for (std::size_t d = shape.size(); d-- > 0;) {
     idx[d] = i % shape[d];
     i /= shape[d];
@@ -24,8 +29,8 @@ inline std::vector<std::uint64_t> unravel(std::uint64_t i, const Shape& shape) {
   return idx;
 }
 
-inline std::vector<std::uint64_t> c_strides(const Shape& shape) {
-  std::vector<std::uint64_t> s(shape.size(), 1);
+inline DimIndex c_strides(const Shape& shape) {
+  DimIndex s(shape.size(), 1);
   for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
   return s;
 }
@@ -34,10 +39,10 @@ inline std::vector<std::uint64_t> c_strides(const Shape& shape) {
 // destination index dst_first[d] + k. Calls row(src_elem_offset, dst_elem_offset, n, step)
 // for every innermost row (the last dim), where offsets are in elements.
 struct Region {
-  std::vector<std::uint64_t> src_first;
-  std::vector<std::int64_t> src_step;
-  std::vector<std::uint64_t> dst_first;
-  std::vector<std::uint64_t> count;
+  DimIndex src_first;
+  detail::DimVec<std::int64_t> src_step;
+  DimIndex dst_first;
+  DimIndex count;
 };
 
 template <class RowFn>
@@ -51,7 +56,7 @@ void for_each_row(const Region& r, const Shape& src_shape, const Shape& dst_shap
   }
   const auto ss = c_strides(src_shape);
   const auto ds = c_strides(dst_shape);
-  std::vector<std::uint64_t> k(nd, 0);
+  DimIndex k(nd, 0);
   const std::size_t last = nd - 1;
   for (;;) {
     std::int64_t so = 0;
@@ -83,8 +88,8 @@ struct DimPiece {
   std::uint64_t n;
 };
 
-inline std::vector<DimPiece> plan_dim(const IndexRange& r, std::uint64_t unit_len) {
-  std::vector<DimPiece> pieces;
+inline detail::DimVec<DimPiece> plan_dim(const IndexRange& r, std::uint64_t unit_len) {
+  detail::DimVec<DimPiece> pieces;
   std::uint64_t k = 0;
   while (k < r.count) {
     const std::uint64_t i = r.at(k);
@@ -109,7 +114,7 @@ struct UnitPiece {
 // Every read unit of a grid of `unit_shape` blocks that `sel` touches (C order of units).
 inline std::vector<UnitPiece> selection_unit_pieces(const ArraySelection& sel, const Shape& unit_shape) {
   const std::size_t nd = sel.size();
-  std::vector<std::vector<DimPiece>> per_dim(nd);
+  std::vector<detail::DimVec<DimPiece>> per_dim(nd);
   Shape counts(nd);
   std::uint64_t total = 1;
   for (std::size_t d = 0; d < nd; ++d) {
@@ -172,7 +177,7 @@ inline void copy_region_strings(const std::vector<std::string>& src, const Shape
 
 // Whole-block copy between a small block and a big grid at `origin` (clipped to the big grid).
 // insert: small → big; otherwise (extract) big → small, requiring the block to fit.
-inline Region block_region(const Shape& small, const Shape& big, const std::vector<std::uint64_t>& origin,
+inline Region block_region(const Shape& small, const Shape& big, const DimIndex& origin,
                            bool small_is_src) {
   Region r;
   for (std::size_t d = 0; d < small.size(); ++d) {
@@ -192,7 +197,7 @@ inline Region block_region(const Shape& small, const Shape& big, const std::vect
 // extract=false: copy `small` (shape small_shape) into `big` at origin.
 // extract=true: fill `small` (shape small_shape = big_shape arg order below) from `big`.
 inline void copy_block(ByteView src, const Shape& src_shape, MutableByteView dst, const Shape& dst_shape,
-                       const std::vector<std::uint64_t>& origin, std::size_t itemsize, bool extract) {
+                       const DimIndex& origin, std::size_t itemsize, bool extract) {
   Region r = extract ? block_region(dst_shape, src_shape, origin, false)
                      : block_region(src_shape, dst_shape, origin, true);
   copy_region(src.data(), src_shape, dst.data(), dst_shape, r, itemsize);
@@ -200,7 +205,7 @@ inline void copy_block(ByteView src, const Shape& src_shape, MutableByteView dst
 
 inline void copy_block_strings(const std::vector<std::string>& src, const Shape& src_shape,
                                std::vector<std::string>& dst, const Shape& dst_shape,
-                               const std::vector<std::uint64_t>& origin, bool extract) {
+                               const DimIndex& origin, bool extract) {
   Region r = extract ? block_region(dst_shape, src_shape, origin, false)
                      : block_region(src_shape, dst_shape, origin, true);
   copy_region_strings(src, src_shape, dst, dst_shape, r);

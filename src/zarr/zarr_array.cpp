@@ -186,10 +186,10 @@ template <class Decode>
 void ZarrArray::for_each_unit(const ArraySelection& sel, Decode&& decode) const {
   if (!store_->prefers_batches()) {
     // Local stores: each worker fetches and decodes its own units (no batching overhead).
-    run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
+    run_units(sel, [&](const DimIndex& unit, const Region& r) {
       std::string what;
       thread_local Buffer encoded;  // reused: no fresh allocation per chunk
-      const bool present = fetch_unit(unit, what, encoded);
+      const bool present = fetch_unit(std::vector<std::uint64_t>(unit.begin(), unit.end()), what, encoded);
       decode(present ? &encoded : nullptr, what, r);
     });
     return;
@@ -197,8 +197,8 @@ void ZarrArray::for_each_unit(const ArraySelection& sel, Decode&& decode) const 
   // Network stores: list the units, then fetch them in batches (fetch_units).
   std::vector<std::vector<std::uint64_t>> units;
   std::vector<Region> regions;
-  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) {
-    units.push_back(unit);
+  run_units(sel, [&](const DimIndex& unit, const Region& r) {
+    units.emplace_back(unit.begin(), unit.end());
     regions.push_back(r);
   }, /*parallel=*/false);
   fetch_units(units, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
@@ -296,18 +296,18 @@ template <class Task>
 void ZarrArray::run_units(const ArraySelection& sel, Task&& task, bool parallel) const {
   check_selection(sel);
   const std::size_t nd = sel.size();
-  std::vector<std::vector<DimPiece>> pieces(nd);
+  std::vector<detail::DimVec<DimPiece>> pieces(nd);
   std::uint64_t total = 1;
   for (std::size_t d = 0; d < nd; ++d) {
     pieces[d] = plan_dim(sel[d], unit_shape_[d]);
     total *= pieces[d].size();
   }
   if (total == 0) return;
-  Shape per_dim(nd);
+  DimIndex per_dim(nd);
   for (std::size_t d = 0; d < nd; ++d) per_dim[d] = pieces[d].size();
   auto one = [&](std::size_t t) {
     auto which = unravel(t, per_dim);
-    std::vector<std::uint64_t> unit(nd);
+    DimIndex unit(nd);
     Region r;
     r.src_first.resize(nd);
     r.src_step.resize(nd);
@@ -330,16 +330,13 @@ void ZarrArray::run_units(const ArraySelection& sel, Task&& task, bool parallel)
   }
 }
 
-std::vector<ZarrArray::UnitPiece> ZarrArray::unit_pieces(const ArraySelection& sel) const {
-  std::vector<UnitPiece> pieces;
-  run_units(sel, [&](const std::vector<std::uint64_t>& unit, const Region& r) { pieces.push_back({unit, r}); },
-            /*parallel=*/false);
-  return pieces;
+void ZarrArray::visit_unit_pieces(const ArraySelection& sel, const PieceVisitor& piece) const {
+  run_units(sel, piece, /*parallel=*/false);
 }
 
 void ZarrArray::decode_unit(const Buffer* encoded, const std::string& what, MutableByteView out) const {
   if (!encoded) {
-    const std::vector<std::uint64_t> origin(unit_shape_.size(), 0);
+    const DimIndex origin(unit_shape_.size(), 0);
     fill_region(out.data(), unit_shape_, block_region(unit_shape_, unit_shape_, origin, true), meta_.fill.bytes);
     return;
   }

@@ -70,12 +70,10 @@ class ZarrArray final : public Array {
   // batches, in get_each batches, each unit as soon as its bytes arrive.
   using UnitSink = std::function<void(std::size_t, const Buffer*, const std::string&)>;
   void fetch_units(const std::vector<std::vector<std::uint64_t>>& units, const UnitSink& sink) const;
-  // Every read unit a selection touches, with the region it contributes to the selection.
-  struct UnitPiece {
-    std::vector<std::uint64_t> unit;
-    Region region;
-  };
-  std::vector<UnitPiece> unit_pieces(const ArraySelection& selection) const;
+  // Calls piece(unit, region) for every read unit a selection touches (C order of units), with
+  // the region it contributes to the selection.
+  using PieceVisitor = std::function<void(const DimIndex& unit, const Region& region)>;
+  void visit_unit_pieces(const ArraySelection& selection, const PieceVisitor& piece) const;
   // Decodes one unit's encoded bytes (nullptr: absent, filled with the fill value) into `out`
   // (one whole unit); CodecError naming the unit and the array.
   void decode_unit(const Buffer* encoded, const std::string& what, MutableByteView out) const;

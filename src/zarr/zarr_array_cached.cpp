@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <numeric>
 
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
@@ -18,6 +19,15 @@ struct CopyJob {
   std::size_t sel;
   std::size_t unit;
   Region region;
+};
+
+// Orders unit indices lexicographically; also compares a stored index with a DimIndex.
+struct UnitLess {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
 };
 
 }  // namespace
@@ -45,15 +55,19 @@ void ZarrArray::read_cached(std::span<const ArraySelection> selections, std::spa
 
   // The distinct units all selections touch, and what each selection copies out of them.
   std::vector<std::vector<std::uint64_t>> units;
-  std::map<std::vector<std::uint64_t>, std::size_t> unit_number;
+  std::map<std::vector<std::uint64_t>, std::size_t, UnitLess> unit_number;
   std::vector<CopyJob> jobs;
-  for (std::size_t s = 0; s < selections.size(); ++s) {
-    for (auto& piece : unit_pieces(selections[s])) {
-      auto [it, fresh] = unit_number.try_emplace(piece.unit, units.size());
-      if (fresh) units.push_back(piece.unit);
-      jobs.push_back({s, it->second, std::move(piece.region)});
+  jobs.reserve(selections.size());
+  std::size_t s = 0;
+  const PieceVisitor add_piece = [&](const DimIndex& unit, const Region& region) {
+    auto it = unit_number.find(unit);  // no allocation for a unit already seen
+    if (it == unit_number.end()) {
+      units.emplace_back(unit.begin(), unit.end());
+      it = unit_number.emplace(units.back(), units.size() - 1).first;
     }
-  }
+    jobs.push_back({s, it->second, region});
+  };
+  for (s = 0; s < selections.size(); ++s) visit_unit_pieces(selections[s], add_piece);
 
   // Units are served in rounds of bounded bytes (in unit order, the order selections first
   // touch them): a round's chunks stay pinned only until its copies are done, so one call over
@@ -62,11 +76,17 @@ void ZarrArray::read_cached(std::span<const ArraySelection> selections, std::spa
   const std::uint64_t round_bytes = std::min<std::uint64_t>(cache.budget() / 16, std::uint64_t{32} << 20);
   const std::size_t per_round =
       static_cast<std::size_t>(std::max<std::uint64_t>(1, round_bytes / std::max<std::uint64_t>(unit_bytes, 1)));
-  std::vector<std::vector<std::size_t>> jobs_of_unit(units.size());
-  for (std::size_t j = 0; j < jobs.size(); ++j) jobs_of_unit[jobs[j].unit].push_back(j);
+  // Jobs ordered by unit: a round's jobs are then one run of `by_unit`.
+  std::vector<std::size_t> by_unit(jobs.size());
+  std::iota(by_unit.begin(), by_unit.end(), std::size_t{0});
+  std::stable_sort(by_unit.begin(), by_unit.end(),
+                   [&](std::size_t a, std::size_t b) { return jobs[a].unit < jobs[b].unit; });
+  std::size_t round_begin = 0;  // first entry of by_unit in the current round
   std::vector<Shape> dst_shapes(selections.size());
-  for (std::size_t s = 0; s < selections.size(); ++s)
+  for (std::size_t s = 0; s < selections.size(); ++s) {
+    dst_shapes[s].reserve(selections[s].size());
     for (const auto& r : selections[s]) dst_shapes[s].push_back(r.count);
+  }
   const std::string id = cache_id();
   for (std::size_t first = 0; first < units.size(); first += per_round) {
     const std::size_t n = std::min(per_round, units.size() - first);
@@ -111,14 +131,14 @@ void ZarrArray::read_cached(std::span<const ArraySelection> selections, std::spa
     for (std::size_t u = 0; u < n; ++u)
       if (pending[u].valid()) chunks[u] = pending[u].get();
     // Copy the round's regions out of its pinned chunks.
-    std::vector<std::size_t> round_jobs;
-    for (std::size_t u = 0; u < n; ++u)
-      round_jobs.insert(round_jobs.end(), jobs_of_unit[first + u].begin(), jobs_of_unit[first + u].end());
-    parallel_for(round_jobs.size(), [&](std::size_t k) {
-      const CopyJob& job = jobs[round_jobs[k]];
+    std::size_t round_end = round_begin;
+    while (round_end < by_unit.size() && jobs[by_unit[round_end]].unit < first + n) ++round_end;
+    parallel_for(round_end - round_begin, [&](std::size_t k) {
+      const CopyJob& job = jobs[by_unit[round_begin + k]];
       copy_region(chunks[job.unit - first]->data(), unit_shape_, dests[job.sel].data(), dst_shapes[job.sel],
                   job.region, item);
     });
+    round_begin = round_end;
   }
   std::uint64_t delivered = 0;
   for (const auto& d : dests) delivered += d.size();

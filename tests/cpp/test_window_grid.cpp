@@ -68,6 +68,20 @@ TEST(WindowGrid, RowMajorLastDimFastest) {
   }
 }
 
+TEST(WindowGrid, UnravelIntoMatchesUnravelAndChecksItsArguments) {
+  const WindowGrid g(kCube, {{"time", 3}, {"y", 10}, {"x", 20}});
+  std::uint64_t per[4] = {7, 7, 7, 7};
+  for (std::uint64_t n = 0; n < g.size(); ++n) {
+    g.unravel_into(n, per);
+    EXPECT_EQ(std::vector<std::uint64_t>(per, per + 3), g.unravel(n));
+  }
+  EXPECT_EQ(per[3], 7u);  // only ndim() entries are written
+  EXPECT_NE(message_of<UsageError>([&] { g.unravel_into(g.size(), per); }).find("out of range"), std::string::npos);
+  std::uint64_t small[2];
+  EXPECT_NE(message_of<UsageError>([&] { g.unravel_into(0, small); }).find("room for 2 dims, the grid has 3"),
+            std::string::npos);
+}
+
 TEST(WindowGrid, EmptyGridHasOneWindow) {
   const WindowGrid g(kCube, {});
   EXPECT_EQ(g.size(), 1u);

@@ -34,9 +34,10 @@ inline void write_v3_array(const fs::path& dir, const json& zarr_json, const voi
   const codec::ChunkSpec spec{meta.dtype, meta.chunk_shape};
   const std::uint64_t nchunks = shape_size(grid);
   for (std::uint64_t c = 0; c < nchunks; ++c) {
-    auto idx = zarr::unravel(c, grid);
+    const auto at = zarr::unravel(c, grid);
+    const std::vector<std::uint64_t> idx(at.begin(), at.end());
     if (skip && skip(idx)) continue;
-    std::vector<std::uint64_t> origin(idx.size());
+    zarr::DimIndex origin(idx.size());
     for (std::size_t d = 0; d < idx.size(); ++d) origin[d] = idx[d] * meta.chunk_shape[d];
     codec::ChunkData chunk;
     chunk.bytes.resize(spec.nbytes());

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,8 @@ class WindowGrid {
   std::uint64_t size() const { return size_; }
   // Per-dim window numbers of window i (row-major, last dim fastest); i < size().
   std::vector<std::uint64_t> unravel(std::uint64_t i) const;
+  // The same into per_dim[0, ndim()) (no allocation, for per-window loops).
+  void unravel_into(std::uint64_t i, std::span<std::uint64_t> per_dim) const;
   std::uint64_t ravel(const std::vector<std::uint64_t>& per_dim) const;
   // Window i as one IndexRange (start, length, step 1) per grid dim.
   std::vector<IndexRange> ranges(std::uint64_t i) const;
