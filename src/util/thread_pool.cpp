@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -31,7 +30,6 @@ std::once_flag atfork_once;
 
 ThreadPool::ThreadPool(std::size_t threads) {
   if (threads == 0) threads = 1;
-  idle_ = threads;  // counted idle from the start: a first loop gets its helpers
   workers_.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
 }
@@ -62,10 +60,8 @@ void ThreadPool::run() {
       if (tasks_.empty()) return;
       task = std::move(tasks_.front());
       tasks_.pop_front();
-      idle_.fetch_sub(1, std::memory_order_relaxed);
     }
     task();
-    idle_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -115,10 +111,7 @@ void parallel_for(std::size_t n, const std::function<void(std::size_t)>& body, T
   };
   // The caller works too: pool.size() - 1 helpers keep the threads at the pool's size (one per
   // core), instead of oversubscribing the cores by one.
-  // Only as many helpers as there are idle workers (at most): when the pool is busy (a nested
-  // loop while the outer one holds every worker), a queued helper would only wake a worker
-  // later to find the loop closed, and each such wake-up costs a futex round trip.
-  const std::size_t helpers = std::min({pool.idle(), pool.size() - 1, n - 1});
+  const std::size_t helpers = std::min(pool.size() - 1, n - 1);
   for (std::size_t h = 0; h < helpers; ++h) {
     pool.submit([state, work] {
       {

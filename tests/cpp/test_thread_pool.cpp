@@ -66,24 +66,6 @@ TEST(ThreadPool, NestedParallelForOnAWorkerRunsInParallel) {
   EXPECT_EQ(met, 2);
 }
 
-// parallel_for only asks idle workers for help; the workers of a pool just built count as idle
-// (they may not have reached their wait yet), so its first loop runs in parallel too.
-TEST(ThreadPool, FirstParallelForOnAFreshPoolRunsInParallel) {
-  for (int round = 0; round < 20; ++round) {
-    ThreadPool pool(2);
-    std::mutex m;
-    std::condition_variable cv;
-    int inside = 0, met = 0;
-    parallel_for(2, [&](std::size_t) {
-      std::unique_lock lock(m);
-      ++inside;
-      cv.notify_all();
-      if (cv.wait_for(lock, std::chrono::seconds(10), [&] { return inside >= 2; })) ++met;
-    }, pool);
-    EXPECT_EQ(met, 2) << "round " << round;
-  }
-}
-
 TEST(ConsumeAsProduced, ConsumesEveryItemOnceOnSeveralThreads) {
   ThreadPool pool(3);
   constexpr std::size_t n = 2000;
