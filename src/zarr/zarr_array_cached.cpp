@@ -58,16 +58,16 @@ void ZarrArray::read_cached(std::span<const ArraySelection> selections, std::spa
   std::map<std::vector<std::uint64_t>, std::size_t, UnitLess> unit_number;
   std::vector<CopyJob> jobs;
   jobs.reserve(selections.size());
-  std::size_t s = 0;
+  std::size_t visiting = 0;  // the selection whose pieces add_piece receives
   const PieceVisitor add_piece = [&](const DimIndex& unit, const Region& region) {
     auto it = unit_number.find(unit);  // no allocation for a unit already seen
     if (it == unit_number.end()) {
       units.emplace_back(unit.begin(), unit.end());
       it = unit_number.emplace(units.back(), units.size() - 1).first;
     }
-    jobs.push_back({s, it->second, region});
+    jobs.push_back({visiting, it->second, region});
   };
-  for (s = 0; s < selections.size(); ++s) visit_unit_pieces(selections[s], add_piece);
+  for (visiting = 0; visiting < selections.size(); ++visiting) visit_unit_pieces(selections[visiting], add_piece);
 
   // Units are served in rounds of bounded bytes (in unit order, the order selections first
   // touch them): a round's chunks stay pinned only until its copies are done, so one call over
