@@ -749,11 +749,23 @@ class BatchDataset(torch.utils.data.IterableDataset):
             self._pending_restore = None
         else:
             gen.set_epoch(self.epoch)
+        if self.return_window_ids or (transform and (self._x_transforms is not None
+                                                     or self._y_transforms is not None)):
+            while True:
+                batch = gen.next()
+                if batch is None:
+                    return
+                yield self.tensors(batch, transform)
+        # Only the data: the arrays come without a Batch object (next_arrays), and this loop's
+        # own cost is on the thread that shares the cores with the batch assembly, so it is
+        # kept to the tensor views (the arrays are writable: from_numpy has nothing to warn).
+        next_arrays, from_numpy = gen.next_arrays, torch.from_numpy
         while True:
-            batch = gen.next()
-            if batch is None:
+            arrays = next_arrays()
+            if arrays is None:
                 return
-            yield self.tensors(batch, transform)
+            x, y = arrays
+            yield from_numpy(x) if y is None else (from_numpy(x), from_numpy(y))
 
     def __iter__(self):
         if self.device is None or self.device.type != "cuda":

@@ -138,6 +138,24 @@ py::dict stats_dict(const CacheStats& s) {
 
 py::array batch_array_numpy(const BatchArray& a) { return shared_to_numpy(a.dtype, a.shape, a.data); }
 
+// The per-batch path of torch training loops (lazycube.torch.BatchDataset): the arrays go
+// straight to NumPy, without a Batch object and copies of its BatchArrays (dims, names) that
+// the loop would only drop. Its cost is on the consumer's thread, which shares the cores with
+// the threads assembling the next batches.
+py::object next_arrays(BatchGenerator& g) {
+  if (g.options().batch_size == 0)
+    throw UsageError("next_arrays(): the generator is in xbatcher-compatibility mode (batch_size 0); use next()");
+  std::optional<Batch> b;
+  {
+    py::gil_scoped_release release;
+    b = g.next();
+  }
+  if (!b) return py::none();
+  if (b->arrays.empty()) throw UsageError("next_arrays(): the batch has no arrays");
+  py::object y = b->target ? py::object(batch_array_numpy(*b->target)) : py::none();
+  return py::make_tuple(batch_array_numpy(b->arrays.front()), std::move(y));
+}
+
 }  // namespace
 
 void bind_batch(py::module_& m) {
@@ -233,6 +251,10 @@ void bind_batch(py::module_& m) {
              py::gil_scoped_release release;
              return g.next();
            })
+      .def("next_arrays", &next_arrays,
+           "The next batch as zero-copy NumPy arrays, (x, y) with y None without a target, or None "
+           "at the end of the epoch: next() without the Batch object, for training loops that only "
+           "need the data (stacked mode).")
       .def(
           "set_epoch",
           [](BatchGenerator& g, std::uint64_t e) {

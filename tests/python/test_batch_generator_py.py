@@ -87,6 +87,37 @@ def test_target_offset_pairs_x_and_y(era5, ref):
     assert np.shares_memory(xb["y"].values, y)
 
 
+def test_core_next_arrays_yields_the_batches_of_next_without_copying(era5):
+    """next_arrays(): the data of next() as (x, y) NumPy views, None at the end of the epoch."""
+    kwargs = dict(batch_size=7, drop_last=False, shuffle=True, seed=3, variables=["t2m", "u10"],
+                  target={"variables": ["msl"], "offset": {"time": 1}})
+    want = [b.numpy() for b in lazycube.BatchGenerator(era5, INPUT, **kwargs)]
+    core = lazycube.BatchGenerator(era5, INPUT, **kwargs).core
+    core.set_epoch(0)
+    got = []
+    while (arrays := core.next_arrays()) is not None:
+        got.append(arrays)
+    assert core.next_arrays() is None  # the end stays the end
+    assert len(got) == len(want) == -(-core.shard_windows // 7)
+    for (x, y), (wx, wy) in zip(got, want):
+        np.testing.assert_array_equal(x, wx)
+        np.testing.assert_array_equal(y, wy)
+        assert x.flags.writeable and x.flags.c_contiguous and y.flags.c_contiguous
+    assert got[-1][0].shape[0] == core.shard_windows % 7
+    # The arrays are the batch buffer itself and keep it alive on their own.
+    x = got[0][0]
+    del got
+    np.testing.assert_array_equal(x, want[0][0])
+    # Without a target y is None; xbatcher mode (no batch_size) has no stacked arrays.
+    plain = lazycube.BatchGenerator(era5, INPUT, batch_size=4, variables=["v10"]).core
+    plain.set_epoch(0)
+    x, y = plain.next_arrays()
+    assert y is None and x.shape == (4, 1, 4, 16, 16)
+    xb = lazycube.BatchGenerator(era5, INPUT).core
+    with pytest.raises(ValueError, match="next_arrays"):
+        xb.next_arrays()
+
+
 def test_drop_last_and_short_last_batch(era5):
     kept = lazycube.BatchGenerator(era5, INPUT, batch_size=7, drop_last=False)
     dropped = lazycube.BatchGenerator(era5, INPUT, batch_size=7)  # drop_last=True by default

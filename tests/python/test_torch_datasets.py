@@ -131,8 +131,11 @@ def test_batch_zero_copy(v2url):
     np.testing.assert_array_equal(x.numpy(), expected)  # the tensor keeps the C++ buffer alive
     # and what iteration yields is such a view too: same values as batch(i), a new buffer
     it = iter(ds)
-    for i, (xi, _yi) in enumerate(itertools.islice(it, 3)):
-        np.testing.assert_array_equal(xi.numpy(), ds.generator.batch(i).arrays[0].numpy())
+    for i, (xi, yi) in enumerate(itertools.islice(it, 3)):
+        want = ds.generator.batch(i)
+        np.testing.assert_array_equal(xi.numpy(), want.arrays[0].numpy())
+        np.testing.assert_array_equal(yi.numpy(), want.target.numpy())
+        assert xi.numpy().flags.writeable and xi.data_ptr() != want.arrays[0].numpy().ctypes.data
 
 
 def test_target_offset_time_plus_one(v2url, xds):
