@@ -42,15 +42,46 @@ def run_json(cmd, env=None, timeout=900):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def settle(seconds):
-    """Sleeps before a timed process is started, so that it fills its memory under the same
-    conditions as the peer before it. On VMs with free page reporting (this one: virtio-balloon,
-    `page_reporting.page_reporting_order=11`) the guest hands freed memory back to the host about
-    2 s after a process exits; a process started at once reuses those still-backed pages and
-    fills a chunk cache 2-3x faster (a cold epoch of 0.21-0.23 s instead of 0.53-0.62 s for the
-    same `lazycube bench` run) than one started later. Peers with different start-up times (the
-    CLI at once, Python after importing torch) would otherwise be timed under different rules."""
+# Free page reporting's running total of memory handed back to the host (a counter this VM's
+# kernel exposes; absent elsewhere).
+REPORTED_KIB = "/sys/module/page_reporting/parameters/reported_kib"
+
+
+def _reported_kib():
+    try:
+        with open(REPORTED_KIB) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def settle(seconds, quiet=3.5, limit=60.0):
+    """Waits before a timed process is started, so that it fills its memory under the same
+    conditions as the peer before it: at least `seconds`, and where the kernel counts the memory
+    that free page reporting hands back to the host (REPORTED_KIB), until that count has not
+    moved for `quiet` seconds (at most `limit`). Returns the seconds waited.
+
+    Why: on VMs with free page reporting (this one: virtio-balloon) memory a process frees stays
+    backed by the host until the guest reports it, in passes ~2 s apart of at most 192 MiB each,
+    so 1 GB freed takes ~12 s to hand back. Memory still backed is first touched ~20x faster
+    (512 MiB of huge pages: 0.04 s against 0.8-1.0 s once reported). A process started within
+    that time fills its chunk cache with the previous process's pages: with a fixed 5 s between
+    the runs, the CLI (which starts at once) took them after each Python run (which frees ~900
+    MB), while Python, importing torch first, used them up before its first epoch -- cold epochs
+    of 0.56 s against 0.87 s for the same engine work. `quiet` is longer than the time between
+    two passes."""
+    t0 = time.monotonic()
     time.sleep(seconds)
+    last = _reported_kib()
+    if last is None:
+        return time.monotonic() - t0
+    still_since = time.monotonic()
+    while time.monotonic() - t0 < limit and time.monotonic() - still_since < quiet:
+        time.sleep(0.25)
+        now = _reported_kib()
+        if now != last:
+            last, still_since = now, time.monotonic()
+    return time.monotonic() - t0
 
 
 def warn_if_busy():

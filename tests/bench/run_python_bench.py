@@ -105,8 +105,9 @@ def main():
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--cache", default="build/bench-data", help="bench data dir (store written once)")
     ap.add_argument("--peer-seconds", type=float, default=20.0, help="time per timed peer (default 20)")
-    ap.add_argument("--settle", type=float, default=5.0,
-                    help="seconds between the paired runs (default 5; see bench_common.settle)")
+    ap.add_argument("--settle", type=float, default=2.0,
+                    help="least seconds between the paired runs (default 2), then until free page "
+                         "reporting is still where the kernel counts it (see bench_common.settle)")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
     ap.add_argument("--worker", nargs=3, metavar=("PEER", "STORE", "ARG"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -134,9 +135,10 @@ def main():
     # alternating C++ and Python so that drift in the machine's speed hits both alike: a run of
     # three epochs (under a second) varied by up to 2x between identical runs on this 2-CPU VM,
     # which swamps a 10 % comparison. The comparison is the median of the nine paired ratios.
-    # Each run starts `--settle` seconds after the one before (see bench_common.settle): started
-    # at once, the CLI filled its chunk cache with the memory the Python run had just freed,
-    # 2-3x faster than Python could after importing torch.
+    # Each run starts once the memory freed by the one before is handed back to the host (see
+    # bench_common.settle): started earlier, the CLI filled its chunk cache with the memory the
+    # Python run had just freed, still backed and ~20x faster to touch, while Python used it up
+    # importing torch.
     cpp_runs, py_runs = [], []
     for _ in range(RUNS):
         settle(args.settle)
@@ -145,9 +147,11 @@ def main():
         py_runs.append(run_json(me + ["batchdataset-0", store, str(EPOCHS)], env=env))
     res = {"cpp": median_run(cpp_runs), "python-0": median_run(py_runs)}
     pair_ratio = statistics.median(p["windows_per_s"] / c["windows_per_s"] for c, p in zip(cpp_runs, py_runs))
-    res["python-2"] = run_json(me + ["batchdataset-2", store, "1"], env=env)
-    res["windows-2"] = run_json(me + ["windowdataset", store, str(args.peer_seconds)], env=env)
-    res["xarray"] = run_json(me + ["xarray", store, str(args.peer_seconds)], env=env)
+    for key, worker_args in (("python-2", ["batchdataset-2", store, "1"]),
+                             ("windows-2", ["windowdataset", store, str(args.peer_seconds)]),
+                             ("xarray", ["xarray", store, str(args.peer_seconds)])):
+        settle(args.settle)
+        res[key] = run_json(me + worker_args, env=env)
 
     rows = [(f"lazycube bench (C++), shuffle chunk, {EPOCHS} epochs (median of {RUNS})", res["cpp"]),
             (f"BatchDataset, DataLoader num_workers 0, {EPOCHS} epochs (median of {RUNS})", res["python-0"]),
