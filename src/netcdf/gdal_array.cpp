@@ -167,14 +167,18 @@ void GdalArray::read_cached(std::span<const ArraySelection> selections, std::spa
   std::vector<std::vector<std::uint64_t>> units;
   std::map<std::vector<std::uint64_t>, std::size_t> unit_number;
   std::vector<std::vector<Job>> jobs;
+  zarr::DimIndex unit;
   for (std::size_t s = 0; s < selections.size(); ++s) {
-    for (auto& piece : zarr::selection_unit_pieces(selections[s], info_.block)) {
-      auto [it, fresh] = unit_number.try_emplace(piece.unit, units.size());
+    const zarr::UnitPieces pieces(selections[s], info_.block);
+    for (std::uint64_t t = 0; t < pieces.size(); ++t) {
+      zarr::Region region;
+      pieces.get(t, unit, region);
+      auto [it, fresh] = unit_number.try_emplace(std::vector<std::uint64_t>(unit.begin(), unit.end()), units.size());
       if (fresh) {
-        units.push_back(piece.unit);
+        units.push_back(it->first);
         jobs.emplace_back();
       }
-      jobs[it->second].push_back({s, std::move(piece.region)});
+      jobs[it->second].push_back({s, std::move(region)});
     }
   }
   std::vector<Shape> dst_shapes(selections.size());

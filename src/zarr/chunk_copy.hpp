@@ -104,43 +104,49 @@ inline detail::DimVec<DimPiece> plan_dim(const IndexRange& r, std::uint64_t unit
   return pieces;
 }
 
-// A read unit (grid index) a selection touches, with the region it contributes: source
-// positions relative to the unit's origin, destination positions in the selection.
-struct UnitPiece {
-  std::vector<std::uint64_t> unit;
-  Region region;
-};
-
-// Every read unit of a grid of `unit_shape` blocks that `sel` touches (C order of units).
-inline std::vector<UnitPiece> selection_unit_pieces(const ArraySelection& sel, const Shape& unit_shape) {
-  const std::size_t nd = sel.size();
-  std::vector<detail::DimVec<DimPiece>> per_dim(nd);
-  Shape counts(nd);
-  std::uint64_t total = 1;
-  for (std::size_t d = 0; d < nd; ++d) {
-    per_dim[d] = plan_dim(sel[d], unit_shape[d]);
-    counts[d] = per_dim[d].size();
-    total *= counts[d];
-  }
-  std::vector<UnitPiece> pieces;
-  if (total == 0) return pieces;
-  pieces.reserve(total);
-  for (std::uint64_t t = 0; t < total; ++t) {
-    const auto which = unravel(t, counts);
-    UnitPiece p;
-    p.unit.resize(nd);
-    for (std::size_t d = 0; d < nd; ++d) {
-      const DimPiece& dp = per_dim[d][which[d]];
-      p.unit[d] = dp.unit;
-      p.region.src_first.push_back(sel[d].at(dp.k0) - dp.unit * unit_shape[d]);
-      p.region.src_step.push_back(sel[d].step);
-      p.region.dst_first.push_back(dp.k0);
-      p.region.count.push_back(dp.n);
+// The read units (grid indices over blocks of `unit_shape`) a selection touches and the region
+// each contributes to it -- source positions relative to the unit's origin, destination
+// positions in the selection: piece t of size(), in C order of units. Each dim is planned once;
+// get() fills one piece without allocating (up to DimVec's inline size), so callers can spread
+// the pieces over threads. Keeps references: `sel` and `unit_shape` must outlive it.
+class UnitPieces {
+ public:
+  UnitPieces(const ArraySelection& sel, const Shape& unit_shape)
+      : sel_(sel), unit_shape_(unit_shape), per_dim_(sel.size()), counts_(sel.size()) {
+    for (std::size_t d = 0; d < sel.size(); ++d) {
+      per_dim_[d] = plan_dim(sel[d], unit_shape[d]);
+      counts_[d] = per_dim_[d].size();
+      total_ *= counts_[d];
     }
-    pieces.push_back(std::move(p));
   }
-  return pieces;
-}
+
+  std::uint64_t size() const { return total_; }
+
+  void get(std::uint64_t t, DimIndex& unit, Region& r) const {
+    const std::size_t nd = sel_.size();
+    const auto which = unravel(t, counts_);
+    unit.resize(nd);
+    r.src_first.resize(nd);
+    r.src_step.resize(nd);
+    r.dst_first.resize(nd);
+    r.count.resize(nd);
+    for (std::size_t d = 0; d < nd; ++d) {
+      const DimPiece& p = per_dim_[d][which[d]];
+      unit[d] = p.unit;
+      r.src_first[d] = sel_[d].at(p.k0) - p.unit * unit_shape_[d];
+      r.src_step[d] = sel_[d].step;
+      r.dst_first[d] = p.k0;
+      r.count[d] = p.n;
+    }
+  }
+
+ private:
+  const ArraySelection& sel_;
+  const Shape& unit_shape_;
+  std::vector<detail::DimVec<DimPiece>> per_dim_;
+  DimIndex counts_;
+  std::uint64_t total_ = 1;
+};
 
 inline void copy_row(const std::byte* src, std::byte* dst, std::uint64_t n, std::int64_t step,
                      std::size_t itemsize) {

@@ -295,32 +295,13 @@ void ZarrArray::check_selection(const ArraySelection& sel) const {
 template <class Task>
 void ZarrArray::run_units(const ArraySelection& sel, Task&& task, bool parallel) const {
   check_selection(sel);
-  const std::size_t nd = sel.size();
-  std::vector<detail::DimVec<DimPiece>> pieces(nd);
-  std::uint64_t total = 1;
-  for (std::size_t d = 0; d < nd; ++d) {
-    pieces[d] = plan_dim(sel[d], unit_shape_[d]);
-    total *= pieces[d].size();
-  }
+  const UnitPieces pieces(sel, unit_shape_);
+  const std::uint64_t total = pieces.size();
   if (total == 0) return;
-  DimIndex per_dim(nd);
-  for (std::size_t d = 0; d < nd; ++d) per_dim[d] = pieces[d].size();
   auto one = [&](std::size_t t) {
-    auto which = unravel(t, per_dim);
-    DimIndex unit(nd);
+    DimIndex unit;
     Region r;
-    r.src_first.resize(nd);
-    r.src_step.resize(nd);
-    r.dst_first.resize(nd);
-    r.count.resize(nd);
-    for (std::size_t d = 0; d < nd; ++d) {
-      const DimPiece& p = pieces[d][which[d]];
-      unit[d] = p.unit;
-      r.src_first[d] = sel[d].at(p.k0) - p.unit * unit_shape_[d];
-      r.src_step[d] = sel[d].step;
-      r.dst_first[d] = p.k0;
-      r.count[d] = p.n;
-    }
+    pieces.get(t, unit, r);
     task(unit, r);
   };
   if (parallel) {

@@ -1,0 +1,69 @@
+// zarr::UnitPieces: the read units a selection touches and the region each contributes, shared
+// by the Zarr and GDAL readers.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "../../src/zarr/chunk_copy.hpp"
+
+using lazycube::ArraySelection;
+using lazycube::IndexRange;
+using lazycube::Shape;
+using lazycube::zarr::DimIndex;
+using lazycube::zarr::Region;
+using lazycube::zarr::UnitPieces;
+
+TEST(UnitPieces, CoverEverySelectedPositionOnceFromTheRightUnit) {
+  const Shape unit_shape{4, 5};
+  // Rows 1..10 forward (units 0, 1, 2), columns 13 down to 1 by -3 (units 2, 1, 0).
+  const ArraySelection sel{IndexRange{1, 10, 1}, IndexRange{13, 5, -3}};
+  const UnitPieces pieces(sel, unit_shape);
+  ASSERT_EQ(pieces.size(), 3u * 3u);
+  std::vector<int> seen(10 * 5, 0);
+  std::set<std::vector<std::uint64_t>> units;
+  DimIndex unit;
+  Region r;
+  for (std::uint64_t t = 0; t < pieces.size(); ++t) {
+    pieces.get(t, unit, r);
+    ASSERT_EQ(unit.size(), 2u);
+    units.insert({unit[0], unit[1]});
+    for (std::uint64_t i = 0; i < r.count[0]; ++i) {
+      for (std::uint64_t j = 0; j < r.count[1]; ++j) {
+        const std::uint64_t di = r.dst_first[0] + i, dj = r.dst_first[1] + j;
+        const auto si = static_cast<std::int64_t>(r.src_first[0]) + static_cast<std::int64_t>(i) * r.src_step[0];
+        const auto sj = static_cast<std::int64_t>(r.src_first[1]) + static_cast<std::int64_t>(j) * r.src_step[1];
+        ASSERT_GE(si, 0);
+        ASSERT_GE(sj, 0);
+        ASSERT_LT(si, 4);
+        ASSERT_LT(sj, 5);
+        // The array index the piece reads is the one the selection asks for at (di, dj).
+        EXPECT_EQ(unit[0] * 4 + static_cast<std::uint64_t>(si), sel[0].at(di));
+        EXPECT_EQ(unit[1] * 5 + static_cast<std::uint64_t>(sj), sel[1].at(dj));
+        ++seen[di * 5 + dj];
+      }
+    }
+  }
+  for (int n : seen) EXPECT_EQ(n, 1);
+  EXPECT_EQ(units.size(), 9u);
+  // C order of units: the first piece is the first row unit with the first column unit the
+  // selection reaches (column 13 is in unit 2).
+  pieces.get(0, unit, r);
+  EXPECT_EQ(unit[0], 0u);
+  EXPECT_EQ(unit[1], 2u);
+}
+
+TEST(UnitPieces, EmptySelectionHasNoPiecesAndAScalarHasOne) {
+  const Shape unit_shape{4, 5};
+  EXPECT_EQ(UnitPieces(ArraySelection{IndexRange{0, 0, 1}, IndexRange{0, 5, 1}}, unit_shape).size(), 0u);
+  const ArraySelection scalar{};
+  const Shape no_dims{};
+  const UnitPieces one(scalar, no_dims);
+  ASSERT_EQ(one.size(), 1u);
+  DimIndex unit{7};
+  Region r;
+  one.get(0, unit, r);
+  EXPECT_TRUE(unit.empty());
+  EXPECT_TRUE(r.count.empty());
+}
