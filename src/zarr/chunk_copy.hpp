@@ -120,6 +120,11 @@ class UnitPieces {
     }
   }
 
+  // Temporaries would dangle.
+  UnitPieces(ArraySelection&&, const Shape&) = delete;
+  UnitPieces(const ArraySelection&, Shape&&) = delete;
+  UnitPieces(ArraySelection&&, Shape&&) = delete;
+
   std::uint64_t size() const { return total_; }
 
   void get(std::uint64_t t, DimIndex& unit, Region& r) const {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include "../../src/zarr/chunk_copy.hpp"
@@ -56,7 +57,10 @@ TEST(UnitPieces, CoverEverySelectedPositionOnceFromTheRightUnit) {
 
 TEST(UnitPieces, EmptySelectionHasNoPiecesAndAScalarHasOne) {
   const Shape unit_shape{4, 5};
-  EXPECT_EQ(UnitPieces(ArraySelection{IndexRange{0, 0, 1}, IndexRange{0, 5, 1}}, unit_shape).size(), 0u);
+  const ArraySelection empty{IndexRange{0, 0, 1}, IndexRange{0, 5, 1}};
+  EXPECT_EQ(UnitPieces(empty, unit_shape).size(), 0u);
+  static_assert(!std::is_constructible_v<UnitPieces, ArraySelection&&, const Shape&>);
+  static_assert(!std::is_constructible_v<UnitPieces, const ArraySelection&, Shape&&>);
   const ArraySelection scalar{};
   const Shape no_dims{};
   const UnitPieces one(scalar, no_dims);
