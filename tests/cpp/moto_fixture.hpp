@@ -151,13 +151,18 @@ class MotoServer {
     return ok;
   }
 
-  static std::unique_ptr<MotoServer> start(std::string& reason) {
+  // True (with `reason`) when the PATH python3 lacks moto or boto3. Asked only after the server
+  // or its setup failed: the check is a Python start-up of its own, ~0.7 s per test process.
+  static bool moto_missing(std::string& reason) {
     int st = 0;
     run_capture("python3 -c 'import moto, boto3' 2>&1", &st);
-    if (st != 0) {
-      reason = "moto is not installed for the PATH python3 (python3 -c 'import moto' fails)";
-      return nullptr;
-    }
+    if (st == 0) return false;
+    reason = "moto is not installed for the PATH python3 (python3 -c 'import moto, boto3' fails)";
+    return true;
+  }
+
+  static std::unique_ptr<MotoServer> start(std::string& reason) {
+    int st = 0;
     auto s = std::make_unique<MotoServer>();
     const int port = free_port();
     s->endpoint = "http://127.0.0.1:" + std::to_string(port);
@@ -181,6 +186,13 @@ class MotoServer {
     s->pid_ = pid;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!answers(port)) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {  // the server exited before answering
+        s->pid_ = -1;
+        if (moto_missing(reason)) return nullptr;
+        throw std::runtime_error("the moto server exited at start (wait status " + std::to_string(status) +
+                                 "; set LAZYCUBE_MOTO_LOG=FILE for its log)");
+      }
       if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("moto did not start");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -188,7 +200,10 @@ class MotoServer {
     const std::string out = run_capture("python3 " + script() + " setup " + s->endpoint + " " + kBucket + " " +
                                         src + "/data/era5_sample_v2.zarr=era5_v2.zarr " + src +
                                         "/data/era5_sample_v3.zarr=era5_v3.zarr", &st);
-    if (st != 0) throw std::runtime_error("moto_setup.py setup failed: " + out);
+    if (st != 0) {
+      if (moto_missing(reason)) return nullptr;  // e.g. boto3 absent beside moto
+      throw std::runtime_error("moto_setup.py setup failed: " + out);
+    }
     const auto j = nlohmann::json::parse(out);
     s->key_id = j.at("key_id");
     s->secret = j.at("secret");
