@@ -84,6 +84,13 @@ def settle(seconds, quiet=3.5, limit=60.0):
     return time.monotonic() - t0
 
 
+def add_settle_argument(parser):
+    """--settle for the drivers that time several processes (see settle())."""
+    parser.add_argument("--settle", type=float, default=2.0,
+                        help="least seconds between the timed processes (default 2), then until free "
+                             "page reporting is still where the kernel counts it (see bench_common.settle)")
+
+
 def warn_if_busy():
     """Warns on stderr when the load average says other work shares the machine; returns the
     load averages (for the report)."""

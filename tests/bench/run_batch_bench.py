@@ -40,7 +40,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_batch_bench_data as data  # noqa: E402
-from bench_common import run_json, settle, warm, warn_if_busy  # noqa: E402
+from bench_common import add_settle_argument, run_json, settle, warm, warn_if_busy  # noqa: E402
 
 VARIABLES = list(data.VARIABLES)
 INPUT_DIMS = {"time": 1, "latitude": 64, "longitude": 64}
@@ -274,9 +274,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="40 batches per lazycube run, 5 s per peer")
     ap.add_argument("--json", action="store_true", help="print one JSON document instead")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables instead")
-    ap.add_argument("--settle", type=float, default=2.0,
-                    help="least seconds between the timed processes (default 2), then until free page "
-                         "reporting is still where the kernel counts it (see bench_common.settle)")
+    add_settle_argument(ap)
     ap.add_argument("--worker", nargs=3, metavar=("PEER", "STORE", "SECONDS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:

@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_batch_bench_data as data  # noqa: E402
 import run_batch_bench as batch_bench  # noqa: E402
-from bench_common import run_json, settle, warm, warn_if_busy  # noqa: E402
+from bench_common import add_settle_argument, run_json, settle, warm, warn_if_busy  # noqa: E402
 
 VARIABLES = batch_bench.VARIABLES
 INPUT_DIMS = batch_bench.INPUT_DIMS
@@ -105,9 +105,7 @@ def main():
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--cache", default="build/bench-data", help="bench data dir (store written once)")
     ap.add_argument("--peer-seconds", type=float, default=20.0, help="time per timed peer (default 20)")
-    ap.add_argument("--settle", type=float, default=2.0,
-                    help="least seconds between the paired runs (default 2), then until free page "
-                         "reporting is still where the kernel counts it (see bench_common.settle)")
+    add_settle_argument(ap)
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
     ap.add_argument("--worker", nargs=3, metavar=("PEER", "STORE", "ARG"), help=argparse.SUPPRESS)
     args = ap.parse_args()
