@@ -62,6 +62,15 @@ fi
 
 log "ctest ${ctest_args[*]}"
 ctest "${ctest_args[@]}"
+# The C++ cases run in shards, so ctest itself does not show which were skipped: list them with
+# their reasons from its log (pytest prints its own with -rs).
+skipped="$(awk '/: Skipped$/ {getline why; next_reason = why; next}
+                /^\[  SKIPPED \] [^ ]+ \(/ {print "  " $4 ": " next_reason}' \
+           "$build_dir/Testing/Temporary/LastTest.log" 2>/dev/null | sort -u || true)"
+if [[ -n "$skipped" ]]; then
+  log "C++ cases skipped:"
+  printf '%s\n' "$skipped" >&2
+fi
 log "tests passed: ${SECONDS}s"
 
 # ---- The installed package works for a consumer: find_package(lazycube) + the example ----
