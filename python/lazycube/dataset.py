@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _core
-from ._options import normalize_storage_options
+from .pipeline import Source
 
 __all__ = ["open_dataset", "Dataset", "Variable"]
 
@@ -151,16 +151,33 @@ class _Variables(Mapping):
 
 class Dataset:
     """Variables sharing dims, with coordinates and attributes (like ``xarray.Dataset``).
-    ``ds._core`` is the ``lazycube._core.Dataset`` underneath."""
+    ``ds._core`` is the ``lazycube._core.Dataset`` underneath; ``ds.source`` the
+    :class:`lazycube.pipeline.Source` it can be reopened from in another process (None when
+    built around a ``_core.Dataset`` of unknown origin). Picklable when the source is known."""
 
-    __slots__ = ("_core",)
+    __slots__ = ("_core", "_source")
 
-    def __init__(self, core):
+    def __init__(self, core, source=None):
         if isinstance(core, Dataset):
-            core = core._core
+            core, source = core._core, source or core._source
         if not isinstance(core, _core.Dataset):
             raise TypeError("Dataset wraps a lazycube._core.Dataset, not %s" % type(core).__name__)
+        if source is not None and not isinstance(source, Source):
+            raise TypeError("Dataset(source=...) takes a lazycube.pipeline.Source, not %s"
+                            % type(source).__name__)
         self._core = core
+        self._source = source
+
+    @property
+    def source(self):
+        """Where this dataset comes from (URL, options, selection), or None."""
+        return self._source
+
+    def __reduce__(self):
+        if self._source is None:
+            raise TypeError("this lazycube.Dataset cannot be pickled: it wraps a "
+                            "lazycube._core.Dataset of unknown origin (use lazycube.open_dataset)")
+        return (_reopen, (self._source,))
 
     @property
     def dims(self):
@@ -200,11 +217,16 @@ class Dataset:
         return len(self._core.data_var_names())
 
     def isel(self, indexers=None, **indexers_kwargs):
-        return Dataset(self._core.isel(_merge_indexers(indexers, indexers_kwargs, "isel")))
+        return self._narrowed(_merge_indexers(indexers, indexers_kwargs, "isel"))
 
     def sel(self, indexers=None, method=None, tolerance=None, **indexers_kwargs):
-        return Dataset(self._core.sel(_merge_indexers(indexers, indexers_kwargs, "sel"),
-                                      method=method, tolerance=tolerance))
+        # recorded by position, so that the source replays it exactly (even undecoded)
+        labels = _merge_indexers(indexers, indexers_kwargs, "sel")
+        return self._narrowed(self._core.sel_positions(labels, method=method, tolerance=tolerance))
+
+    def _narrowed(self, positions):
+        source = None if self._source is None else self._source.isel(positions)
+        return Dataset(self._core.isel(positions), source)
 
     def to_xarray(self):
         """An ``xarray.Dataset`` whose variables stay lazy (backed by lazycube)."""
@@ -231,5 +253,10 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
     endpoint_url, ...; ``allowed_prefixes`` for reference sets). ``engine``: None (auto: "gdal"
     for .nc/.nc4/.cdf/.h5/.hdf5/.he5/.grib/.grib2/.grb/.grb2 or a local file with such a
     signature, else "zarr"), "zarr" or "gdal"."""
-    return Dataset(_core.open(str(url), normalize_storage_options(storage_options), decode_cf=decode_cf,
-                              consolidated=consolidated, engine=engine))
+    source = Source(url, storage_options, decode_cf=decode_cf, consolidated=consolidated,
+                    engine=engine)
+    return Dataset(source.open(), source)
+
+
+def _reopen(source):
+    return Dataset(source.open(), source)
