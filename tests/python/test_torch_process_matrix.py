@@ -239,3 +239,48 @@ def test_every_form_every_store_in_workers(method, stores, reference, no_aws_env
             assert sorted(seen[tag]) == list(range(WINDOWS)), "epoch %d, %s: %r" % (e, tag, seen[tag])
     for tag in tags:
         assert epochs[0][tag] != epochs[1][tag], "%s: set_epoch did not reshuffle" % tag
+
+
+def test_secrets_never_shown(stores):
+    """Credentials travel inside the pipeline (a worker needs them) but no repr/str of an object
+    holding them, and no error message of a failed open, contains them."""
+    import pickle
+
+    available, _ = stores
+    if "s3" not in available:
+        pytest.skip("no moto server")
+    url, options = available["s3"]
+    secret, key = options["secret"], options["key"]
+    so = {"storage_options": options}
+    ds = lazycube.open_dataset(url, **so)
+    gen = lazycube.BatchGenerator(ds, DIMS, batch_size=3, variables=VARS)
+    xds = xr.open_dataset(url, engine=LazycubeBackendEntrypoint, **so)
+    bds = lctorch.BatchDataset(url, input_dims=DIMS, batch_size=3, variables=VARS, **so)
+    wds = lctorch.WindowDataset(ds, DIMS, variables=VARS)
+    shown = [ds, ds.source, ds.source.storage_options, ds.isel(time=slice(2, 6)).source, gen,
+             gen.pipeline, xds, xds["a"], xds["a"].encoding, bds, bds._pipeline, wds,
+             wds._pipeline, lazycube.BatchGenerator(xds, DIMS, batch_size=3).pipeline]
+    for obj in shown:
+        for text in (repr(obj), str(obj)):
+            assert secret not in text and key not in text, text
+    assert "***" in repr(gen.pipeline)
+    # they do travel: a worker reads with them
+    assert secret.encode() in pickle.dumps(gen.pipeline)
+    assert pickle.loads(pickle.dumps(ds))["a"].isel(time=0).values.shape == (16, 16)
+
+    errors = []
+    for bad in (dict(options, secret=secret[::-1], retries="0"),  # 403 from moto
+                dict(options, retries=secret),                    # an option that echoes its value
+                dict(options, endpoint_url=options["endpoint_url"] + "/" + secret + "/",
+                     retries="0")):
+        for open_ in (lambda: lazycube.open_dataset(url, storage_options=bad),
+                      lambda: lctorch.BatchDataset(url, input_dims=DIMS, batch_size=3,
+                                                   storage_options=bad),
+                      lambda: xr.open_dataset(url, engine=LazycubeBackendEntrypoint,
+                                              storage_options=bad)):
+            with pytest.raises(lazycube.Error) as info:
+                open_()
+            errors.append(str(info.value))
+    for message in errors:
+        for value in (secret, secret[::-1]):
+            assert value not in message, message
