@@ -151,6 +151,23 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("indexers") = py::none(), py::arg("method") = py::none(),
           py::arg("tolerance") = py::none())
+      .def(
+          "sel_positions",
+          [](const Variable& v, const py::object& indexers, const py::object& method,
+             const py::object& tolerance) {
+            // The positional indexers that sel() with these labels applies (see Dataset's).
+            LabelIndexers ix = to_label_indexers(indexers);
+            SelOptions o = to_sel_options(method, tolerance);
+            Indexers out;
+            {
+              py::gil_scoped_release release;
+              (void)v.sel(ix, o);  // sel()'s own checks and errors
+              for (const auto& [dim, label] : ix) out.emplace(dim, label_to_indexer(*v.index_coord(dim), dim, label, o));
+            }
+            return indexers_to_py(out);
+          },
+          py::arg("indexers") = py::none(), py::arg("method") = py::none(),
+          py::arg("tolerance") = py::none())
       .def("read",
            [](const Variable& v) {
              NDArray a;

@@ -393,7 +393,7 @@ def _lazycube_xarray(url):
     return xr.open_dataset(url, engine=LazycubeBackendEntrypoint)
 
 
-def test_from_xarray_dataset_spawn_and_narrowed_fork(v2url, xds):
+def test_from_xarray_dataset_whole_and_narrowed(v2url, xds):
     """An xarray Dataset opened with engine="lazycube": whole and narrowed with isel / to some
     variables; workers (spawned or forked) reopen its source with the selection."""
     try:
@@ -403,7 +403,8 @@ def test_from_xarray_dataset_spawn_and_narrowed_fork(v2url, xds):
     ds = lctorch.BatchDataset(whole[VARS], input_dims=DIMS, batch_size=16, return_window_ids=True,
                               shuffle="random", seed=1)
     assert ds._pipeline.source.url == v2url and ds._pipeline.source.variables == tuple(VARS)
-    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn")
+    # (spawned workers of a whole xarray Dataset: test_torch_process_matrix.py)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
     got = {}
     for x, ids in loader:
         assert x.shape[1] == 3
