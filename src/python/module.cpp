@@ -68,6 +68,23 @@ py::dict indexers_to_py(const Indexers& indexers) {
   return out;
 }
 
+// The positional indexers (isel) that `obj.sel(labels)` applies, so that a label selection can
+// be recorded and replayed by position (python/lazycube/pipeline.py). `coord_of(dim)`: the index
+// coordinate sel() reads for `dim`.
+template <class T, class CoordOf>
+py::dict sel_positions(const T& obj, const py::object& indexers, const py::object& method,
+                       const py::object& tolerance, CoordOf coord_of) {
+  LabelIndexers labels = to_label_indexers(indexers);
+  SelOptions o = to_sel_options(method, tolerance);
+  Indexers out;
+  {
+    py::gil_scoped_release release;
+    (void)obj.sel(labels, o);  // sel()'s own checks and errors (unknown dim, no index coordinate)
+    for (const auto& [dim, label] : labels) out.emplace(dim, label_to_indexer(coord_of(dim), dim, label, o));
+  }
+  return indexers_to_py(out);
+}
+
 py::list dims_list(const std::vector<std::pair<std::string, std::uint64_t>>& dims) {
   py::list out;
   for (const auto& [name, size] : dims) out.append(py::make_tuple(name, size));
@@ -155,16 +172,8 @@ PYBIND11_MODULE(_core, m) {
           "sel_positions",
           [](const Variable& v, const py::object& indexers, const py::object& method,
              const py::object& tolerance) {
-            // The positional indexers that sel() with these labels applies (see Dataset's).
-            LabelIndexers ix = to_label_indexers(indexers);
-            SelOptions o = to_sel_options(method, tolerance);
-            Indexers out;
-            {
-              py::gil_scoped_release release;
-              (void)v.sel(ix, o);  // sel()'s own checks and errors
-              for (const auto& [dim, label] : ix) out.emplace(dim, label_to_indexer(*v.index_coord(dim), dim, label, o));
-            }
-            return indexers_to_py(out);
+            return sel_positions(v, indexers, method, tolerance,
+                                 [&v](const std::string& dim) { return *v.index_coord(dim); });
           },
           py::arg("indexers") = py::none(), py::arg("method") = py::none(),
           py::arg("tolerance") = py::none())
@@ -227,17 +236,8 @@ PYBIND11_MODULE(_core, m) {
           "sel_positions",
           [](const Dataset& d, const py::object& indexers, const py::object& method,
              const py::object& tolerance) {
-            // The positional indexers (isel) that sel() with these labels applies, so that a
-            // label selection can be recorded and replayed by position (python/lazycube/pipeline.py).
-            LabelIndexers ix = to_label_indexers(indexers);
-            SelOptions o = to_sel_options(method, tolerance);
-            Indexers out;
-            {
-              py::gil_scoped_release release;
-              (void)d.sel(ix, o);  // sel()'s own checks and errors (unknown dim, no index coordinate)
-              for (const auto& [dim, label] : ix) out.emplace(dim, label_to_indexer(d.variable(dim), dim, label, o));
-            }
-            return indexers_to_py(out);
+            return sel_positions(d, indexers, method, tolerance,
+                                 [&d](const std::string& dim) { return d.variable(dim); });
           },
           py::arg("indexers") = py::none(), py::arg("method") = py::none(),
           py::arg("tolerance") = py::none())
