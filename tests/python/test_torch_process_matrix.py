@@ -32,7 +32,6 @@ xr = pytest.importorskip("xarray")
 zarr = pytest.importorskip("zarr")
 lazycube = import_lazycube()
 import lazycube.torch as lctorch  # noqa: E402
-from lazycube.xarray_backend import LazycubeBackendEntrypoint  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests" / "servers"))
@@ -191,7 +190,7 @@ def _forms(url, options):
                                     variables=VARS, shuffle=True, seed=5, drop_last=False),
             return_window_ids=True),
         "BatchDataset(xr.open_dataset)": lctorch.BatchDataset(
-            xr.open_dataset(url, engine=LazycubeBackendEntrypoint, **so), **batch),
+            xr.open_dataset(url, engine="lazycube", **so), **batch),
         "WindowDataset(lazycube.open_dataset)": lctorch.WindowDataset(
             lazycube.open_dataset(url, **so), DIMS, variables=VARS, return_window_ids=True),
         "WindowDataset(url)": lctorch.WindowDataset(url, DIMS, variables=VARS,
@@ -254,7 +253,7 @@ def test_secrets_never_shown(stores):
     so = {"storage_options": options}
     ds = lazycube.open_dataset(url, **so)
     gen = lazycube.BatchGenerator(ds, DIMS, batch_size=3, variables=VARS)
-    xds = xr.open_dataset(url, engine=LazycubeBackendEntrypoint, **so)
+    xds = xr.open_dataset(url, engine="lazycube", **so)
     bds = lctorch.BatchDataset(url, input_dims=DIMS, batch_size=3, variables=VARS, **so)
     wds = lctorch.WindowDataset(ds, DIMS, variables=VARS)
     shown = [ds, ds.source, ds.source.storage_options, ds.isel(time=slice(2, 6)).source, gen,
@@ -276,7 +275,7 @@ def test_secrets_never_shown(stores):
         for open_ in (lambda: lazycube.open_dataset(url, storage_options=bad),
                       lambda: lctorch.BatchDataset(url, input_dims=DIMS, batch_size=3,
                                                    storage_options=bad),
-                      lambda: xr.open_dataset(url, engine=LazycubeBackendEntrypoint,
+                      lambda: xr.open_dataset(url, engine="lazycube",
                                               storage_options=bad)):
             with pytest.raises(lazycube.Error) as info:
                 open_()
