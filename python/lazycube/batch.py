@@ -74,6 +74,32 @@ def _filter_args(filter_):
     return filter_.get("variable"), float(filter_.get("max_nan_fraction", 0.0))
 
 
+def generator_arguments(args: Mapping) -> dict:
+    """Generator arguments as users write them -- ``target=`` (a name, names, or
+    {"variables", "offset"}), ``filter=``, ``shuffle=True``/"random"/..., ``dtype`` as any NumPy
+    dtype, ``variables`` as one name, dim dicts -- as the core BatchGenerator takes them
+    (``target_variables``/``target_offset``, ``filter_variable``/``max_nan_fraction``, ...).
+    Core spellings pass through. The one place for these rules (BatchGenerator, the torch
+    datasets)."""
+    out = dict(args)
+    if "target" in out:
+        out["target_variables"], out["target_offset"] = _target_args(out.pop("target"))
+    if "filter" in out:
+        out["filter_variable"], out["max_nan_fraction"] = _filter_args(out.pop("filter"))
+    if "shuffle" in out:
+        out["shuffle"] = _shuffle_mode(out["shuffle"])
+    if out.get("dtype") is not None:
+        out["dtype"] = np.dtype(out["dtype"]).name
+    if isinstance(out.get("variables"), str):
+        out["variables"] = [out["variables"]]
+    elif out.get("variables") is not None:
+        out["variables"] = list(out["variables"])
+    for key in ("input_dims", "input_overlap", "batch_dims", "target_offset"):
+        if out.get(key):
+            out[key] = {str(k): int(v) for k, v in dict(out[key]).items()}
+    return out
+
+
 class BatchGenerator:
     """Batches of windows of a data cube (see the module docstring for the two modes).
 
@@ -102,13 +128,12 @@ class BatchGenerator:
                  cache_bytes=None, **more):
         worker = int(more.pop("worker", 0))
         num_workers = int(more.pop("num_workers", 1))
-        dtype = more.pop("dtype", None)
-        filter_variable, max_nan_fraction = _filter_args(more.pop("filter", None))
         extras = dict(preload_batch=bool(more.pop("preload_batch", True)),
                       cache=more.pop("cache", None),
                       cache_preprocess=more.pop("cache_preprocess", None))
-        pinned = bool(more.pop("pinned", False))
         storage_options = more.pop("storage_options", None)
+        generator = {"dtype": more.pop("dtype", None), "filter": more.pop("filter", None),
+                     "pinned": bool(more.pop("pinned", False))}
         if more:
             raise TypeError("BatchGenerator() got unexpected keyword arguments: %s"
                             % ", ".join(sorted(more)))
@@ -123,23 +148,14 @@ class BatchGenerator:
             all_vars = list((core if core is not None else source.open()).data_var_names())
             if set(xds.data_vars) != set(all_vars):
                 variables = [v for v in all_vars if v in set(xds.data_vars)]
-        if isinstance(variables, str):
-            variables = [variables]
-        target_variables, target_offset = _target_args(target)
-        generator = dict(
-            input_dims={str(k): int(v) for k, v in dict(input_dims).items()},
-            input_overlap={str(k): int(v) for k, v in dict(input_overlap or {}).items()} or None,
-            batch_dims={str(k): int(v) for k, v in dict(batch_dims or {}).items()} or None,
-            concat_input_dims=bool(concat_input_dims),
+        generator = generator_arguments(dict(
+            generator, input_dims=input_dims, input_overlap=input_overlap or None,
+            batch_dims=batch_dims or None, concat_input_dims=bool(concat_input_dims),
             batch_size=0 if batch_size is None else batch_size,
             # xbatcher mode has no partial batches (its windows are whole by construction).
             drop_last=bool(drop_last) if batch_size is not None else False,
-            variables=list(variables) if variables is not None else None,
-            dtype=None if dtype is None else np.dtype(dtype).name,
-            target_variables=target_variables, target_offset=target_offset,
-            filter_variable=filter_variable, max_nan_fraction=max_nan_fraction,
-            shuffle=_shuffle_mode(shuffle), seed=int(seed),
-            prefetch=int(prefetch), cache_bytes=cache_bytes, pinned=pinned)
+            variables=variables, target=target, shuffle=shuffle, seed=int(seed),
+            prefetch=int(prefetch), cache_bytes=cache_bytes))
         self._setup(Pipeline(source, generator, rank, world_size, local=core), ds, xds, worker,
                     num_workers, extras)
         for message in self._core.warnings:

@@ -168,7 +168,7 @@ class Source:
             parts.append("selection=%r" % (self.selection,))
         if self.variables is not None:
             parts.append("variables=%r" % (self.variables,))
-        return "lazycube.Source(%s)" % ", ".join(parts)
+        return "lazycube.pipeline.Source(%s)" % ", ".join(parts)
 
     __str__ = __repr__
 
@@ -342,7 +342,7 @@ class Pipeline:
 
     def __repr__(self):
         shard = "" if not self.explicit_shard else ", rank=%r, world_size=%r" % (self.rank, self.world_size)
-        return "lazycube.Pipeline(%r, %r%s)" % (self.source, self.generator, shard)
+        return "lazycube.pipeline.Pipeline(%r, %r%s)" % (self.source, self.generator, shard)
 
     __str__ = __repr__
 

@@ -60,7 +60,7 @@ import torch
 import torch.utils.data
 
 from . import _core
-from .batch import _target_args
+from .batch import generator_arguments
 from .pipeline import Pipeline, keep_foreign, resolve_source
 
 __all__ = ["BatchDataset", "WindowDataset"]
@@ -72,15 +72,10 @@ def _pipeline_of(source, open_kwargs, kwargs, *, rank=None, world_size=None):
     """The Pipeline for a URL / lazycube Dataset / xarray Dataset and generator arguments
     (``target=`` as lazycube.BatchGenerator takes it, ``dtype`` a NumPy or torch dtype)."""
     kwargs = dict(kwargs)
-    if "target" in kwargs:
-        variables, offset = _target_args(kwargs.pop("target"))
-        if variables is not None:
-            kwargs["target_variables"] = variables
-        if offset is not None:
-            kwargs["target_offset"] = offset
     dtype = kwargs.get("dtype")
     if isinstance(dtype, torch.dtype):
         kwargs["dtype"] = str(torch.empty(0, dtype=dtype).numpy().dtype)
+    kwargs = generator_arguments(kwargs)
     src, core, _xds = resolve_source(source, **open_kwargs)
     return Pipeline(src, kwargs, rank, world_size, local=core)
 
