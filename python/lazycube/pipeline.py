@@ -34,7 +34,7 @@ __all__ = ["StorageOptions", "Source", "Pipeline", "resolve_shard", "resolve_sou
 
 # Storage option keys whose values are secrets: a key containing one of these words.
 _SECRET_WORDS = ("secret", "key", "token", "password", "passwd", "credential", "sas", "signature",
-                 "session", "private", "auth")
+                 "session", "private", "auth", "connection_string")
 _MASK = "***"
 
 
@@ -132,6 +132,13 @@ class Source:
         """This source restricted to some data variables."""
         return self.replace(variables=None if variables is None else list(variables))
 
+    def scrub(self, text: str) -> str:
+        """`text` without the secrets: storage option secrets and the URL's query string (a
+        signed URL carries its signature there)."""
+        text = self.storage_options.scrub(text)
+        query = self.url.partition("?")[2]
+        return text.replace(query, _MASK) if query else text
+
     def open(self):
         """The ``_core.Dataset`` (with the selection applied). Errors never show a secret."""
         try:
@@ -142,7 +149,7 @@ class Source:
             return core
         except _errors.Error as exc:
             message = str(exc)
-            scrubbed = self.storage_options.scrub(message)
+            scrubbed = self.scrub(message)
             if scrubbed == message:
                 raise
             raise type(exc)(scrubbed) from None
@@ -156,7 +163,7 @@ class Source:
     __hash__ = None
 
     def __repr__(self):
-        parts = ["%r" % self.url]
+        parts = [repr(self.scrub(self.url))]
         if self.storage_options:
             parts.append("storage_options=%r" % (self.storage_options,))
         if not self.decode_cf:

@@ -71,6 +71,8 @@ def test_storage_options_mask_secrets():
     assert "http://127.0.0.1:1" in text and "'anon': 'false'" in text and "'retries': '3'" in text
     assert pickle.loads(pickle.dumps(so))["secret"] == "s3cr3t"  # they travel
     assert so.core()["anon"] == "false"  # normalised once (_options.normalize_storage_options)
+    signed = pipeline.Source("https://host/x.zarr?sv=2024&sig=abc%2Fdef")
+    assert "sig=" not in repr(signed) and repr(signed).startswith("lazycube.pipeline.Source('https://host/x.zarr?***'")
 
 
 def test_rank_world_default():
@@ -88,3 +90,9 @@ def test_core_objects_without_origin_say_so():
     gen = lazycube.BatchGenerator(core, {"time": 4, "latitude": 16, "longitude": 16}, batch_size=4)
     with pytest.raises(TypeError, match="_core"):
         pickle.dumps(gen)
+
+
+def test_open_errors_hide_a_signed_url_query(tmp_path):
+    with pytest.raises(lazycube.Error) as info:
+        lazycube.open_dataset(str(tmp_path / "missing.zarr") + "?sig=SIGNATURE-VALUE")
+    assert "missing.zarr" in str(info.value) and "SIGNATURE-VALUE" not in str(info.value)
