@@ -194,6 +194,12 @@ def resolve_source(obj, storage_options=None, **open_args):
     if isinstance(obj, (str, os.PathLike)):
         source = Source(obj, storage_options, **{k: v for k, v in open_args.items() if v is not None})
         return source, None, None
+    given = sorted(k for k, v in dict(open_args, storage_options=storage_options).items()
+                   if v is not None)
+    if given:
+        raise ValueError("%s apply to opening a URL; this %s is already open (pass them to "
+                         "lazycube.open_dataset / xr.open_dataset instead)"
+                         % (", ".join(given), type(obj).__name__))
     if isinstance(obj, _core.Dataset):
         return None, obj, None
     core = getattr(obj, "_core", None)

@@ -96,3 +96,9 @@ def test_open_errors_hide_a_signed_url_query(tmp_path):
     with pytest.raises(lazycube.Error) as info:
         lazycube.open_dataset(str(tmp_path / "missing.zarr") + "?sig=SIGNATURE-VALUE")
     assert "missing.zarr" in str(info.value) and "SIGNATURE-VALUE" not in str(info.value)
+
+
+def test_open_arguments_with_an_open_dataset_are_refused():
+    ds = lazycube.open_dataset(V2)
+    with pytest.raises(ValueError, match="storage_options"):
+        lazycube.BatchGenerator(ds, {"time": 4}, batch_size=2, storage_options={"anon": True})
