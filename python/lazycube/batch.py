@@ -18,15 +18,13 @@ the iterating caller, through lazycube's chunk cache (``cache_bytes``).
 
 from __future__ import annotations
 
-import math
-import os
 import warnings
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from . import _core
-from ._options import normalize_storage_options
+from .dataset import Dataset
+from .pipeline import Pipeline, resolve_source
 
 __all__ = ["BatchGenerator", "Batch"]
 
@@ -76,30 +74,30 @@ def _filter_args(filter_):
     return filter_.get("variable"), float(filter_.get("max_nan_fraction", 0.0))
 
 
-def _resolve(ds, storage_options):
-    """(core dataset, xarray Dataset or None, data variables of the xarray Dataset or None,
-    url or None)."""
-    if isinstance(ds, (str, os.PathLike)):
-        url = os.fspath(ds)
-        return _core.open(url, storage_options=normalize_storage_options(storage_options)), None, None, url
-    if isinstance(ds, _core.Dataset):
-        return ds, None, None, None
-    core = getattr(ds, "_core", None)
-    if isinstance(core, _core.Dataset):
-        return core, None, None, getattr(ds, "url", None)
-    try:
-        import xarray as xr
-    except ImportError:  # pragma: no cover
-        xr = None
-    if xr is not None and isinstance(ds, xr.DataArray):
-        raise TypeError("lazycube.BatchGenerator takes a Dataset; for one variable pass "
-                        "ds[[name]] (a Dataset) or variables=[name]")
-    if xr is not None and isinstance(ds, xr.Dataset):
-        from .xarray_backend import core_dataset_of
-        core, names = core_dataset_of(ds)
-        return core, ds, names, ds.encoding.get("source")
-    raise TypeError("lazycube.BatchGenerator takes a lazycube Dataset, a URL, or an "
-                    "xarray.Dataset opened with engine='lazycube'; got %s" % type(ds).__name__)
+def generator_arguments(args: Mapping) -> dict:
+    """Generator arguments as users write them -- ``target=`` (a name, names, or
+    {"variables", "offset"}), ``filter=``, ``shuffle=True``/"random"/..., ``dtype`` as any NumPy
+    dtype, ``variables`` as one name, dim dicts -- as the core BatchGenerator takes them
+    (``target_variables``/``target_offset``, ``filter_variable``/``max_nan_fraction``, ...).
+    Core spellings pass through. The one place for these rules (BatchGenerator, the torch
+    datasets)."""
+    out = dict(args)
+    if "target" in out:
+        out["target_variables"], out["target_offset"] = _target_args(out.pop("target"))
+    if "filter" in out:
+        out["filter_variable"], out["max_nan_fraction"] = _filter_args(out.pop("filter"))
+    if "shuffle" in out:
+        out["shuffle"] = _shuffle_mode(out["shuffle"])
+    if out.get("dtype") is not None:
+        out["dtype"] = np.dtype(out["dtype"]).name
+    if isinstance(out.get("variables"), str):
+        out["variables"] = [out["variables"]]
+    elif out.get("variables") is not None:
+        out["variables"] = list(out["variables"])
+    for key in ("input_dims", "input_overlap", "batch_dims", "target_offset"):
+        if out.get(key):
+            out[key] = {str(k): int(v) for k, v in dict(out[key]).items()}
+    return out
 
 
 class BatchGenerator:
@@ -117,21 +115,25 @@ class BatchGenerator:
     ``engine="lazycube"`` (possibly narrowed with ``isel``/``sel`` slices or to some
     variables). An xarray Dataset that lazycube does not read (in memory, or from another
     engine) is refused with a TypeError: reopen it with ``engine="lazycube"``.
+
+    ``rank``/``world_size`` None (default): torch.distributed's rank and world size when a
+    process group is initialised, else 0 and 1. ``gen.pipeline`` is the picklable description
+    (:class:`lazycube.pipeline.Pipeline`) the generator is built from; pickling sends it (with
+    the position), and the other process reopens the source.
     """
 
     def __init__(self, ds, input_dims, input_overlap=None, batch_dims=None,
                  concat_input_dims=False, *, batch_size=None, variables=None, target=None,
-                 shuffle=False, seed=0, drop_last=True, rank=0, world_size=1, prefetch=2,
+                 shuffle=False, seed=0, drop_last=True, rank=None, world_size=None, prefetch=2,
                  cache_bytes=None, **more):
         worker = int(more.pop("worker", 0))
         num_workers = int(more.pop("num_workers", 1))
-        dtype = more.pop("dtype", None)
-        filter_variable, max_nan_fraction = _filter_args(more.pop("filter", None))
-        self._preload_batch = bool(more.pop("preload_batch", True))
-        self.cache = more.pop("cache", None)
-        self.cache_preprocess = more.pop("cache_preprocess", None)
-        pinned = bool(more.pop("pinned", False))
+        extras = dict(preload_batch=bool(more.pop("preload_batch", True)),
+                      cache=more.pop("cache", None),
+                      cache_preprocess=more.pop("cache_preprocess", None))
         storage_options = more.pop("storage_options", None)
+        generator = {"dtype": more.pop("dtype", None), "filter": more.pop("filter", None),
+                     "pinned": bool(more.pop("pinned", False))}
         if more:
             raise TypeError("BatchGenerator() got unexpected keyword arguments: %s"
                             % ", ".join(sorted(more)))
@@ -141,44 +143,50 @@ class BatchGenerator:
                 raise ValueError("batch_size must be a positive integer or None "
                                  "(None: xbatcher-compatible batches)")
 
-        core, xds, xvars, url = _resolve(ds, storage_options)
-        if variables is None and xvars is not None:
-            all_vars = list(core.data_var_names())
-            if set(xvars) != set(all_vars):
-                variables = [v for v in all_vars if v in set(xvars)]
-        if isinstance(variables, str):
-            variables = [variables]
-        target_variables, target_offset = _target_args(target)
-
-        self.ds = ds
-        self._core_ds = core
-        self._xds = xds
-        self._url = url
-        self._input_dims = dict(input_dims)
-        self._input_overlap = dict(input_overlap or {})
-        self._batch_dims = dict(batch_dims or {})
-        self._concat_input_dims = bool(concat_input_dims)
-        self._kwargs = dict(
+        source, core, xds = resolve_source(ds, storage_options)
+        if variables is None and xds is not None:
+            all_vars = list((core if core is not None else source.open()).data_var_names())
+            if set(xds.data_vars) != set(all_vars):
+                variables = [v for v in all_vars if v in set(xds.data_vars)]
+        generator = generator_arguments(dict(
+            generator, input_dims=input_dims, input_overlap=input_overlap or None,
+            batch_dims=batch_dims or None, concat_input_dims=bool(concat_input_dims),
             batch_size=0 if batch_size is None else batch_size,
             # xbatcher mode has no partial batches (its windows are whole by construction).
             drop_last=bool(drop_last) if batch_size is not None else False,
-            variables=list(variables) if variables is not None else None,
-            dtype=None if dtype is None else np.dtype(dtype).name,
-            target_variables=target_variables, target_offset=target_offset,
-            filter_variable=filter_variable, max_nan_fraction=max_nan_fraction,
-            shuffle=_shuffle_mode(shuffle), seed=int(seed), rank=int(rank),
-            world_size=int(world_size), worker=worker, num_workers=num_workers,
-            prefetch=int(prefetch), cache_bytes=cache_bytes, pinned=pinned)
-        self._core = _core.BatchGenerator(
-            core, {str(k): int(v) for k, v in self._input_dims.items()},
-            {str(k): int(v) for k, v in self._input_overlap.items()} or None,
-            {str(k): int(v) for k, v in self._batch_dims.items()} or None,
-            self._concat_input_dims, **self._kwargs)
+            variables=variables, target=target, shuffle=shuffle, seed=int(seed),
+            prefetch=int(prefetch), cache_bytes=cache_bytes))
+        self._setup(Pipeline(source, generator, rank, world_size, local=core), ds, xds, worker,
+                    num_workers, extras)
         for message in self._core.warnings:
             warnings.warn(message, UserWarning, stacklevel=2)
+
+    def _setup(self, pipeline, ds, xds, worker, num_workers, extras):
+        """Builds this process's core generator from `pipeline` (the constructor, unpickling)."""
+        g = pipeline.generator
+        self.ds = ds
+        self._pipeline = pipeline
+        self._worker, self._num_workers = worker, num_workers
+        self._core = pipeline.build(worker, num_workers)
+        self._core_ds = pipeline.dataset()
+        self._xds = xds
+        self._input_dims = dict(g["input_dims"])
+        self._input_overlap = dict(g["input_overlap"] or {})
+        self._batch_dims = dict(g["batch_dims"] or {})
+        self._concat_input_dims = g["concat_input_dims"]
+        self._kwargs = g
+        self._extras = extras
+        self._preload_batch = extras["preload_batch"]
+        self.cache = extras["cache"]
+        self.cache_preprocess = extras["cache_preprocess"]
         self._finished = False
         self._template = None
         self._coords = None
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The picklable description this generator is built from (source, arguments, shard)."""
+        return self._pipeline
 
     # ---- xbatcher's read-only configuration --------------------------------------------
     @property
@@ -285,25 +293,9 @@ class BatchGenerator:
                    self._concat_input_dims, len(self)))
 
     def __reduce__(self):
-        if not isinstance(self.ds, (str, os.PathLike)):
-            raise TypeError("a lazycube.BatchGenerator built from a URL can be pickled; this "
-                            "one was built from a %s" % type(self.ds).__name__)
-        return (_rebuild, (self.ds, self._constructor_args(), self.state()))
-
-    def _constructor_args(self) -> dict:
-        k = self._kwargs
-        return dict(
-            input_dims=self._input_dims, input_overlap=self._input_overlap or None,
-            batch_dims=self._batch_dims or None, concat_input_dims=self._concat_input_dims,
-            batch_size=k["batch_size"] or None, variables=k["variables"],
-            target=({"variables": k["target_variables"], "offset": k["target_offset"]}
-                    if (k["target_variables"] or k["target_offset"]) else None),
-            shuffle=k["shuffle"], seed=k["seed"], drop_last=k["drop_last"], rank=k["rank"],
-            world_size=k["world_size"], prefetch=k["prefetch"], cache_bytes=k["cache_bytes"],
-            worker=k["worker"], num_workers=k["num_workers"], dtype=k["dtype"],
-            filter=({"variable": k["filter_variable"], "max_nan_fraction": k["max_nan_fraction"]}
-                    if k["max_nan_fraction"] is not None else None),
-            pinned=k["pinned"], preload_batch=self._preload_batch)
+        # the pipeline (TypeError when its source is unknown) with this generator's position
+        return (_rebuild, (self._pipeline.replace(state=self.state()), self._worker,
+                           self._num_workers, self._extras))
 
     # ---- xarray views ---------------------------------------------------------------------
     def _xarray_template(self):
@@ -341,9 +333,15 @@ class BatchGenerator:
         return self._coords
 
 
-def _rebuild(url, args, state):
-    gen = BatchGenerator(url, **args)
-    gen.restore(state)
+def _rebuild(pipeline, worker, num_workers, extras):
+    gen = BatchGenerator.__new__(BatchGenerator)
+    source = pipeline.source
+    plain = not source.selection and source.variables is None
+    gen._setup(pipeline.replace(state=None), source.url if plain else None, None, worker,
+               num_workers, extras)
+    if not plain:
+        gen.ds = Dataset(gen._core_ds, source)
+    gen.restore(pipeline.state)
     return gen
 
 

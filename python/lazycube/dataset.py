@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _core
-from ._options import normalize_storage_options
+from .pipeline import Source
 
 __all__ = ["open_dataset", "Dataset", "Variable"]
 
@@ -31,12 +31,29 @@ def _merge_indexers(indexers, kwargs, what):
 class Variable:
     """A named, dimensioned, lazily selected view of one array (like ``xarray.Variable``)."""
 
-    __slots__ = ("_core",)
+    __slots__ = ("_core", "_source")
 
-    def __init__(self, core):
+    def __init__(self, core, source=None):
         if not isinstance(core, _core.Variable):
             raise TypeError("Variable wraps a lazycube._core.Variable, not %s" % type(core).__name__)
         self._core = core
+        self._source = source  # the Source of its dataset, narrowed like the variable
+
+    @property
+    def source(self):
+        """The Source of the dataset this variable is read from (with the variable's
+        selection), or None; ``ds[name]`` of ``source.open()`` is this variable again."""
+        return self._source
+
+    def __reduce__(self):
+        if self._source is None:
+            raise TypeError("this lazycube.Variable cannot be pickled: it wraps a "
+                            "lazycube._core.Variable of unknown origin (use lazycube.open_dataset)")
+        return (_reopen_variable, (self._source, self.name))
+
+    def _narrowed(self, positions):
+        source = None if self._source is None else self._source.isel(positions)
+        return Variable(self._core.isel(positions), source)
 
     @property
     def name(self):
@@ -88,13 +105,13 @@ class Variable:
 
     def isel(self, indexers=None, **indexers_kwargs):
         """Positional selection (ints drop the dim, slices keep it); reads nothing."""
-        return Variable(self._core.isel(_merge_indexers(indexers, indexers_kwargs, "isel")))
+        return self._narrowed(_merge_indexers(indexers, indexers_kwargs, "isel"))
 
     def sel(self, indexers=None, method=None, tolerance=None, **indexers_kwargs):
         """Label selection through the index coordinates (numbers, ISO date-time strings,
         numpy.datetime64, or slices of them, inclusive like xarray)."""
-        return Variable(self._core.sel(_merge_indexers(indexers, indexers_kwargs, "sel"),
-                                       method=method, tolerance=tolerance))
+        labels = _merge_indexers(indexers, indexers_kwargs, "sel")
+        return self._narrowed(self._core.sel_positions(labels, method=method, tolerance=tolerance))
 
     def read(self):
         """The selected values, CF-decoded, as a NumPy array (no copy of the C++ buffer)."""
@@ -125,16 +142,17 @@ class Variable:
 class _Variables(Mapping):
     """Read-only mapping name -> Variable over some of a dataset's variables."""
 
-    __slots__ = ("_ds", "_names")
+    __slots__ = ("_ds", "_names", "_source")
 
-    def __init__(self, ds, names):
+    def __init__(self, ds, names, source=None):
         self._ds = ds
         self._names = list(names)
+        self._source = source
 
     def __getitem__(self, name):
         if name not in self._names:
             raise KeyError(name)
-        return Variable(self._ds[name])
+        return Variable(self._ds[name], self._source)
 
     def __iter__(self):
         return iter(self._names)
@@ -151,16 +169,33 @@ class _Variables(Mapping):
 
 class Dataset:
     """Variables sharing dims, with coordinates and attributes (like ``xarray.Dataset``).
-    ``ds._core`` is the ``lazycube._core.Dataset`` underneath."""
+    ``ds._core`` is the ``lazycube._core.Dataset`` underneath; ``ds.source`` the
+    :class:`lazycube.pipeline.Source` it can be reopened from in another process (None when
+    built around a ``_core.Dataset`` of unknown origin). Picklable when the source is known."""
 
-    __slots__ = ("_core",)
+    __slots__ = ("_core", "_source")
 
-    def __init__(self, core):
+    def __init__(self, core, source=None):
         if isinstance(core, Dataset):
-            core = core._core
+            core, source = core._core, source or core._source
         if not isinstance(core, _core.Dataset):
             raise TypeError("Dataset wraps a lazycube._core.Dataset, not %s" % type(core).__name__)
+        if source is not None and not isinstance(source, Source):
+            raise TypeError("Dataset(source=...) takes a lazycube.pipeline.Source, not %s"
+                            % type(source).__name__)
         self._core = core
+        self._source = source
+
+    @property
+    def source(self):
+        """Where this dataset comes from (URL, options, selection), or None."""
+        return self._source
+
+    def __reduce__(self):
+        if self._source is None:
+            raise TypeError("this lazycube.Dataset cannot be pickled: it wraps a "
+                            "lazycube._core.Dataset of unknown origin (use lazycube.open_dataset)")
+        return (_reopen, (self._source,))
 
     @property
     def dims(self):
@@ -177,18 +212,18 @@ class Dataset:
 
     @property
     def variables(self):
-        return _Variables(self._core, self._core.variable_names())
+        return _Variables(self._core, self._core.variable_names(), self._source)
 
     @property
     def coords(self):
-        return _Variables(self._core, self._core.coord_names())
+        return _Variables(self._core, self._core.coord_names(), self._source)
 
     @property
     def data_vars(self):
-        return _Variables(self._core, self._core.data_var_names())
+        return _Variables(self._core, self._core.data_var_names(), self._source)
 
     def __getitem__(self, name):
-        return Variable(self._core[name])
+        return Variable(self._core[name], self._source)
 
     def __contains__(self, name):
         return name in self._core
@@ -200,11 +235,16 @@ class Dataset:
         return len(self._core.data_var_names())
 
     def isel(self, indexers=None, **indexers_kwargs):
-        return Dataset(self._core.isel(_merge_indexers(indexers, indexers_kwargs, "isel")))
+        return self._narrowed(_merge_indexers(indexers, indexers_kwargs, "isel"))
 
     def sel(self, indexers=None, method=None, tolerance=None, **indexers_kwargs):
-        return Dataset(self._core.sel(_merge_indexers(indexers, indexers_kwargs, "sel"),
-                                      method=method, tolerance=tolerance))
+        # recorded by position, so that the source replays it exactly (even undecoded)
+        labels = _merge_indexers(indexers, indexers_kwargs, "sel")
+        return self._narrowed(self._core.sel_positions(labels, method=method, tolerance=tolerance))
+
+    def _narrowed(self, positions):
+        source = None if self._source is None else self._source.isel(positions)
+        return Dataset(self._core.isel(positions), source)
 
     def to_xarray(self):
         """An ``xarray.Dataset`` whose variables stay lazy (backed by lazycube)."""
@@ -231,5 +271,14 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
     endpoint_url, ...; ``allowed_prefixes`` for reference sets). ``engine``: None (auto: "gdal"
     for .nc/.nc4/.cdf/.h5/.hdf5/.he5/.grib/.grib2/.grb/.grb2 or a local file with such a
     signature, else "zarr"), "zarr" or "gdal"."""
-    return Dataset(_core.open(str(url), normalize_storage_options(storage_options), decode_cf=decode_cf,
-                              consolidated=consolidated, engine=engine))
+    source = Source(url, storage_options, decode_cf=decode_cf, consolidated=consolidated,
+                    engine=engine)
+    return Dataset(source.open(), source)
+
+
+def _reopen(source):
+    return Dataset(source.open(), source)
+
+
+def _reopen_variable(source, name):
+    return Variable(source.open()[name], source)

@@ -10,11 +10,14 @@ storage) lives.
 
 Processes and sharding
 ----------------------
-Neither dataset holds a C++ object that crosses a process boundary. They keep the recipe that
-builds the generator (the dataset's URL and open options plus the generator arguments) and
-build a per-process generator lazily, on first use in each process. Pickling (spawn /
-forkserver workers) therefore sends only the recipe; a forked worker ignores the parent's
-generator and builds its own.
+Neither dataset holds a C++ object that crosses a process boundary. They keep a
+:class:`lazycube.pipeline.Pipeline` (the dataset's Source -- URL, storage options with their
+credentials, open arguments, selection -- plus the generator arguments) and build a
+per-process generator lazily, on first use in each process. Pickling (spawn / forkserver
+workers) therefore sends only the pipeline; a forked worker ignores the parent's generator and
+builds its own. Every construction form reduces to a pipeline: a URL, a lazycube Dataset, an
+xarray Dataset opened with ``engine="lazycube"`` (narrowed or not) and a
+``lazycube.BatchGenerator``. (A bare ``lazycube._core.BatchGenerator`` is read in-process only.)
 
 ``BatchDataset`` shards every epoch automatically: by ``torch.distributed`` (rank and world
 size, when a process group is initialised; explicit ``rank=``/``world_size=`` arguments win;
@@ -51,179 +54,30 @@ grid number of each window of the batch (row-major over the input dims, last dim
 import math
 import os
 import warnings
-from pathlib import Path
 
 import numpy
 import torch
 import torch.utils.data
 
 from . import _core
+from .batch import generator_arguments
+from .pipeline import Pipeline, keep_foreign, resolve_source
 
 __all__ = ["BatchDataset", "WindowDataset"]
 
 _OPEN_KEYS = ("storage_options", "decode_cf", "consolidated", "engine")
-# Generator arguments that BatchDataset sets itself.
-_SHARD_KEYS = ("worker", "num_workers")
 
 
-# --------------------------------------------------------------------------------------------
-# Recipes: how to (re)build the dataset and the generator in any process
-
-
-def _dataset_recipe(source, open_kwargs):
-    """(url, open_kwargs, local_dataset_or_None) for a URL, a lazycube Dataset (Python
-    wrapper or ``_core.Dataset``) or an xarray Dataset opened with engine="lazycube"."""
-    if isinstance(source, (str, Path)):
-        return str(source), dict(open_kwargs), None
-    core = getattr(source, "_core", None)
-    if isinstance(source, _core.Dataset):
-        core = source
-    url = None
-    opts = dict(open_kwargs)
-    for obj in (source, core):
-        if obj is None:
-            continue
-        for attr in ("url", "_url"):
-            value = getattr(obj, attr, None)
-            if isinstance(value, (str, Path)) and url is None:
-                url = str(value)
-        for key in _OPEN_KEYS:
-            if key not in opts:
-                for attr in (key, "_" + key):
-                    if hasattr(obj, attr) and not callable(getattr(obj, attr)):
-                        opts[key] = getattr(obj, attr)
-                        break
-    if core is None and url is None and _is_xarray_dataset(source):
-        return _xarray_recipe(source, opts)
-    if core is None and url is None:
-        raise TypeError("expected a URL, a lazycube Dataset or an xarray Dataset opened with "
-                        "engine='lazycube', got %s" % type(source).__name__)
-    return url, opts, (core if isinstance(core, _core.Dataset) else None)
-
-
-def _is_xarray_dataset(obj):
-    try:
-        import xarray as xr
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(obj, xr.Dataset)
-
-
-def _xarray_recipe(xds, opts):
-    """An xarray Dataset opened with engine="lazycube": the lazycube dataset it reads (narrowed
-    to its selection). Other processes reopen its URL (encoding["source"]) only when that gives
-    the same dims; a narrowed selection stays with this process (and forked workers)."""
-    from .xarray_backend import core_dataset_of
-
-    core, _names = core_dataset_of(xds)
-    url = xds.encoding.get("source")
-    if isinstance(url, str):
-        try:
-            if list(_open(url, opts).dims) != list(core.dims):
-                url = None
-        except Exception:  # noqa: BLE001 - the URL is only a way to reopen it elsewhere
-            url = None
-    else:
-        url = None
-    return url, opts, core
-
-
-def _xarray_variables(source, kwargs):
-    """The data variables an xarray Dataset keeps, when `variables` is not given."""
-    if "variables" in kwargs or not _is_xarray_dataset(source):
-        return kwargs
-    from .xarray_backend import core_dataset_of
-
-    core, names = core_dataset_of(source)
-    if names is not None and set(names) != set(core.data_var_names()):
-        kwargs = dict(kwargs, variables=[v for v in core.data_var_names() if v in set(names)])
-    return kwargs
-
-
-def _open(url, open_kwargs):
-    return _core.open(url, **open_kwargs)
-
-
-def _normalise_target(kwargs):
-    """Accepts `target=` (a variable name, a list of names, or a dict with "variables" and/or
-    "offset") next to the binding's `target_variables=` / `target_offset=`."""
+def _pipeline_of(source, open_kwargs, kwargs, *, rank=None, world_size=None):
+    """The Pipeline for a URL / lazycube Dataset / xarray Dataset and generator arguments
+    (``target=`` as lazycube.BatchGenerator takes it, ``dtype`` a NumPy or torch dtype)."""
     kwargs = dict(kwargs)
-    target = kwargs.pop("target", None)
-    if target is None:
-        return kwargs
-    if isinstance(target, str):
-        target = {"variables": [target]}
-    elif isinstance(target, (list, tuple)):
-        target = {"variables": list(target)}
-    elif not isinstance(target, dict):
-        raise TypeError("target must be a variable name, a list of names or a dict with "
-                        "'variables' and/or 'offset', got %s" % type(target).__name__)
-    unknown = set(target) - {"variables", "offset"}
-    if unknown:
-        raise ValueError("target: unknown keys %s (expected 'variables' and/or 'offset')" % sorted(unknown))
-    if "variables" in target:
-        kwargs["target_variables"] = list(target["variables"])
-    if "offset" in target:
-        kwargs["target_offset"] = dict(target["offset"])
-    if "target_variables" not in kwargs and "target_offset" not in kwargs:
-        raise ValueError("target needs 'variables' and/or 'offset'")
-    return kwargs
-
-
-def _generator_recipe(gen):
-    """(url, open_kwargs, generator_kwargs, core_dataset) for an existing generator: the Python
-    wrapper of lazycube.batch or a `_core.BatchGenerator`."""
-    recipe = getattr(gen, "_lazycube_recipe", None)
-    if callable(recipe):
-        recipe = recipe()
-    if isinstance(recipe, dict):  # {"url", "open_kwargs", "generator_kwargs"}
-        return (recipe.get("url"), dict(recipe.get("open_kwargs") or {}),
-                dict(recipe.get("generator_kwargs") or {}), None)
-    if isinstance(getattr(gen, "_kwargs", None), dict) and hasattr(gen, "_input_dims"):
-        # lazycube.BatchGenerator (lazycube/batch.py): its resolved core arguments
-        kwargs = {k: v for k, v in gen._kwargs.items() if k not in _SHARD_KEYS and v is not None}
-        if not kwargs.get("batch_size"):
-            raise ValueError("BatchDataset needs a generator in stacked mode (batch_size > 0)")
-        kwargs["input_dims"] = dict(gen._input_dims)
-        if getattr(gen, "_input_overlap", None):
-            kwargs["input_overlap"] = dict(gen._input_overlap)
-        url = getattr(gen, "_url", None)
-        if url is not None:
-            opts = {"storage_options": gen._storage_options} if getattr(gen, "_storage_options", None) else {}
-            return str(url), opts, kwargs, getattr(gen, "_core_ds", None)
-        url, opts, core_ds = _dataset_recipe(gen.ds, {})
-        return url, opts, kwargs, getattr(gen, "_core_ds", None) or core_ds
-    core_gen = gen if isinstance(gen, _core.BatchGenerator) else getattr(gen, "_core", None)
-    if not isinstance(core_gen, _core.BatchGenerator):
-        raise TypeError("expected a lazycube BatchGenerator, got %s" % type(gen).__name__)
-    config = core_gen.state()["config"]
-    if config.get("mode") != "stacked":
-        raise ValueError("BatchDataset needs a generator in stacked mode (batch_size > 0)")
-    kwargs = {"input_dims": dict(config["input_dims"]), "batch_size": config["batch_size"],
-              "drop_last": config["drop_last"], "variables": list(config["variables"]),
-              "shuffle": config["shuffle"], "seed": config["seed"]}
-    if config.get("input_overlap"):
-        kwargs["input_overlap"] = dict(config["input_overlap"])
-    if config.get("target_variables") or config.get("target_offset"):
-        kwargs["target_variables"] = list(config.get("target_variables") or [])
-        kwargs["target_offset"] = dict(config.get("target_offset") or {})
-    if config.get("filter"):
-        kwargs["filter_variable"] = config["filter"]["variable"]
-        kwargs["max_nan_fraction"] = config["filter"]["max_nan_fraction"]
-    # The dtype is not part of the config: take it from a batch's x.
-    if len(core_gen) > 0 and not config.get("filter"):
-        kwargs["dtype"] = str(core_gen.batch(0).arrays[0].dtype)
-    rank, world_size = config["shard"][0], config["shard"][1]
-    kwargs["rank"], kwargs["world_size"] = rank, world_size
-    dataset = None
-    for obj in (gen, core_gen):
-        for attr in ("dataset", "_dataset", "ds", "_ds"):
-            if dataset is None and getattr(obj, attr, None) is not None:
-                dataset = getattr(obj, attr)
-    url, opts, core_ds = (None, {}, None)
-    if dataset is not None:
-        url, opts, core_ds = _dataset_recipe(dataset, {})
-    return url, opts, kwargs, core_ds
+    dtype = kwargs.get("dtype")
+    if isinstance(dtype, torch.dtype):
+        kwargs["dtype"] = str(torch.empty(0, dtype=dtype).numpy().dtype)
+    kwargs = generator_arguments(kwargs)
+    src, core, _xds = resolve_source(source, **open_kwargs)
+    return Pipeline(src, kwargs, rank, world_size, local=core)
 
 
 def _from_numpy(array):
@@ -234,14 +88,6 @@ def _from_numpy(array):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return torch.from_numpy(array)
-
-
-def _dtype_arg(kwargs):
-    """`dtype` may be a torch.dtype too (passed on as NumPy's name for it)."""
-    dtype = kwargs.get("dtype")
-    if isinstance(dtype, torch.dtype):
-        kwargs["dtype"] = str(torch.empty(0, dtype=dtype).numpy().dtype)
-    return kwargs
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,82 +229,6 @@ def _channel_transforms(channel_vars, norm, packing):
     return out
 
 
-# C++ objects a forked child inherited from its parent. They must not be destroyed in the
-# child (their threads live in the parent), so the child keeps them until it exits.
-_FOREIGN = []
-
-
-def _keep_foreign(obj):
-    if obj is not None:
-        _FOREIGN.append(obj)
-
-
-def _distributed_rank_world():
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return None
-
-
-class _Recipe:
-    """What a process needs to build its own generator; picklable.
-
-    Three kinds of process use it: the one that created it (may use the Dataset object it
-    was given), a spawned/forkserver child (unpickled: a fresh interpreter; opens the URL), and
-    a forked child (inherits the parent's memory: opens the URL too, and reads through a
-    private chunk cache, because the inherited process-wide cache may hold chunks that a
-    parent thread was loading at fork time, which the child would wait for forever).
-    """
-
-    def __init__(self, url, open_kwargs, generator_kwargs, local_dataset=None):
-        self.url = url
-        self.open_kwargs = dict(open_kwargs)
-        self.generator_kwargs = dict(generator_kwargs)
-        self._local = local_dataset  # the caller's Dataset object, for the creating process
-        self._home_pid = os.getpid()
-        self._unpickled = False
-        self._opened = None
-        self._opened_pid = None
-        self.fork_cache_bytes = None  # set by the owner: the budget of a forked child's cache
-
-    def __getstate__(self):
-        if self.url is None:
-            raise TypeError("this lazycube dataset cannot be sent to another process: its URL is "
-                            "unknown (build it from a URL, or from a Dataset that knows its URL)")
-        state = dict(self.__dict__)
-        state["_local"] = state["_opened"] = None
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._unpickled = True
-        self._home_pid = os.getpid()
-
-    def forked(self):
-        return os.getpid() != self._home_pid
-
-    def dataset(self):
-        pid = os.getpid()
-        if self._local is not None and (pid == self._home_pid or self.url is None):
-            # in a forked child only when the URL is unknown: the inherited object is all there is
-            return self._local
-        if self._opened is None or self._opened_pid != pid:
-            if self.url is None:
-                raise TypeError("this lazycube dataset cannot be opened in another process: its "
-                                "URL is unknown (build it from a URL instead)")
-            _keep_foreign(self._opened)
-            self._opened = _open(self.url, self.open_kwargs)
-            self._opened_pid = pid
-        return self._opened
-
-    def generator(self, **overrides):
-        kwargs = dict(self.generator_kwargs)
-        kwargs.update(overrides)
-        if self.forked() and kwargs.get("cache_bytes") is None and self.fork_cache_bytes is not None:
-            kwargs["cache_bytes"] = self.fork_cache_bytes
-        input_dims = kwargs.pop("input_dims")
-        return _core.BatchGenerator(self.dataset(), input_dims, **kwargs)
-
-
 # --------------------------------------------------------------------------------------------
 # BatchDataset
 
@@ -512,25 +282,25 @@ class BatchDataset(torch.utils.data.IterableDataset):
         is_generator = isinstance(source, _core.BatchGenerator) or isinstance(
             getattr(source, "_core", None), _core.BatchGenerator)
         if is_generator:
-            if kwargs:
-                raise TypeError("BatchDataset(generator) takes no generator arguments (got %s)"
-                                % ", ".join(sorted(kwargs)))
-            url, opts, gkw, core_ds = _generator_recipe(source)
-            opts.update(open_kwargs)
-            self._wrapped = source if isinstance(source, _core.BatchGenerator) else getattr(source, "_core")
-            self._explicit_shard = True  # the generator's rank/world_size stand
+            if kwargs or open_kwargs:
+                raise TypeError("BatchDataset(generator) takes no generator or open arguments (got %s)"
+                                % ", ".join(sorted(list(kwargs) + list(open_kwargs))))
+            self._wrapped = source if isinstance(source, _core.BatchGenerator) else source._core
+            # lazycube.BatchGenerator: its pipeline (rank/world None unless given explicitly);
+            # a bare _core.BatchGenerator has none: it is read in this process only.
+            self._pipeline = getattr(source, "pipeline", None)
+            if self._wrapped.mode != "stacked":
+                raise ValueError("BatchDataset needs a generator in stacked mode (batch_size > 0)")
         else:
-            gkw = _xarray_variables(source, _dtype_arg(_normalise_target(kwargs)))
-            if "input_dims" not in gkw:
+            if "input_dims" not in kwargs:
                 raise TypeError("BatchDataset needs input_dims")
-            if not gkw.get("batch_size"):
+            if not kwargs.get("batch_size"):
                 raise ValueError("BatchDataset needs a batch_size > 0 (stacked mode)")
-            url, opts, core_ds = _dataset_recipe(source, open_kwargs)
+            rank, world = kwargs.pop("rank", None), kwargs.pop("world_size", None)
+            self._pipeline = _pipeline_of(source, open_kwargs, kwargs, rank=rank, world_size=world)
             self._wrapped = None
-            self._explicit_shard = "rank" in gkw or "world_size" in gkw
         if num_workers is not None and int(num_workers) < 1:
             raise ValueError("num_workers (the DataLoader workers to expect) must be >= 1")
-        self._recipe = _Recipe(url, opts, gkw, core_ds)
         self._wrapped_pid = os.getpid()
         self.return_window_ids = bool(return_window_ids)
         self.len_workers = int(num_workers) if num_workers is not None else 1
@@ -544,7 +314,6 @@ class BatchDataset(torch.utils.data.IterableDataset):
         # The epoch, shared with DataLoader workers (persistent ones included).
         self._epoch = torch.zeros((), dtype=torch.int64).share_memory_()
         self._pending_restore = None
-        self._parent_dist = None
         self._gens = {}  # (pid, shard) -> _core.BatchGenerator of this process
         self._lens = {}
         # Builds this process's generator now: bad arguments fail here, not in a worker.
@@ -553,21 +322,21 @@ class BatchDataset(torch.utils.data.IterableDataset):
         y_vars = list(config.get("target_variables") or [])
         self._has_target = bool(y_vars)
         norm = _normalize_arg(normalize, x_vars + y_vars)
-        plan = self._packed_plan(packed, x_vars, y_vars, is_generator, url, opts, gkw, core_ds)
+        plan = self._packed_plan(packed, x_vars, y_vars, is_generator)
         packing = None
         self.packed_dtype = None
         if plan is not None:  # the generator delivers the stored integers from now on
-            self._recipe, packing, self.packed_dtype = plan
+            self._pipeline, packing, self.packed_dtype = plan
             self._gens = {}
         self._x_transforms = self._y_transforms = None
         if norm or packing is not None:
             self._x_transforms = _channel_transforms(x_vars, norm, packing)
             if y_vars:
                 self._y_transforms = _channel_transforms(y_vars, norm, packing)
-        self._recipe.fork_cache_bytes = int(self._generator().cache_stats()["budget_bytes"])
+        self._generator()  # (the packed one): bad arguments fail here
 
-    def _packed_plan(self, packed, x_vars, y_vars, is_generator, url, opts, gkw, core_ds):
-        """(recipe of a generator over the undecoded dataset, {variable: packing}, stored dtype)
+    def _packed_plan(self, packed, x_vars, y_vars, is_generator):
+        """(pipeline of a generator over the undecoded dataset, {variable: packing}, stored dtype)
         when the batches can travel packed, else None (ValueError with packed=True)."""
         if packed is not None and not isinstance(packed, bool):
             raise TypeError("packed must be None, True or False, got %r" % (packed,))
@@ -582,14 +351,19 @@ class BatchDataset(torch.utils.data.IterableDataset):
         if is_generator:
             return refuse("BatchDataset(generator) yields that generator's batches as they are; "
                           "build the BatchDataset from a URL or Dataset instead")
-        if not opts.get("decode_cf", True):
+        pipeline = self._pipeline
+        gkw = pipeline.generator
+        if pipeline.source is None:
+            return refuse("the dataset's origin is unknown (a lazycube._core.Dataset), so it cannot "
+                          "be reopened undecoded (build the BatchDataset from a URL)")
+        if not pipeline.source.decode_cf:
             return refuse("needs decode_cf=True (the CF attributes say how to unpack)")
         dtype = gkw.get("dtype")
         if dtype is not None and numpy.dtype(dtype) != numpy.float32:
             return refuse("packed batches are float32, but dtype=%s was asked" % numpy.dtype(dtype))
         if gkw.get("filter_variable") is not None or gkw.get("max_nan_fraction") is not None:
             return refuse("the NaN filter needs decoded values (drop filter_variable/max_nan_fraction)")
-        ds = self._recipe.dataset()
+        ds = pipeline.dataset()
         packing, stored = {}, None
         for name in dict.fromkeys(x_vars + y_vars):
             params, info = _packing(ds[name])
@@ -599,28 +373,23 @@ class BatchDataset(torch.utils.data.IterableDataset):
                 return refuse("variable %r is stored as %s, the others as %s: packed channels need "
                               "one stored dtype" % (name, info, stored))
             packing[name], stored = params, info
-        if url is None:
-            return refuse("the dataset's URL is unknown, so it cannot be reopened undecoded "
-                          "(build the BatchDataset from a URL)")
-        raw_opts = dict(opts, decode_cf=False)
-        raw = _open(url, raw_opts)
-        if core_ds is not None and list(raw.dims) != list(core_ds.dims):
-            return refuse("the dataset is a selection of %s, which cannot be reopened undecoded "
-                          "(build the BatchDataset from the URL)" % url)
         raw_gkw = {k: v for k, v in gkw.items() if k != "dtype"}
         raw_gkw["variables"] = list(x_vars)
         if y_vars:
             raw_gkw["target_variables"] = list(y_vars)
-        return _Recipe(url, raw_opts, raw_gkw, raw), packing, stored
+        raw = pipeline.replace(source=pipeline.source.replace(decode_cf=False), generator=raw_gkw)
+        return raw, packing, stored
 
-    # pickling for spawn/forkserver workers: the recipe and the shared epoch, no C++ objects
+    # pickling for spawn/forkserver workers: the pipeline and the shared epoch, no C++ objects
     def __getstate__(self):
+        if self._pipeline is None:
+            raise TypeError("this BatchDataset cannot be sent to another process: it wraps a "
+                            "lazycube._core.BatchGenerator, which does not know where its data "
+                            "comes from (wrap lazycube.BatchGenerator(...) or pass a URL)")
         state = dict(self.__dict__)
         state["_wrapped"] = None
         state["_gens"] = {}
         state["_lens"] = {}
-        # A spawned DataLoader worker has no process group: it takes its parent's rank.
-        state["_parent_dist"] = _distributed_rank_world() or self._parent_dist
         return state
 
     def __setstate__(self, state):
@@ -631,14 +400,10 @@ class BatchDataset(torch.utils.data.IterableDataset):
     # sharding
     def _shard(self):
         """(rank, world_size, worker, num_workers) of the calling process."""
-        gkw = self._recipe.generator_kwargs
-        rank, world = int(gkw.get("rank", 0)), int(gkw.get("world_size", 1))
-        if not self._explicit_shard:
-            live = _distributed_rank_world()
-            if live is not None:
-                rank, world = live
-            elif self._parent_dist is not None:  # a spawned worker of a distributed rank
-                rank, world = self._parent_dist
+        if self._pipeline is not None:
+            rank, world = self._pipeline.shard()
+        else:
+            rank, world = self._wrapped.state()["config"]["shard"][:2]
         info = torch.utils.data.get_worker_info()
         if info is not None:
             return rank, world, info.id, info.num_workers
@@ -654,13 +419,16 @@ class BatchDataset(torch.utils.data.IterableDataset):
             if (w is not None and self._wrapped_pid == os.getpid() and nworkers == 1
                     and (rank, world) == tuple(w.state()["config"]["shard"][:2])):
                 gen = w
+            elif self._pipeline is None:
+                raise TypeError("a BatchDataset over a lazycube._core.BatchGenerator is read in "
+                                "the process that made it, unsharded (num_workers=0); wrap "
+                                "lazycube.BatchGenerator(...) or pass a URL to use workers")
             else:
                 extra = {}
                 if self._assemble_pinned():
                     extra["pinned"] = True  # batches land in page-locked memory: no pin copy
-                gen = self._recipe.generator(rank=rank, world_size=world, worker=worker, num_workers=nworkers,
-                                             **extra)
-            self._gens[key] = gen  # entries of a parent process stay (see _FOREIGN)
+                gen = self._pipeline.build(worker, nworkers, rank=rank, world_size=world, **extra)
+            self._gens[key] = gen  # entries of a parent process stay (see pipeline._FOREIGN)
         return gen
 
     def _assemble_pinned(self):
@@ -715,8 +483,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
             if self.len_workers == 1:
                 n = len(self._generator())
             else:
-                n = sum(len(self._recipe.generator(rank=rank, world_size=world, worker=w,
-                                                   num_workers=self.len_workers, prefetch=0))
+                n = sum(len(self._pipeline.build(w, self.len_workers, rank=rank, world_size=world,
+                                                 prefetch=0))
                         for w in range(self.len_workers))
             self._lens[key] = n
         return self._lens[key]
@@ -850,15 +618,15 @@ class WindowDataset(torch.utils.data.Dataset):
         if cache_bytes is not None:
             gkw["cache_bytes"] = int(cache_bytes)
         gkw.update(kwargs)
-        gkw["target"] = target
-        gkw = _xarray_variables(source, _dtype_arg(_normalise_target(gkw)))
-        url, opts, core_ds = _dataset_recipe(source, open_kwargs)
-        self._recipe = _Recipe(url, opts, gkw, core_ds)
+        if target is not None:
+            gkw["target"] = target
+        # map-style: every process sees the whole grid (a DistributedSampler splits the items)
+        rank, world = gkw.pop("rank", 0), gkw.pop("world_size", 1)
+        self._pipeline = _pipeline_of(source, open_kwargs, gkw, rank=rank, world_size=world)
         self._gen = None
         self._gen_pid = None
         gen = self._generator()
         self._len = len(gen)
-        self._recipe.fork_cache_bytes = int(gen.cache_stats()["budget_bytes"])
         config = gen.state()["config"]
         x_vars = list(config["variables"])
         y_vars = list(config.get("target_variables") or [])
@@ -873,8 +641,8 @@ class WindowDataset(torch.utils.data.Dataset):
 
     def _generator(self):
         if self._gen is None or self._gen_pid != os.getpid():
-            _keep_foreign(self._gen)
-            self._gen = self._recipe.generator()
+            keep_foreign(self._gen)
+            self._gen = self._pipeline.build()
             self._gen_pid = os.getpid()
         return self._gen
 

@@ -8,8 +8,10 @@ are already decoded: the CF attributes live in ``encoding`` (as xarray keeps the
 decoding), never in ``attrs``, and xarray has nothing left to decode.
 
 ``to_xarray(ds)`` turns a lazycube Dataset (``lazycube.open_dataset``) into the same lazy
-``xarray.Dataset``. ``core_dataset_of(xds)`` finds the lazycube dataset behind an xarray
-Dataset opened this way (used by ``lazycube.BatchGenerator``).
+``xarray.Dataset``. ``source_of(xds)`` finds the lazycube dataset behind an xarray Dataset
+opened this way, narrowed to its selection, and its :class:`lazycube.pipeline.Source` (which
+other processes reopen; every variable's ``encoding["lazycube_source"]`` holds the Source of
+the whole dataset it was opened from).
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
 from . import _core
-from ._options import normalize_storage_options
+from . import dataset as lazycube_dataset
+from .pipeline import Source
 
 __all__ = [
     "LazycubeBackendArray",
     "LazycubeBackendEntrypoint",
     "to_xarray",
+    "source_of",
     "core_dataset_of",
 ]
 
@@ -50,12 +54,13 @@ class LazycubeBackendArray(BackendArray):
     lazycube-side counter for tests and diagnostics).
     """
 
-    __slots__ = ("variable", "dataset", "shape", "dtype", "dims", "reads", "elements_read",
+    __slots__ = ("variable", "dataset", "source", "shape", "dtype", "dims", "reads", "elements_read",
                  "_lock", "_as_bool")
 
-    def __init__(self, variable, dataset=None, as_bool=False):
+    def __init__(self, variable, dataset=None, as_bool=False, source=None):
         self.variable = variable      # _core.Variable over the whole array
         self.dataset = dataset        # the _core.Dataset it belongs to (kept alive)
+        self.source = source          # the Source of that dataset, or None
         self.shape = tuple(int(n) for n in variable.shape)
         # as_bool: xarray's boolean encoding (int8 stored with attribute dtype="bool").
         self._as_bool = bool(as_bool)
@@ -142,39 +147,29 @@ def _split_attrs_encoding(var, decode_coords: bool):
     return attrs, encoding
 
 
-def _core_of(ds):
-    """The _core.Dataset of a lazycube Dataset wrapper or a raw _core.Dataset."""
+def _core_and_source(ds):
+    """(_core.Dataset, Source or None) of a lazycube Dataset wrapper or a raw _core.Dataset."""
     if isinstance(ds, _core.Dataset):
-        return ds
+        return ds, None
     core = getattr(ds, "_core", None)
     if isinstance(core, _core.Dataset):
-        return core
+        return core, getattr(ds, "source", None)
     raise TypeError("expected a lazycube Dataset (lazycube.open_dataset), got %s"
                     % type(ds).__name__)
 
 
-# Where each Dataset opened by the backend came from, so that core_dataset_of() can reopen it
-# when xarray has replaced a variable's lazy wrapper by loaded values (e.g. after `.values`
-# with xarray's default cache=True). Small tuples only: (url, storage_options, decode_cf).
-_SOURCES: dict[int, tuple] = {}
-_SOURCE_LOCK = threading.Lock()
-_TOKEN_KEY = "lazycube_source"
-
-
-def _register_source(url, storage_options, decode_cf) -> int:
-    with _SOURCE_LOCK:
-        token = len(_SOURCES) + 1
-        _SOURCES[token] = (url, dict(storage_options or {}), bool(decode_cf))
-    return token
+# Each variable's encoding names the Source of the dataset it was opened from, so that
+# source_of() can reopen it when xarray has replaced a variable's lazy wrapper by loaded values
+# (e.g. after `.values` with xarray's default cache=True). to_zarr/to_netcdf drop the key.
+_SOURCE_KEY = "lazycube_source"
 
 
 def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
-              decode_coords: bool = True, decode: bool = True,
-              _token: int | None = None) -> xr.Dataset:
+              decode_coords: bool = True, decode: bool = True) -> xr.Dataset:
     """A lazy ``xarray.Dataset`` over a lazycube Dataset: the variables are lazycube-backed
     and read only what is indexed; index coordinates are loaded (xarray builds its indexes from
     them), as with ``xr.open_dataset(..., engine="zarr")``."""
-    core = _core_of(ds)
+    core, source = _core_and_source(ds)
     drop = set(drop_variables or ())
     variables: dict[str, xr.Variable] = {}
     for name in core.variable_names():
@@ -184,9 +179,10 @@ def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
         as_bool = decode and dict(var.attrs).get("dtype") == "bool" and \
             np.dtype(var.dtype).kind in "iu"
         attrs, encoding = _split_attrs_encoding(var, decode_coords if decode else None)
-        if _token is not None:
-            encoding[_TOKEN_KEY] = _token  # dropped by to_zarr/to_netcdf (not their key)
-        data = indexing.LazilyIndexedArray(LazycubeBackendArray(var, core, as_bool=as_bool))
+        if source is not None:
+            encoding[_SOURCE_KEY] = source
+        data = indexing.LazilyIndexedArray(LazycubeBackendArray(var, core, as_bool=as_bool,
+                                                                source=source))
         variables[name] = xr.Variable(tuple(var.dims), data, attrs=attrs, encoding=encoding)
 
     dims = {name for name, _ in core.dims}
@@ -243,12 +239,9 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
             raise ValueError(
                 "engine='lazycube' decodes CF conventions all-or-nothing: pass decode_cf=False "
                 "(or both mask_and_scale=False and decode_times=False) for raw values")
-        core = _core.open(url, storage_options=normalize_storage_options(storage_options), decode_cf=decode,
-                          consolidated=consolidated)
-        token = _register_source(url, storage_options, decode)
-        ds = to_xarray(core, drop_variables=drop_variables,
-                       decode_coords=decode_coords is not False and decode, decode=decode,
-                       _token=token)
+        source = Source(url, storage_options, decode_cf=decode, consolidated=consolidated)
+        ds = to_xarray(lazycube_dataset.Dataset(source.open(), source), drop_variables=drop_variables,
+                       decode_coords=decode_coords is not False and decode, decode=decode)
         ds.encoding["source"] = filename_or_obj
         return ds
 
@@ -261,31 +254,32 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
 
 # ---- finding the lazycube dataset behind an xarray Dataset -------------------------------
 
-# token -> the _core.Dataset reopened for it (metadata only; datasets on the same URL share
+# Source -> the _core.Dataset reopened for it (metadata only; datasets on the same URL share
 # the chunk cache), so that repeated look-ups do not reopen.
-_REOPENED: dict[int, Any] = {}
+_REOPENED: list = []
+_REOPEN_LOCK = threading.Lock()
 
 
 def _reopened_backend(var: xr.DataArray):
-    """For a variable whose values xarray has loaded: its lazycube array, found through the
-    token in its encoding, when its shape shows no selection (full extent on every dim)."""
-    token = var.encoding.get(_TOKEN_KEY)
-    if token is None or token not in _SOURCES:
+    """For a variable whose values xarray has loaded: its lazycube array, reopened from the
+    Source in its encoding, when its shape shows no selection (full extent on every dim)."""
+    source = var.encoding.get(_SOURCE_KEY)
+    if not isinstance(source, Source):
         return None
-    with _SOURCE_LOCK:
-        core = _REOPENED.get(token)
+    with _REOPEN_LOCK:
+        core = next((c for s, c in _REOPENED if s == source), None)
     if core is None:
-        url, storage_options, decode = _SOURCES[token]
-        core = _core.open(url, storage_options=normalize_storage_options(storage_options or None), decode_cf=decode)
-        with _SOURCE_LOCK:
-            _REOPENED[token] = core
+        core = source.open()
+        with _REOPEN_LOCK:
+            _REOPENED.append((source, core))
     name = var.name
     if name not in core:
         return None
-    backend = LazycubeBackendArray(core[name], core)
+    backend = LazycubeBackendArray(core[name], core, source=source)
     if backend.dims != tuple(var.dims) or backend.shape != tuple(var.shape):
         return None  # selected after loading: the selection cannot be recovered
     return backend, None
+
 
 def _backend_of(data):
     """(LazycubeBackendArray, key tuple) under xarray's wrappers, or None."""
@@ -304,14 +298,23 @@ def _backend_of(data):
 
 
 def core_dataset_of(xds: xr.Dataset):
-    """The lazycube dataset an xarray Dataset opened with engine="lazycube" reads from,
-    restricted to the Dataset's positional selection (``isel`` with slices/integers), and the
-    names of its data variables.
+    """(the lazycube ``_core.Dataset`` behind `xds`, narrowed to its selection, names of its
+    data variables); see source_of()."""
+    core, _source = source_of(xds)
+    return core, list(xds.data_vars)
+
+
+def source_of(xds: xr.Dataset):
+    """(``_core.Dataset``, Source or None) behind an xarray Dataset opened with
+    engine="lazycube": the lazycube dataset restricted to the Dataset's positional selection
+    (``isel``/``sel`` with slices/integers), and its Source with that selection and the data
+    variables the Dataset keeps (None when the dataset was built around a ``_core.Dataset`` of
+    unknown origin).
 
     Raises TypeError for a Dataset that lazycube does not back (opened by another engine,
     built in memory, loaded, or transformed beyond selection)."""
     cores = set()
-    core = None
+    core = source = None
     selection: dict[str, Any] = {}
     problems = []
     loaded = []
@@ -322,7 +325,7 @@ def core_dataset_of(xds: xr.Dataset):
             continue
         backend, key = found
         if core is None:
-            core = backend.dataset
+            core, source = backend.dataset, backend.source
         cores.add(id(backend.dataset))
         if key is None:
             key = (slice(None),) * len(backend.dims)
@@ -359,7 +362,7 @@ def core_dataset_of(xds: xr.Dataset):
             continue
         backend, _ = found
         if core is None:
-            core = backend.dataset
+            core, source = backend.dataset, backend.source
             cores.add(id(core))
         for dim in backend.dims:
             if selection.get(dim) is not None:
@@ -379,7 +382,12 @@ def core_dataset_of(xds: xr.Dataset):
     selection = {d: s for d, s in selection.items() if s is not None}
     if selection:
         core = core.isel(selection)
-    return core, list(xds.data_vars)
+    if source is not None:
+        names = list(xds.data_vars)
+        source = source.isel(selection)
+        if set(names) != set(core.data_var_names()):
+            source = source.keep([v for v in core.data_var_names() if v in set(names)])
+    return core, source
 
 
 # The accessor (ds.lazycube.batches(...)) is registered whenever the backend is in use.

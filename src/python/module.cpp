@@ -3,8 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "convert.hpp"
@@ -48,6 +50,39 @@ void translate(std::exception_ptr p) {
   } catch (const Error& e) {
     set_error(c.base, e);
   }
+}
+
+// Indexers as Python values: an int, or a slice (missing ends as None).
+py::dict indexers_to_py(const Indexers& indexers) {
+  py::object slice = py::module_::import("builtins").attr("slice");
+  auto end = [](const std::optional<std::int64_t>& v) { return v ? py::object(py::int_(*v)) : py::object(py::none()); };
+  py::dict out;
+  for (const auto& [dim, ix] : indexers) {
+    if (const auto* i = std::get_if<std::int64_t>(&ix))
+      out[py::str(dim)] = py::int_(*i);
+    else {
+      const Slice& s = std::get<Slice>(ix);
+      out[py::str(dim)] = slice(end(s.start), end(s.stop), py::int_(s.step));
+    }
+  }
+  return out;
+}
+
+// The positional indexers (isel) that `obj.sel(labels)` applies, so that a label selection can
+// be recorded and replayed by position (python/lazycube/pipeline.py). `coord_of(dim)`: the index
+// coordinate sel() reads for `dim`.
+template <class T, class CoordOf>
+py::dict sel_positions(const T& obj, const py::object& indexers, const py::object& method,
+                       const py::object& tolerance, CoordOf coord_of) {
+  LabelIndexers labels = to_label_indexers(indexers);
+  SelOptions o = to_sel_options(method, tolerance);
+  Indexers out;
+  {
+    py::gil_scoped_release release;
+    (void)obj.sel(labels, o);  // sel()'s own checks and errors (unknown dim, no index coordinate)
+    for (const auto& [dim, label] : labels) out.emplace(dim, label_to_indexer(coord_of(dim), dim, label, o));
+  }
+  return indexers_to_py(out);
 }
 
 py::list dims_list(const std::vector<std::pair<std::string, std::uint64_t>>& dims) {
@@ -133,6 +168,15 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("indexers") = py::none(), py::arg("method") = py::none(),
           py::arg("tolerance") = py::none())
+      .def(
+          "sel_positions",
+          [](const Variable& v, const py::object& indexers, const py::object& method,
+             const py::object& tolerance) {
+            return sel_positions(v, indexers, method, tolerance,
+                                 [&v](const std::string& dim) { return *v.index_coord(dim); });
+          },
+          py::arg("indexers") = py::none(), py::arg("method") = py::none(),
+          py::arg("tolerance") = py::none())
       .def("read",
            [](const Variable& v) {
              NDArray a;
@@ -185,6 +229,15 @@ PYBIND11_MODULE(_core, m) {
             SelOptions o = to_sel_options(method, tolerance);
             py::gil_scoped_release release;
             return d.sel(ix, o);
+          },
+          py::arg("indexers") = py::none(), py::arg("method") = py::none(),
+          py::arg("tolerance") = py::none())
+      .def(
+          "sel_positions",
+          [](const Dataset& d, const py::object& indexers, const py::object& method,
+             const py::object& tolerance) {
+            return sel_positions(d, indexers, method, tolerance,
+                                 [&d](const std::string& dim) { return d.variable(dim); });
           },
           py::arg("indexers") = py::none(), py::arg("method") = py::none(),
           py::arg("tolerance") = py::none())

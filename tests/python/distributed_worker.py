@@ -10,6 +10,11 @@ Modes (several may be given, comma-separated, and run in turn; each rank writes 
   workers    epoch 0 through a DataLoader with 2 forked workers per rank: {"ids": [...]}
   resume     restores the state the same rank saved in interrupt mode, finishes that epoch:
              {"ids": [...]}
+  forms      epoch 0 of each BatchDataset construction form -- URL, lazycube.open_dataset(url),
+             lazycube.BatchGenerator(lazycube.open_dataset(url)) -- through a DataLoader with 2
+             workers (forked; spawned for the generator form), sharded by the process group:
+             {"ids": {form: [...]}}; and with an explicit rank=0/world_size=1 (URL and generator
+             forms), which wins over the process group: {"explicit": {form: [...]}}
 Every mode also all-reduces the number of windows seen over the gloo group ("total").
 """
 
@@ -21,7 +26,11 @@ import torch  # before lazycube
 import torch.distributed as dist
 from torch.utils.data import DataLoader
 
+import lazycube
 import lazycube.torch as lctorch
+
+INPUT = {"time": 4, "latitude": 16, "longitude": 16}
+VARS = ["t2m", "u10", "v10"]
 
 
 def main():
@@ -45,7 +54,9 @@ def main():
 
 
 def run(args, mode, rank, world):
-    assert mode in ("full", "workers", "interrupt", "resume"), mode
+    assert mode in ("full", "workers", "interrupt", "resume", "forms"), mode
+    if mode == "forms":
+        return run_forms(args, rank, world)
     ds = lctorch.BatchDataset(args.url, input_dims={"time": 4, "latitude": 16, "longitude": 16},
                               batch_size=16, variables=["t2m", "u10", "v10"], shuffle="random",
                               seed=args.seed, target={"offset": {"time": 1}}, return_window_ids=True)
@@ -97,6 +108,29 @@ def run(args, mode, rank, world):
     dist.all_reduce(total)  # a real collective over the gloo group
     out["total"] = int(total.item())
     with open(os.path.join(args.out, "%s-rank%d.json" % (mode, rank)), "w") as f:
+        json.dump(out, f)
+
+
+def run_forms(args, rank, world):
+    def ids(ds, context="fork"):
+        loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=context)
+        return [i for _x, wid in loader for i in wid.tolist()]
+
+    common = dict(batch_size=16, variables=VARS, shuffle="random", seed=args.seed, drop_last=False)
+    gen = lazycube.BatchGenerator(lazycube.open_dataset(args.url), INPUT, **common)
+    out = {"rank": rank, "world_size": world, "total_windows": gen.total_windows, "ids": {
+        "url": ids(lctorch.BatchDataset(args.url, input_dims=INPUT, return_window_ids=True, **common)),
+        "lazycube": ids(lctorch.BatchDataset(lazycube.open_dataset(args.url), input_dims=INPUT,
+                                             return_window_ids=True, **common)),
+        "generator": ids(lctorch.BatchDataset(gen, return_window_ids=True), "spawn"),
+    }, "explicit": {
+        "url": ids(lctorch.BatchDataset(args.url, input_dims=INPUT, return_window_ids=True, rank=0,
+                                        world_size=1, **common)),
+        "generator": ids(lctorch.BatchDataset(
+            lazycube.BatchGenerator(args.url, INPUT, rank=0, world_size=1, **common),
+            return_window_ids=True)),
+    }}
+    with open(os.path.join(args.out, "forms-rank%d.json" % rank), "w") as f:
         json.dump(out, f)
 
 

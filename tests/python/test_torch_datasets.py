@@ -393,17 +393,18 @@ def _lazycube_xarray(url):
     return xr.open_dataset(url, engine=LazycubeBackendEntrypoint)
 
 
-def test_from_xarray_dataset_spawn_and_narrowed_fork(v2url, xds):
-    """An xarray Dataset opened with engine="lazycube": whole (spawned workers reopen its
-    source) and narrowed with isel / to some variables (kept in-process and in forked workers)."""
+def test_from_xarray_dataset_whole_and_narrowed(v2url, xds):
+    """An xarray Dataset opened with engine="lazycube": whole and narrowed with isel / to some
+    variables; workers (spawned or forked) reopen its source with the selection."""
     try:
         whole = _lazycube_xarray(v2url)
     except ImportError as exc:
         pytest.skip("lazycube.xarray_backend is not in this build (%s)" % exc)
     ds = lctorch.BatchDataset(whole[VARS], input_dims=DIMS, batch_size=16, return_window_ids=True,
                               shuffle="random", seed=1)
-    assert ds._recipe.url is not None
-    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn")
+    assert ds._pipeline.source.url == v2url and ds._pipeline.source.variables == tuple(VARS)
+    # (spawned workers of a whole xarray Dataset: test_torch_process_matrix.py)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
     got = {}
     for x, ids in loader:
         assert x.shape[1] == 3
@@ -414,8 +415,9 @@ def test_from_xarray_dataset_spawn_and_narrowed_fork(v2url, xds):
 
     narrowed = whole[["u10"]].isel(time=slice(8, 40))
     ds = lctorch.BatchDataset(narrowed, input_dims=DIMS, batch_size=16, return_window_ids=True)
-    assert ds._recipe.url is None  # the selection is not in the URL
-    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
+    source = ds._pipeline.source  # the selection travels with the URL
+    assert source.selection == ({"time": slice(8, 40, 1)},) and source.variables == ("u10",)
+    loader = DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="spawn")
     sub = xds[["u10"]].isel(time=slice(8, 40))
     shape = grid_shape(DIMS, extents=dict(EXTENTS, time=32))
     seen = []

@@ -61,10 +61,11 @@ def runs(url, tmp_path_factory):
     """Two full runs with the same seed, and an interrupted run of epoch 1 resumed from state."""
     a, b = tmp_path_factory.mktemp("run_a"), tmp_path_factory.mktemp("run_b")
     first = torchrun(url, a, "--mode", "full", "--epochs", 2)
-    second = torchrun(url, b, "--mode", "full,workers,interrupt", "--epochs", 2, "--epoch", 1, "--stop-after", 3)
+    second = torchrun(url, b, "--mode", "full,workers,interrupt,forms", "--epochs", 2, "--epoch", 1,
+                      "--stop-after", 3)
     third = torchrun(url, b, "--mode", "resume")
     return {"a": first["full"], "b": second["full"], "interrupt": second["interrupt"],
-            "resume": third["resume"], "workers": second["workers"]}
+            "resume": third["resume"], "workers": second["workers"], "forms": second["forms"]}
 
 
 def test_each_epoch_covers_every_window_once_across_ranks(runs):
@@ -112,3 +113,26 @@ def test_ranks_times_dataloader_workers_cover_each_window_once(runs):
     for r in range(WORLD):
         assert sorted(ranks[r]["ids"]) == sorted(runs["a"][r]["epochs"]["0"])
         assert ranks[r]["len"] == ranks[r]["batches"]  # len(ds) with the num_workers hint
+
+
+@pytest.mark.parametrize("form", ["url", "lazycube", "generator"])
+def test_every_batch_dataset_form_shards_by_the_process_group(runs, form):
+    """BatchDataset(url), BatchDataset(lazycube.open_dataset(url)) and
+    BatchDataset(lazycube.BatchGenerator(...)), each through 2 DataLoader workers per rank
+    (spawned for the generator: they take the rank of the process that pickled them): ranks x
+    workers are disjoint and together every window once."""
+    ranks = runs["forms"]
+    total = ranks[0]["total_windows"]
+    per_rank = [r["ids"][form] for r in ranks]
+    assert all(per_rank), "a rank got no windows"
+    assert not set(per_rank[0]) & set(per_rank[1]), "%s: ranks overlap" % form
+    assert all(len(ids) == len(set(ids)) for ids in per_rank), "%s: workers overlap" % form
+    assert sorted(per_rank[0] + per_rank[1]) == list(range(total)), form
+    # the same shard as the URL form with the same seed
+    assert [sorted(ids) for ids in per_rank] == [sorted(r["ids"]["url"]) for r in ranks]
+
+
+@pytest.mark.parametrize("form", ["url", "generator"])
+def test_explicit_rank_and_world_size_win(runs, form):
+    for r in runs["forms"]:
+        assert sorted(r["explicit"][form]) == list(range(r["total_windows"])), form

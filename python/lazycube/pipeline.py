@@ -1,0 +1,366 @@
+"""The one picklable description of a lazycube pipeline, and everything written against it.
+
+* :class:`StorageOptions` -- the storage options as the core takes them (strings), with the
+  secrets (keys, tokens, passwords, ...) masked in ``repr``/``str``. They travel in a pickle
+  (a worker process needs them) but are never shown.
+* :class:`Source` -- where the data is: URL, storage options, open arguments (``decode_cf``,
+  ``consolidated``, ``engine``), the positional selection the user applied (``isel``, and
+  ``sel`` recorded by position) and the data variables kept. ``Source.open()`` gives the same
+  ``_core.Dataset`` in any process. ``lazycube.Dataset``, xarray Datasets opened with
+  ``engine="lazycube"``, ``BatchGenerator`` and the torch datasets all carry one.
+* :class:`Pipeline` -- a Source plus the generator arguments (core form), the shard
+  (``rank``/``world_size``: None means torch.distributed's when a process group is initialised,
+  else 0/1 -- see :func:`resolve_shard`) and the sampler position (``state``).
+  ``Pipeline.build()`` makes this process's ``_core.BatchGenerator``.
+
+Processes: the process that made a Pipeline may read through the dataset object it was given;
+a spawned/forkserver child unpickles the Pipeline and opens its Source; a forked child opens its
+Source too (its own core objects), reads through a private chunk cache (the inherited
+process-wide cache may hold chunks a parent thread was loading at fork time, which the child
+would wait for forever), and never destroys C++ objects inherited from the parent (their
+threads live in the parent): they are kept in ``_FOREIGN`` until the child exits.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+from . import _core, _errors
+from ._options import normalize_storage_options
+
+__all__ = ["StorageOptions", "Source", "Pipeline", "resolve_shard", "resolve_source"]
+
+# Storage option keys whose values are secrets: a key containing one of these words.
+_SECRET_WORDS = ("secret", "key", "token", "password", "passwd", "credential", "sas", "signature",
+                 "session", "private", "auth", "connection_string")
+_MASK = "***"
+
+
+def _is_secret(key: str) -> bool:
+    k = key.lower()
+    return any(w in k for w in _SECRET_WORDS)
+
+
+class StorageOptions(Mapping):
+    """Storage options, normalised once (``_options.normalize_storage_options``): an immutable
+    mapping of strings whose secret values ``repr``/``str`` mask."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, options=None):
+        if isinstance(options, StorageOptions):
+            items = dict(options._items)
+        else:
+            items = normalize_storage_options(options) or {}
+        self._items = items
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+    def core(self):
+        """The dict the compiled core takes (None when empty)."""
+        return dict(self._items) or None
+
+    def secrets(self):
+        """The secret values (to keep them out of messages)."""
+        return [v for k, v in self._items.items() if _is_secret(k) and v]
+
+    def scrub(self, text: str) -> str:
+        """`text` with every secret value replaced by ***."""
+        for value in self.secrets():
+            text = text.replace(value, _MASK)
+        return text
+
+    def __repr__(self):
+        return "StorageOptions({%s})" % ", ".join(
+            "%r: %r" % (k, _MASK if _is_secret(k) else v) for k, v in self._items.items())
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (StorageOptions, (dict(self._items),))
+
+
+def _indexer_value(v):
+    """An isel indexer as a plain picklable value (int or slice)."""
+    if isinstance(v, slice):
+        return slice(*(None if x is None else int(x) for x in (v.start, v.stop, v.step)))
+    return int(v)
+
+
+class Source:
+    """Where a dataset comes from, enough to open it again in any process (see module doc).
+
+    ``selection`` is a tuple of positional selections (``{dim: int | slice}``) applied in turn
+    after opening; ``variables`` the data variables kept (None: all)."""
+
+    __slots__ = ("url", "storage_options", "decode_cf", "consolidated", "engine", "selection",
+                 "variables")
+
+    def __init__(self, url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
+                 selection=(), variables=None):
+        self.url = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
+        self.storage_options = StorageOptions(storage_options)
+        self.decode_cf = bool(decode_cf)
+        self.consolidated = None if consolidated is None else bool(consolidated)
+        self.engine = engine
+        self.selection = tuple({str(d): _indexer_value(v) for d, v in step.items()}
+                               for step in selection if step)
+        self.variables = None if variables is None else tuple(variables)
+
+    def _fields(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def replace(self, **changes) -> "Source":
+        fields = self._fields()
+        fields.update(changes)
+        return Source(**fields)
+
+    def isel(self, indexers) -> "Source":
+        """This source narrowed by a positional selection (relative to its current one)."""
+        return self.replace(selection=self.selection + (dict(indexers),)) if indexers else self
+
+    def keep(self, variables) -> "Source":
+        """This source restricted to some data variables."""
+        return self.replace(variables=None if variables is None else list(variables))
+
+    def scrub(self, text: str) -> str:
+        """`text` without the secrets: storage option secrets and the URL's query string (a
+        signed URL carries its signature there)."""
+        text = self.storage_options.scrub(text)
+        query = self.url.partition("?")[2]
+        return text.replace(query, _MASK) if query else text
+
+    def open(self):
+        """The ``_core.Dataset`` (with the selection applied). Errors never show a secret."""
+        try:
+            core = _core.open(self.url, self.storage_options.core(), decode_cf=self.decode_cf,
+                              consolidated=self.consolidated, engine=self.engine)
+            for step in self.selection:
+                core = core.isel(step)
+            return core
+        except _errors.Error as exc:
+            message = str(exc)
+            scrubbed = self.scrub(message)
+            if scrubbed == message:
+                raise
+            raise type(exc)(scrubbed) from None
+
+    def __reduce__(self):
+        return (_source_from_fields, (self._fields(),))
+
+    def __eq__(self, other):
+        return isinstance(other, Source) and self._fields() == other._fields()
+
+    __hash__ = None
+
+    def __repr__(self):
+        parts = [repr(self.scrub(self.url))]
+        if self.storage_options:
+            parts.append("storage_options=%r" % (self.storage_options,))
+        if not self.decode_cf:
+            parts.append("decode_cf=False")
+        for key in ("consolidated", "engine"):
+            if getattr(self, key) is not None:
+                parts.append("%s=%r" % (key, getattr(self, key)))
+        if self.selection:
+            parts.append("selection=%r" % (self.selection,))
+        if self.variables is not None:
+            parts.append("variables=%r" % (self.variables,))
+        return "lazycube.pipeline.Source(%s)" % ", ".join(parts)
+
+    __str__ = __repr__
+
+
+def _source_from_fields(fields):
+    return Source(**fields)
+
+
+# ---- sources of what the user hands in ----------------------------------------------------
+
+def resolve_source(obj, storage_options=None, **open_args):
+    """(Source or None, core dataset or None, xarray Dataset or None) for what the user passed:
+    a URL or path (opened with `storage_options` / `open_args`), a ``lazycube.Dataset``, a
+    ``_core.Dataset`` (no Source: usable in this process only), or an xarray Dataset opened with
+    ``engine="lazycube"`` (possibly narrowed with isel/sel or to some variables)."""
+    if isinstance(obj, (str, os.PathLike)):
+        source = Source(obj, storage_options, **{k: v for k, v in open_args.items() if v is not None})
+        return source, None, None
+    given = sorted(k for k, v in dict(open_args, storage_options=storage_options).items()
+                   if v is not None)
+    if given:
+        raise ValueError("%s apply to opening a URL; this %s is already open (pass them to "
+                         "lazycube.open_dataset / xr.open_dataset instead)"
+                         % (", ".join(given), type(obj).__name__))
+    if isinstance(obj, _core.Dataset):
+        return None, obj, None
+    core = getattr(obj, "_core", None)
+    if isinstance(core, _core.Dataset):
+        return getattr(obj, "source", None), core, None
+    xr = sys.modules.get("xarray")
+    if xr is not None and isinstance(obj, xr.DataArray):
+        raise TypeError("lazycube takes a Dataset; for one variable pass ds[[name]] (a Dataset) "
+                        "or variables=[name]")
+    if xr is not None and isinstance(obj, xr.Dataset):
+        from .xarray_backend import source_of
+        core, source = source_of(obj)
+        return source, core, obj
+    raise TypeError("expected a URL, a lazycube Dataset or an xarray Dataset opened with "
+                    "engine='lazycube', got %s" % type(obj).__name__)
+
+
+# ---- shards --------------------------------------------------------------------------------
+
+def _distributed_shard():
+    """(rank, world_size) of torch.distributed's process group, or None (not initialised, or
+    torch not imported: then there is no process group either)."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return None
+
+
+def resolve_shard(rank=None, world_size=None, inherited=None):
+    """The (rank, world_size) a pipeline reads: the explicit ones when given (a missing one of
+    the two defaults to 0 / 1), else torch.distributed's when a process group is initialised,
+    else `inherited` (a spawned DataLoader worker has no process group: it takes the rank of
+    the process that pickled it), else (0, 1)."""
+    if rank is not None or world_size is not None:
+        return int(rank or 0), int(1 if world_size is None else world_size)
+    return _distributed_shard() or inherited or (0, 1)
+
+
+# ---- C++ objects of other processes ----------------------------------------------------------
+
+# C++ objects a forked child inherited from its parent. They must not be destroyed in the
+# child (their threads live in the parent), so the child keeps them until it exits.
+_FOREIGN = []
+
+
+def keep_foreign(obj):
+    if obj is not None:
+        _FOREIGN.append(obj)
+
+
+class Pipeline:
+    """Source + generator arguments + shard + sampler position; picklable (see module doc).
+
+    ``generator`` holds the ``_core.BatchGenerator`` arguments (``input_dims`` included) except
+    the shard; ``rank``/``world_size`` None: see :func:`resolve_shard`; ``state``: a generator
+    ``state()`` to continue from (epoch and position; the seed is a generator argument)."""
+
+    __slots__ = ("source", "generator", "rank", "world_size", "state", "inherited_shard",
+                 "_local", "_home_pid", "_opened", "_fork_cache_bytes")
+
+    def __init__(self, source, generator, rank=None, world_size=None, state=None,
+                 inherited_shard=None, local=None):
+        if source is None and local is None:
+            raise TypeError("a Pipeline needs a Source or a dataset")
+        self.source = source
+        self.generator = dict(generator)
+        self.rank = None if rank is None else int(rank)
+        self.world_size = None if world_size is None else int(world_size)
+        self.state = state
+        self.inherited_shard = None if inherited_shard is None else tuple(inherited_shard)
+        self._local = local  # the caller's _core.Dataset, for the process that made this
+        self._home_pid = os.getpid()
+        self._opened = None  # (pid, _core.Dataset) opened from the source in this process
+        self._fork_cache_bytes = None
+
+    def replace(self, **changes) -> "Pipeline":
+        """A new Pipeline with some fields changed (the caller's dataset stays when the source
+        does)."""
+        fields = {"source": self.source, "generator": self.generator, "rank": self.rank,
+                  "world_size": self.world_size, "state": self.state,
+                  "inherited_shard": self.inherited_shard}
+        fields.update(changes)
+        same_source = fields["source"] is self.source
+        out = Pipeline(local=self._local if same_source else None, **fields)
+        out._home_pid = self._home_pid
+        if same_source:
+            out._opened, out._fork_cache_bytes = self._opened, self._fork_cache_bytes
+        return out
+
+    @property
+    def explicit_shard(self) -> bool:
+        return self.rank is not None or self.world_size is not None
+
+    def shard(self):
+        """(rank, world_size) of the calling process (resolve_shard)."""
+        return resolve_shard(self.rank, self.world_size, self.inherited_shard)
+
+    def forked(self) -> bool:
+        """True in a forked child of the process that made (or unpickled) this pipeline."""
+        return os.getpid() != self._home_pid
+
+    def dataset(self):
+        """This process's ``_core.Dataset``: the caller's in the making process, else opened
+        from the source (once per process)."""
+        pid = os.getpid()
+        if self._local is not None and (pid == self._home_pid or self.source is None):
+            return self._local  # in a forked child only when there is no source to reopen
+        if self._opened is None or self._opened[0] != pid:
+            if self.source is None:
+                raise TypeError(
+                    "this lazycube pipeline was built from a lazycube._core.Dataset, which does "
+                    "not know where its data comes from: build it from a URL, "
+                    "lazycube.open_dataset(url) or xr.open_dataset(url, engine='lazycube')")
+            if self._opened is not None:
+                keep_foreign(self._opened[1])
+            self._opened = (pid, self.source.open())
+        return self._opened[1]
+
+    def build(self, worker=0, num_workers=1, **overrides):
+        """This process's ``_core.BatchGenerator`` for shard (rank, world) x (worker of
+        num_workers), continued from ``state`` when set."""
+        kwargs = dict(self.generator)
+        kwargs.update(overrides)
+        if "rank" not in overrides and "world_size" not in overrides:
+            kwargs["rank"], kwargs["world_size"] = self.shard()
+        kwargs["worker"], kwargs["num_workers"] = int(worker), int(num_workers)
+        if kwargs.get("variables") is None and self.source is not None and self.source.variables:
+            kwargs["variables"] = list(self.source.variables)
+        forked = self.forked()
+        if forked and kwargs.get("cache_bytes") is None and self._fork_cache_bytes is not None:
+            kwargs["cache_bytes"] = self._fork_cache_bytes  # a private cache (see module doc)
+        input_dims = kwargs.pop("input_dims")
+        gen = _core.BatchGenerator(self.dataset(), input_dims, **kwargs)
+        if not forked and self._fork_cache_bytes is None:
+            self._fork_cache_bytes = int(gen.cache_stats()["budget_bytes"])
+        if self.state is not None:
+            gen.restore(self.state)
+        return gen
+
+    # pickling: the description only, never a C++ object; the shard of a distributed
+    # process travels along for its spawned workers (which have no process group).
+    def __reduce__(self):
+        if self.source is None:
+            raise TypeError(
+                "this lazycube pipeline cannot be sent to another process: it was built from a "
+                "lazycube._core object, which does not know where its data comes from (build it "
+                "from a URL, lazycube.open_dataset(url) or xr.open_dataset(url, engine='lazycube'))")
+        inherited = self.inherited_shard
+        if not self.explicit_shard:
+            inherited = _distributed_shard() or inherited
+        return (_pipeline_from_fields, (self.source, self.generator, self.rank, self.world_size,
+                                        self.state, inherited, self._fork_cache_bytes))
+
+    def __repr__(self):
+        shard = "" if not self.explicit_shard else ", rank=%r, world_size=%r" % (self.rank, self.world_size)
+        return "lazycube.pipeline.Pipeline(%r, %r%s)" % (self.source, self.generator, shard)
+
+    __str__ = __repr__
+
+
+def _pipeline_from_fields(source, generator, rank, world_size, state, inherited, fork_cache_bytes):
+    p = Pipeline(source, generator, rank, world_size, state, inherited)
+    p._fork_cache_bytes = fork_cache_bytes
+    return p

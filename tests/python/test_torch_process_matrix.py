@@ -1,0 +1,285 @@
+"""Every construction form of the torch datasets in DataLoader workers of every start method,
+over a local store, HTTP (nginx) and S3 (moto with SigV4 checking on, the credentials only in
+``storage_options``, no ``AWS_*`` variable set).
+
+Forms: BatchDataset(url), BatchDataset(lazycube.open_dataset(url)),
+BatchDataset(lazycube.BatchGenerator(lazycube.open_dataset(url), ...)),
+BatchDataset(xr.open_dataset(url, engine=lazycube)), WindowDataset(lazycube.open_dataset(url)),
+WindowDataset(url). One DataLoader per start method runs all of them over every store
+(tagged_datasets.Tagged), with 2 persistent workers, for 2 epochs: each epoch yields every
+window of every (store, form) exactly once with the values xarray reads from the local store,
+and set_epoch reshuffles. A store whose server cannot run here is left out with a visible skip
+(test_store_available).
+"""
+
+import json
+import multiprocessing
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+from conftest import REPO, import_lazycube
+
+torch = pytest.importorskip("torch")  # before lazycube
+xr = pytest.importorskip("xarray")
+zarr = pytest.importorskip("zarr")
+lazycube = import_lazycube()
+import lazycube.torch as lctorch  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tests" / "servers"))
+import nginx  # noqa: E402
+from tagged_datasets import Tagged  # noqa: E402
+
+VARS = ["a", "b"]
+DIMS = {"time": 2, "y": 8, "x": 8}
+GRID = (4, 2, 2)  # windows along time, y, x of the 8 x 16 x 16 cube
+WINDOWS = 16
+BUCKET = "lazycube-matrix"
+METHODS = ["fork", "forkserver", "spawn"]
+
+# Workers started from a server that has torch loaded start in a fraction of the time.
+multiprocessing.set_forkserver_preload(["torch", "tagged_datasets"])
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def no_aws_environment(tmp_path_factory):
+    """No AWS_* variable (nor a ~/.aws) for this process and the workers it starts: S3
+    credentials come from storage_options only."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in list(os.environ):
+            if name.startswith("AWS_"):
+                mp.delenv(name)
+        mp.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        yield
+
+
+@pytest.fixture(scope="module")
+def www(tmp_path_factory):
+    """The tiny cube (8 x 16 x 16 float32, two variables, 4 x 8 x 8 chunks) in a folder that
+    nginx serves and moto is loaded from."""
+    root = tmp_path_factory.mktemp("www")
+    t, y, x = np.arange(8), np.arange(16) * 0.5, np.arange(16) * 0.25
+    values = np.arange(8 * 16 * 16, dtype=np.float32).reshape(8, 16, 16)
+    ds = xr.Dataset({"a": (("time", "y", "x"), values), "b": (("time", "y", "x"), -2 * values)},
+                    coords={"time": t, "y": y, "x": x})
+    ds.to_zarr(str(root / "cube.zarr"), encoding={v: {"chunks": (4, 8, 8)} for v in VARS},
+               consolidated=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def reference(www):
+    """(variable, time, y, x) as xarray's zarr engine reads the local store."""
+    with xr.open_zarr(str(www / "cube.zarr")) as ds:
+        return np.stack([ds[v].transpose("time", "y", "x").values for v in VARS])
+
+
+@pytest.fixture(scope="module")
+def http_store(www, tmp_path_factory):
+    reason = nginx.unavailable_reason()
+    if reason:
+        yield None, reason
+        return
+    with nginx.NginxServer(tmp_path_factory.mktemp("nginx"), www) as server:
+        yield (server.url + "/cube.zarr", None), None
+
+
+def _moto_python():
+    """The PATH python3 with moto and boto3 (Debian's /usr/bin/python3 has neither), or None."""
+    exe = shutil.which("python3")
+    if exe is None:
+        return None
+    ok = subprocess.run([exe, "-c", "import moto, boto3"], capture_output=True).returncode == 0
+    return exe if ok else None
+
+
+@pytest.fixture(scope="module")
+def s3_store(www, no_aws_environment):
+    python = _moto_python()
+    if python is None:
+        yield None, "moto/boto3 are not installed for the PATH python3 (python3 -m moto.server)"
+        return
+    port = _free_port()
+    endpoint = "http://127.0.0.1:%d" % port
+    proc = subprocess.Popen([python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(endpoint + "/moto-api/", timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the moto server did not start")
+                time.sleep(0.05)
+        setup = REPO / "tests" / "servers" / "moto_setup.py"
+        out = subprocess.run([python, str(setup), "setup", endpoint, BUCKET,
+                              "%s=cube.zarr" % (www / "cube.zarr")],
+                             capture_output=True, text=True, check=True).stdout
+        creds = json.loads(out)
+        subprocess.run([python, str(setup), "auth", "on", endpoint], check=True)
+        options = {"key": creds["key_id"], "secret": creds["secret"], "endpoint_url": endpoint}
+        yield ("s3://%s/cube.zarr" % BUCKET, options), None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def stores(www, http_store, s3_store, no_aws_environment):
+    """{name: (url, storage_options)} for the stores that can run here; {name: reason} else."""
+    out, skipped = {"local": (str(www / "cube.zarr"), None)}, {}
+    for name, (store, reason) in (("http", http_store), ("s3", s3_store)):
+        if store is None:
+            skipped[name] = reason
+        else:
+            out[name] = store
+    return out, skipped
+
+
+@pytest.mark.parametrize("name", ["http", "s3"])
+def test_store_available(stores, name):
+    """Says (as a skip) when the matrix runs without a store."""
+    available, skipped = stores
+    if name in skipped:
+        pytest.skip("%s store left out of the process matrix: %s" % (name, skipped[name]))
+    assert name in available
+
+
+def test_s3_needs_the_storage_options_credentials(stores):
+    available, _ = stores
+    if "s3" not in available:
+        pytest.skip("no moto server")
+    url, options = available["s3"]
+    # without them (anonymous: moto answers 500 while checking signatures) or with a wrong
+    # secret (403) the store refuses
+    with pytest.raises(lazycube.StoreError):
+        lazycube.open_dataset(url, storage_options={"endpoint_url": options["endpoint_url"],
+                                                    "retries": "0"})
+    with pytest.raises(lazycube.AuthError):
+        lazycube.open_dataset(url, storage_options=dict(options, secret="W" * 40, retries="0"))
+    assert lazycube.open_dataset(url, storage_options=options)["a"].shape == (8, 16, 16)
+
+
+def _forms(url, options):
+    """{form: dataset} of the six construction forms over one store."""
+    so = {"storage_options": options} if options else {}
+    batch = dict(input_dims=DIMS, batch_size=3, variables=VARS, shuffle="random", seed=5,
+                 drop_last=False, return_window_ids=True)
+    return {
+        "BatchDataset(url)": lctorch.BatchDataset(url, **batch, **so),
+        "BatchDataset(lazycube.open_dataset)": lctorch.BatchDataset(
+            lazycube.open_dataset(url, **so), **batch),
+        "BatchDataset(BatchGenerator)": lctorch.BatchDataset(
+            lazycube.BatchGenerator(lazycube.open_dataset(url, **so), DIMS, batch_size=3,
+                                    variables=VARS, shuffle=True, seed=5, drop_last=False),
+            return_window_ids=True),
+        "BatchDataset(xr.open_dataset)": lctorch.BatchDataset(
+            xr.open_dataset(url, engine="lazycube", **so), **batch),
+        "WindowDataset(lazycube.open_dataset)": lctorch.WindowDataset(
+            lazycube.open_dataset(url, **so), DIMS, variables=VARS, return_window_ids=True),
+        "WindowDataset(url)": lctorch.WindowDataset(url, DIMS, variables=VARS,
+                                                    return_window_ids=True, **so),
+    }
+
+
+def _window(reference, wid):
+    t, rest = divmod(wid, GRID[1] * GRID[2])
+    yi, xi = divmod(rest, GRID[2])
+    return reference[:, 2 * t:2 * t + 2, 8 * yi:8 * yi + 8, 8 * xi:8 * xi + 8]
+
+
+def _epoch(loader, reference):
+    """{tag: [window ids in the order they came]} of one pass, checking every value."""
+    seen = {}
+    for tag, (x, ids) in loader:
+        if ids.dim() == 0:  # a WindowDataset item: one window
+            x, ids = x[None], ids[None]
+        for k, wid in enumerate(ids.tolist()):
+            np.testing.assert_array_equal(x[k].numpy(), _window(reference, wid),
+                                          err_msg="%s: window %d" % (tag, wid))
+            seen.setdefault(tag, []).append(wid)
+    return seen
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_form_every_store_in_workers(method, stores, reference, no_aws_environment):
+    available, _ = stores
+    members = [("%s %s" % (store, form), ds)
+               for store, (url, options) in available.items()
+               for form, ds in _forms(url, options).items()]
+    data = Tagged(members)
+    loader = DataLoader(data, batch_size=None, num_workers=2, multiprocessing_context=method,
+                        persistent_workers=True)
+    epochs = []
+    for epoch in range(2):
+        data.set_epoch(epoch)
+        epochs.append(_epoch(loader, reference))
+    del loader
+    tags = [tag for tag, _ in members]
+    for e, seen in enumerate(epochs):
+        assert sorted(seen) == sorted(tags), "epoch %d: forms without windows" % e
+        for tag in tags:
+            assert sorted(seen[tag]) == list(range(WINDOWS)), "epoch %d, %s: %r" % (e, tag, seen[tag])
+    for tag in tags:
+        assert epochs[0][tag] != epochs[1][tag], "%s: set_epoch did not reshuffle" % tag
+
+
+def test_secrets_never_shown(stores):
+    """Credentials travel inside the pipeline (a worker needs them) but no repr/str of an object
+    holding them, and no error message of a failed open, contains them."""
+    import pickle
+
+    available, _ = stores
+    if "s3" not in available:
+        pytest.skip("no moto server")
+    url, options = available["s3"]
+    secret, key = options["secret"], options["key"]
+    so = {"storage_options": options}
+    ds = lazycube.open_dataset(url, **so)
+    gen = lazycube.BatchGenerator(ds, DIMS, batch_size=3, variables=VARS)
+    xds = xr.open_dataset(url, engine="lazycube", **so)
+    bds = lctorch.BatchDataset(url, input_dims=DIMS, batch_size=3, variables=VARS, **so)
+    wds = lctorch.WindowDataset(ds, DIMS, variables=VARS)
+    shown = [ds, ds.source, ds.source.storage_options, ds.isel(time=slice(2, 6)).source, gen,
+             gen.pipeline, xds, xds["a"], xds["a"].encoding, bds, bds._pipeline, wds,
+             wds._pipeline, lazycube.BatchGenerator(xds, DIMS, batch_size=3).pipeline]
+    for obj in shown:
+        for text in (repr(obj), str(obj)):
+            assert secret not in text and key not in text, text
+    assert "***" in repr(gen.pipeline)
+    # they do travel: a worker reads with them
+    assert secret.encode() in pickle.dumps(gen.pipeline)
+    assert pickle.loads(pickle.dumps(ds))["a"].isel(time=0).values.shape == (16, 16)
+
+    errors = []
+    for bad in (dict(options, secret=secret[::-1], retries="0"),  # 403 from moto
+                dict(options, retries=secret),                    # an option that echoes its value
+                dict(options, endpoint_url=options["endpoint_url"] + "/" + secret + "/",
+                     retries="0")):
+        for open_ in (lambda: lazycube.open_dataset(url, storage_options=bad),
+                      lambda: lctorch.BatchDataset(url, input_dims=DIMS, batch_size=3,
+                                                   storage_options=bad),
+                      lambda: xr.open_dataset(url, engine="lazycube",
+                                              storage_options=bad)):
+            with pytest.raises(lazycube.Error) as info:
+                open_()
+            errors.append(str(info.value))
+    for message in errors:
+        for value in (secret, secret[::-1]):
+            assert value not in message, message
