@@ -1,6 +1,6 @@
 // Read-only store over plain HTTP(S): keys are paths under the root URL. Listing is impossible
 // over plain HTTP, so Zarr hierarchies need consolidated metadata.
-#include "http_store.hpp"
+#include "storage_options.hpp"
 
 #include "http_coalesce.hpp"
 #include "http_counters.hpp"
@@ -12,19 +12,9 @@ namespace lazycube {
 
 namespace {
 
-double parse_double(const std::string& key, const std::string& value) {
-  try {
-    std::size_t used = 0;
-    double v = std::stod(value, &used);
-    if (used == value.size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw StoreError("storage option '" + key + "' needs a non-negative number, got '" + value + "'");
-}
-
 class HttpStore final : public Store {
  public:
-  HttpStore(std::string root, const http::HttpOptions& options) : root_(std::move(root)), options_(options) {
+  HttpStore(std::string root, const TransferOptions& options) : root_(std::move(root)), options_(options) {
     while (!root_.empty() && root_.back() == '/') root_.pop_back();
   }
 
@@ -139,52 +129,15 @@ class HttpStore final : public Store {
   }
 
   std::string root_;
-  http::HttpOptions options_;
+  TransferOptions options_;
   mutable http::Counters counters_;
 };
 
 }  // namespace
 
-namespace http {
-
-HttpOptions parse_http_options(const StoreOptions& options) {
-  HttpOptions o;
-  for (const auto& [k, v] : options) {
-    if (k == "max_concurrency") {
-      o.engine.max_in_flight = static_cast<std::size_t>(std::max(1.0, parse_double(k, v)));
-    } else if (k == "timeout") {
-      o.engine.timeout_s = parse_double(k, v);
-    } else if (k == "connect_timeout") {
-      o.engine.connect_timeout_s = parse_double(k, v);
-    } else if (k == "low_speed_time") {
-      o.engine.low_speed_time_s = parse_double(k, v);
-    } else if (k == "retries") {
-      o.retry.max_attempts = static_cast<int>(parse_double(k, v)) + 1;
-    } else if (k == "deadline") {
-      o.retry.deadline_s = parse_double(k, v);
-    } else if (k == "backoff") {
-      o.retry.initial_backoff_s = parse_double(k, v);
-    } else if (k == "max_backoff") {
-      o.retry.max_backoff_s = parse_double(k, v);
-    } else if (k == "ca_file") {
-      o.engine.ca_file = v;
-    } else if (k == "coalesce_gap") {
-      o.coalesce_gap = static_cast<std::uint64_t>(parse_double(k, v));
-    } else if (k == "coalesce_max") {
-      o.coalesce_max = static_cast<std::uint64_t>(parse_double(k, v));
-    } else {
-      throw StoreError("unknown storage option '" + k +
-                       "' for an HTTP store (known: max_concurrency, timeout, connect_timeout, "
-                       "low_speed_time, retries, deadline, backoff, max_backoff, ca_file, coalesce_gap, coalesce_max)");
-    }
-  }
-  return o;
-}
-
-}  // namespace http
-
 std::shared_ptr<Store> make_http_store(const std::string& url, const StoreOptions& options) {
-  return std::make_shared<HttpStore>(url, http::parse_http_options(options));
+  const ParsedUrl parsed = parse_url_scheme(url);
+  return std::make_shared<HttpStore>(url, parse_storage_options(options, parsed.is_http() ? parsed.kind : UrlKind::Http).transfer);
 }
 
 }  // namespace lazycube
