@@ -93,6 +93,17 @@ TEST(StorageOptionTable, EveryOptionParsesForItsBackendsOnly) {
   }
 }
 
+// The README's "Storage options" table is this table, row for row.
+TEST(StorageOptionTable, ReadmeTableMatches) {
+  const std::string readme = read_file(fs::path(LAZYCUBE_SOURCE_DIR) / "README.md");
+  for (const auto& spec : storage_option_table()) {
+    auto mark = [&](unsigned bit) { return std::string((spec.backends & bit) ? " yes |" : "  |"); };
+    const std::string row = "| `" + std::string(spec.name) + "` |" + mark(kHttpBackend) + mark(kS3Backend) +
+                            mark(kGsBackend) + " " + std::string(spec.value) + " | " + std::string(spec.doc) + " |";
+    EXPECT_NE(readme.find(row), std::string::npos) << "README.md lacks the row\n" << row;
+  }
+}
+
 TEST(StorageOptionTable, TuningOptionsLandInTheSameFieldsForEveryBackend) {
   const StoreOptions tuning{{"max_concurrency", "7"}, {"timeout", "2.5"},   {"connect_timeout", "3"},
                             {"low_speed_time", "4"},  {"retries", "9"},     {"deadline", "12"},
