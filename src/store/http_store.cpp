@@ -98,33 +98,16 @@ class HttpStore final : public Store {
       reqs[i].url = url_of(plan.fetches[i].key);
       reqs[i].range = plan.fetches[i].range;
     }
-    std::vector<std::vector<std::size_t>> parts_of(plan.fetches.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) parts_of[plan.parts[i].fetch].push_back(i);
+    const auto name = [this](std::string_view key) { return describe(key); };
     http::Engine::global().perform_each(reqs, options_.retry, options_.engine, &counters_,
                                         [&](std::size_t f, http::Response&& r) {
-      if (r.status == 404) {  // missing: every part is
-        for (const std::size_t i : parts_of[f]) sink(i, std::nullopt);
-        return;
-      }
+      if (r.status == 404) return http::deliver(plan, f, std::nullopt, requests, name, sink);  // every part missing
       if (r.status == 416 && starts_at_end(r, reqs[f].range)) {
         r.status = 206;  // a read starting exactly at the end is empty, not an error
         r.body.clear();
       }
       check_status(r, reqs[f]);
-      for (const std::size_t i : parts_of[f]) {
-        const auto& part = plan.parts[i];
-        if (!part.sliced) {
-          sink(i, std::move(r.body));
-          continue;
-        }
-        // A slice of a coalesced range; the object may have ended inside the range.
-        const std::uint64_t have = r.body.size();
-        if (part.offset > have)
-          throw StoreError(describe(requests[i].key) + ": " + requests[i].range.describe() +
-                           " starts past the end of the object");
-        const std::uint64_t n = std::min(part.length, have - part.offset);
-        sink(i, Buffer::copy_of(r.body.view().subspan(part.offset, n)));
-      }
+      http::deliver(plan, f, std::move(r.body), requests, name, sink);
     });
   }
 

@@ -66,30 +66,16 @@ class ObjectStore final : public Store {
     const auto plan = http::coalesce(batched, c_.transfer.coalesce_gap, c_.transfer.coalesce_max);
     std::vector<http::Request> fetches;
     for (const auto& f : plan.fetches) fetches.push_back(object_request("GET", f.key, f.range));
-    std::vector<std::vector<std::size_t>> parts_of(plan.fetches.size());
-    for (std::size_t j = 0; j < batched.size(); ++j) parts_of[plan.parts[j].fetch].push_back(j);
+    const auto name = [this](std::string_view key) { return describe(key); };
+    const ByteSink to_caller = [&](std::size_t j, std::optional<Buffer>&& bytes) { sink(index[j], std::move(bytes)); };
     redacted([&] {
       http::Engine::global().perform_each(fetches, c_.transfer.retry, c_.transfer.engine, &counters_,
                                           [&](std::size_t f, http::Response&& response) {
         Buffer b;
-        if (!finish_get(plan.fetches[f].key, plan.fetches[f].range, response, b)) {
-          for (const std::size_t j : parts_of[f]) sink(index[j], std::nullopt);
-          return;
-        }
-        for (const std::size_t j : parts_of[f]) {
-          const auto& part = plan.parts[j];
-          if (!part.sliced) {
-            sink(index[j], std::move(b));
-            continue;
-          }
-          // A slice of a coalesced range; the object may have ended inside the range.
-          const std::uint64_t have = b.size();
-          if (part.offset > have)
-            throw StoreError(describe(batched[j].key) + ": " + batched[j].range.describe() +
-                             " starts past the end of the object");
-          const std::uint64_t n = std::min(part.length, have - part.offset);
-          sink(index[j], Buffer::copy_of(b.view().subspan(part.offset, n)));
-        }
+        if (finish_get(plan.fetches[f].key, plan.fetches[f].range, response, b))
+          http::deliver(plan, f, std::move(b), batched, name, to_caller);
+        else
+          http::deliver(plan, f, std::nullopt, batched, name, to_caller);
       });
     });
   }
