@@ -10,6 +10,9 @@
 
 namespace lazycube {
 
+namespace {
+
+// "true"/"false"/"1"/"0"/"yes"/"no"/"on"/"off" (case-insensitive); nullopt otherwise.
 std::optional<bool> parse_bool(std::string_view text) {
   std::string t(text);
   std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -17,8 +20,6 @@ std::optional<bool> parse_bool(std::string_view text) {
   if (t == "false" || t == "0" || t == "no" || t == "off") return false;
   return std::nullopt;
 }
-
-namespace {
 
 constexpr unsigned kNetwork = kHttpBackend | kS3Backend | kGsBackend;
 constexpr unsigned kCloud = kS3Backend | kGsBackend;

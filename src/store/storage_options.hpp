@@ -60,7 +60,4 @@ StorageOptions parse_storage_options(const StoreOptions& options, UrlKind kind);
 // The names `kind` accepts, "a, b, c", for messages.
 std::string storage_option_names(UrlKind kind);
 
-// "true"/"false"/"1"/"0"/"yes"/"no"/"on"/"off" (case-insensitive); nullopt otherwise.
-std::optional<bool> parse_bool(std::string_view text);
-
 }  // namespace lazycube
