@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "../store/url_scheme.hpp"
 #include "gdal_open.hpp"
 
 namespace lazycube::netcdf {
@@ -33,9 +34,10 @@ bool has_gdal_suffix(std::string_view url) {
   return false;
 }
 
-bool has_gdal_signature(std::string path) {
-  if (path.rfind("file://", 0) == 0) path = path.substr(7);
-  if (path.find("://") != std::string::npos) return false;
+bool has_gdal_signature(std::string_view url) {
+  const ParsedUrl parsed = parse_url_scheme(url);
+  if (!parsed.is_local()) return false;
+  const std::string& path = parsed.rest;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   std::array<char, 8> head{};
@@ -49,6 +51,6 @@ bool has_gdal_signature(std::string path) {
 
 }  // namespace
 
-bool looks_like_gdal_file(std::string_view url) { return has_gdal_suffix(url) || has_gdal_signature(std::string(url)); }
+bool looks_like_gdal_file(std::string_view url) { return has_gdal_suffix(url) || has_gdal_signature(url); }
 
 }  // namespace lazycube::netcdf

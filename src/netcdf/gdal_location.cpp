@@ -1,12 +1,12 @@
 #include "gdal_location.hpp"
 
-#include <cstdlib>
+#include <cstdio>
 
 #include <cpl_vsi.h>
 
-#include "../store/cloud_options.hpp"
 #include "../store/credentials.hpp"
-#include "../store/http_store.hpp"
+#include "../store/storage_options.hpp"
+#include "../store/url_scheme.hpp"
 #include "lazycube/error.hpp"
 
 namespace lazycube::netcdf {
@@ -15,43 +15,35 @@ namespace {
 
 using GdalOptions = std::vector<std::pair<std::string, std::string>>;
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+// The transfer options that have a GDAL equivalent, as GDAL's HTTP options (only those given).
+// max_concurrency, low_speed_time, deadline, max_backoff, coalesce_*: no GDAL equivalent per
+// file; accepted so one options map serves both engines.
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
 
-// Transfer options every scheme shares, as GDAL's HTTP options (only those given).
-void add_http_transfer_options(const StoreOptions& options, GdalOptions& out) {
-  http::parse_http_options(options);  // validates names and values (StoreError otherwise)
-  for (const auto& [k, v] : options) {
-    if (k == "timeout") out.emplace_back("GDAL_HTTP_TIMEOUT", v);
-    else if (k == "connect_timeout") out.emplace_back("GDAL_HTTP_CONNECTTIMEOUT", v);
-    else if (k == "retries") out.emplace_back("GDAL_HTTP_MAX_RETRY", v);
-    else if (k == "backoff") out.emplace_back("GDAL_HTTP_RETRY_DELAY", v);
-    else if (k == "ca_file") out.emplace_back("CURL_CA_BUNDLE", v);
-    // max_concurrency, low_speed_time, deadline, max_backoff, coalesce_*: no GDAL equivalent
-    // per file; accepted so one options dict serves both engines.
-  }
+void add_transfer_options(const StorageOptions& o, GdalOptions& out) {
+  const auto& e = o.transfer.engine;
+  const auto& r = o.transfer.retry;
+  if (o.given.count("timeout")) out.emplace_back("GDAL_HTTP_TIMEOUT", number(e.timeout_s));
+  if (o.given.count("connect_timeout")) out.emplace_back("GDAL_HTTP_CONNECTTIMEOUT", number(e.connect_timeout_s));
+  if (o.given.count("retries")) out.emplace_back("GDAL_HTTP_MAX_RETRY", std::to_string(r.max_attempts - 1));
+  if (o.given.count("backoff")) out.emplace_back("GDAL_HTTP_RETRY_DELAY", number(r.initial_backoff_s));
+  if (o.given.count("ca_file")) out.emplace_back("CURL_CA_BUNDLE", e.ca_file);
 }
 
 // "http://host:port/x" → ("host:port/x", is_https).
 std::pair<std::string, bool> split_endpoint(const std::string& endpoint) {
-  std::string rest = endpoint;
-  bool https = true;
-  if (starts_with(rest, "http://")) {
-    rest = rest.substr(7);
-    https = false;
-  } else if (starts_with(rest, "https://")) {
-    rest = rest.substr(8);
-  }
+  const ParsedUrl parsed = parse_url_scheme(endpoint);
+  std::string rest = parsed.is_http() ? parsed.rest : endpoint;
+  const bool https = parsed.kind != UrlKind::Http;
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
   return {rest, https};
 }
 
-void add_cloud_transfer_options(const cloud::CloudOptions& o, const StoreOptions& given, GdalOptions& out) {
-  if (given.count("retries")) out.emplace_back("GDAL_HTTP_MAX_RETRY", std::to_string(o.retries));
-  if (given.count("timeout")) out.emplace_back("GDAL_HTTP_TIMEOUT", given.at("timeout"));
-}
-
-GdalOptions s3_options(const StoreOptions& options) {
-  const cloud::CloudOptions o = cloud::parse_cloud_options(options, "s3");
+GdalOptions s3_options(const StorageOptions& o) {
   const cloud::AwsSettings s = cloud::resolve_aws_settings(o);
   GdalOptions out;
   if (!s.endpoint_url.empty()) {
@@ -71,48 +63,30 @@ GdalOptions s3_options(const StoreOptions& options) {
       out.emplace_back("AWS_SESSION_TOKEN", s.credentials.session_token);
   }
   if (o.requester_pays) out.emplace_back("AWS_REQUEST_PAYER", "requester");
-  add_cloud_transfer_options(o, options, out);
   return out;
 }
 
-// As our gs:// store: anonymous, HMAC keys, or an OAuth2 bearer token (option or
-// GOOGLE_OAUTH_ACCESS_TOKEN).
-GdalOptions gs_options(const StoreOptions& options) {
-  const cloud::CloudOptions o = cloud::parse_cloud_options(options, "gs");
-  if (o.requester_pays)
-    throw StoreError("gs:// option 'requester_pays' is not supported yet (it needs a billing project)");
+// As our gs:// store (cloud::resolve_gcs_auth): anonymous, HMAC keys, or an OAuth2 bearer token.
+GdalOptions gs_options(const StorageOptions& o) {
+  const cloud::GcsAuth auth = cloud::resolve_gcs_auth(o);
   GdalOptions out;
-  if (!o.endpoint_url.empty()) {
-    std::string endpoint = o.endpoint_url;
-    if (endpoint.back() != '/') endpoint += '/';
-    out.emplace_back("CPL_GS_ENDPOINT", endpoint);
-  }
-  std::string token = o.token;
-  if (token.empty() && !o.anon.value_or(false))
-    if (const char* env = std::getenv("GOOGLE_OAUTH_ACCESS_TOKEN")) token = env;
-  if (o.anon.value_or(false) || token == "anon") {
-    out.emplace_back("GS_NO_SIGN_REQUEST", "YES");
-  } else if (!o.key.empty() || !o.secret.empty()) {
-    if (o.key.empty() || o.secret.empty())
-      throw StoreError(std::string("gs:// HMAC credentials: option '") + (o.key.empty() ? "secret" : "key") +
-                       "' given without '" + (o.key.empty() ? "key" : "secret") + "'");
+  if (!o.endpoint_url.empty()) out.emplace_back("CPL_GS_ENDPOINT", o.endpoint_url + "/");
+  if (auth.kind == cloud::GcsAuth::Kind::Hmac) {
     out.emplace_back("GS_NO_SIGN_REQUEST", "NO");
-    out.emplace_back("GS_ACCESS_KEY_ID", o.key);
-    out.emplace_back("GS_SECRET_ACCESS_KEY", o.secret);
-  } else if (!token.empty()) {
-    // GDAL would try to sign with its own credential chain: send the bearer token instead.
-    out.emplace_back("GS_NO_SIGN_REQUEST", "YES");
-    out.emplace_back("GDAL_HTTP_HEADERS", "Authorization: Bearer " + token);
+    out.emplace_back("GS_ACCESS_KEY_ID", auth.key);
+    out.emplace_back("GS_SECRET_ACCESS_KEY", auth.secret);
   } else {
     out.emplace_back("GS_NO_SIGN_REQUEST", "YES");
+    // GDAL would try to sign with its own credential chain: send the bearer token instead.
+    if (auth.kind == cloud::GcsAuth::Kind::Bearer)
+      out.emplace_back("GDAL_HTTP_HEADERS", "Authorization: Bearer " + auth.token);
   }
-  add_cloud_transfer_options(o, options, out);
   return out;
 }
 
 // bucket/key of "s3://bucket/key"; StoreError when either is missing.
-std::string bucket_and_key(std::string_view url) {
-  std::string rest(url.substr(5));
+std::string bucket_and_key(const ParsedUrl& parsed, std::string_view url) {
+  std::string rest = parsed.rest;
   while (!rest.empty() && rest.front() == '/') rest.erase(0, 1);
   const auto slash = rest.find('/');
   if (rest.empty() || slash == 0) throw StoreError("no bucket in '" + std::string(url) + "'");
@@ -126,27 +100,27 @@ std::string bucket_and_key(std::string_view url) {
 GdalLocation gdal_location(std::string_view url, const StoreOptions& options) {
   GdalLocation loc;
   loc.url = std::string(url);
-  if (starts_with(url, "http://") || starts_with(url, "https://")) {
-    loc.path = "/vsicurl/" + loc.url;
-    add_http_transfer_options(options, loc.options);
-  } else if (starts_with(url, "s3://")) {
-    loc.path = "/vsis3/" + bucket_and_key(url);
-    loc.options = s3_options(options);
-  } else if (starts_with(url, "gs://")) {
-    loc.path = "/vsigs/" + bucket_and_key(url);
-    loc.options = gs_options(options);
-  } else {
+  const ParsedUrl parsed = parse_url_scheme(url);
+  if (parsed.is_local()) {
     // Local paths take no storage options (ignored, as for Zarr directories).
-    std::string path = loc.url;
-    if (starts_with(path, "file://")) path = path.substr(7);
-    const auto scheme_end = path.find("://");
-    if (scheme_end != std::string::npos)
-      throw StoreError("unsupported URL scheme '" + path.substr(0, scheme_end) + "' in '" + loc.url +
-                       "' for the gdal engine (local paths, file://, http(s)://, s3:// and gs://)");
-    if (path.empty()) throw NotFound("empty path");
-    loc.path = path;
+    if (parsed.rest.empty()) throw NotFound("empty path");
+    loc.path = parsed.rest;
     return loc;
   }
+  if (!parsed.is_remote())
+    throw StoreError("unsupported URL scheme '" + parsed.scheme + "' in '" + loc.url + "' for the gdal engine (" +
+                     remote_schemes_text() + ")");
+  const StorageOptions o = parse_storage_options(options, parsed.kind);
+  if (parsed.is_http()) {
+    loc.path = "/vsicurl/" + loc.url;
+  } else if (parsed.kind == UrlKind::S3) {
+    loc.path = "/vsis3/" + bucket_and_key(parsed, url);
+    loc.options = s3_options(o);
+  } else {
+    loc.path = "/vsigs/" + bucket_and_key(parsed, url);
+    loc.options = gs_options(o);
+  }
+  add_transfer_options(o, loc.options);
   loc.remote = true;
   // Existing GDAL readers of other datasets keep working: only this path's options change.
   // What GDAL cached about the path (existence, size, blocks) was fetched with the previous

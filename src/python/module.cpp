@@ -135,7 +135,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("url"), py::arg("storage_options") = py::none(), py::arg("decode_cf") = true,
       py::arg("consolidated") = py::none(), py::arg("engine") = py::none(),
       "Opens a Zarr v2/v3 group or array, or (engine 'gdal', auto-detected by suffix or signature) a\n"
-      "NetCDF/HDF5/GRIB file (local path, file://, http(s)://, s3://, gs://).");
+      "NetCDF/HDF5/GRIB file (local path, file://, http(s)://, s3://, gs:// or gcs://).");
 
   py::class_<Variable>(m, "Variable")
       .def_property_readonly("name", &Variable::name)

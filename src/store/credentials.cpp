@@ -77,7 +77,7 @@ std::string AwsCredentials::describe() const {
   return d + " from " + source;
 }
 
-AwsSettings resolve_aws_settings(const CloudOptions& options) {
+AwsSettings resolve_aws_settings(const StorageOptions& options) {
   AwsSettings s;
   AwsCredentials& c = s.credentials;
 
@@ -132,6 +132,41 @@ AwsSettings resolve_aws_settings(const CloudOptions& options) {
   if (s.endpoint_url.empty()) s.endpoint_url = env("AWS_ENDPOINT_URL");
   while (!s.endpoint_url.empty() && s.endpoint_url.back() == '/') s.endpoint_url.pop_back();
   return s;
+}
+
+std::string GcsAuth::describe() const {
+  switch (kind) {
+    case Kind::Hmac: return "HMAC key " + mask_key_id(key) + " from " + source;
+    case Kind::Bearer: return "OAuth2 bearer token from " + source;
+    default: return "anonymous (unsigned requests)";
+  }
+}
+
+GcsAuth resolve_gcs_auth(const StorageOptions& o) {
+  if (o.requester_pays)
+    throw StoreError("gs:// option 'requester_pays' is not supported yet (it needs a billing project)");
+  GcsAuth a;
+  std::string token = o.token, token_source = "option 'token'";
+  if (token.empty() && !o.anon.value_or(false)) {
+    token = env("GOOGLE_OAUTH_ACCESS_TOKEN");
+    token_source = "GOOGLE_OAUTH_ACCESS_TOKEN";
+  }
+  if (o.anon.value_or(false) || token == "anon") return a;
+  if (!o.key.empty() || !o.secret.empty()) {
+    if (o.key.empty() || o.secret.empty())
+      throw StoreError(std::string("gs:// HMAC credentials: option '") + (o.key.empty() ? "secret" : "key") +
+                       "' given without '" + (o.key.empty() ? "key" : "secret") + "'");
+    a.kind = GcsAuth::Kind::Hmac;
+    a.key = o.key;
+    a.secret = o.secret;
+    a.region = o.region_name.empty() ? "auto" : o.region_name;
+    a.source = "options";
+  } else if (!token.empty()) {
+    a.kind = GcsAuth::Kind::Bearer;
+    a.token = token;
+    a.source = token_source;
+  }
+  return a;
 }
 
 }  // namespace lazycube::cloud

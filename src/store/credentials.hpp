@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "cloud_options.hpp"
+#include "storage_options.hpp"
 
 namespace lazycube::cloud {
 
@@ -33,7 +33,24 @@ struct AwsSettings {
 //   region: `region_name` → AWS_REGION → AWS_DEFAULT_REGION → profile `region` → us-east-1.
 //   endpoint: `endpoint_url` → AWS_ENDPOINT_URL_S3 → AWS_ENDPOINT_URL.
 // Throws StoreError for half-given credentials or an explicitly named profile that does not exist.
-AwsSettings resolve_aws_settings(const CloudOptions& options);
+AwsSettings resolve_aws_settings(const StorageOptions& options);
+
+// How gs:// requests authenticate (our store and the GDAL mapping alike).
+struct GcsAuth {
+  enum class Kind { Anonymous, Hmac, Bearer };
+  Kind kind = Kind::Anonymous;
+  std::string key, secret;  // Hmac
+  std::string region;       // Hmac: SigV4 region (`region_name`, else "auto")
+  std::string token;        // Bearer
+  std::string source;       // where the credentials came from, for messages
+  // For messages: never a secret or token.
+  std::string describe() const;
+};
+
+// `anon` (or token "anon") → anonymous; `key`+`secret` → HMAC (both needed); `token` or
+// GOOGLE_OAUTH_ACCESS_TOKEN → bearer token; else anonymous. StoreError for half-given HMAC keys
+// and for `requester_pays` (not supported yet: it needs a billing project).
+GcsAuth resolve_gcs_auth(const StorageOptions& options);
 
 // Masks an access key id for messages: its first 4 characters then "****" ("****" when short).
 std::string mask_key_id(const std::string& key_id);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "lazycube/error.hpp"
+
 namespace lazycube::http {
 
 CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t gap, std::uint64_t max_size) {
@@ -51,7 +53,29 @@ CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t ga
       run_begin = run_end;
     }
   }
+  plan.requests_of.resize(plan.fetches.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) plan.requests_of[plan.parts[i].fetch].push_back(i);
   return plan;
+}
+
+void deliver(const CoalescePlan& plan, std::size_t f, std::optional<Buffer>&& bytes,
+             const std::vector<ByteRequest>& requests, const std::function<std::string(std::string_view)>& describe,
+             const Store::ByteSink& sink) {
+  for (const std::size_t i : plan.requests_of[f]) {
+    const auto& part = plan.parts[i];
+    if (!bytes) {
+      sink(i, std::nullopt);
+    } else if (!part.sliced) {
+      sink(i, std::move(bytes));  // the fetch serves this request alone
+    } else {
+      const std::uint64_t have = bytes->size();
+      if (part.offset > have)
+        throw StoreError(describe(requests[i].key) + ": " + requests[i].range.describe() +
+                         " starts past the end of the object");
+      const std::uint64_t n = std::min(part.length, have - part.offset);
+      sink(i, Buffer::copy_of(bytes->view().subspan(part.offset, n)));
+    }
+  }
 }
 
 }  // namespace lazycube::http

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lazycube/store/store.hpp"
@@ -22,11 +25,20 @@ struct CoalescePlan {
   };
   std::vector<Fetch> fetches;
   std::vector<Part> parts;  // one per request, in request order
+  std::vector<std::vector<std::size_t>> requests_of;  // per fetch: the requests it serves
 };
 
 // Ranges (Kind::Range) of the same key whose gap is at most `gap` bytes are merged while the
 // merged request stays within `max_size` bytes. Whole-object, offset and suffix requests are
 // fetched as they are.
 CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t gap, std::uint64_t max_size);
+
+// Hands the bytes of fetch `f` (nullopt: the object is missing) to `sink` once per request it
+// serves: whole when the fetch is exactly that request, else the request's slice, clipped where
+// the object ended. A slice starting past the end is a StoreError; `describe(key)` names the
+// object in it.
+void deliver(const CoalescePlan& plan, std::size_t f, std::optional<Buffer>&& bytes,
+             const std::vector<ByteRequest>& requests, const std::function<std::string(std::string_view)>& describe,
+             const Store::ByteSink& sink);
 
 }  // namespace lazycube::http

@@ -1,6 +1,6 @@
 // Read-only store over plain HTTP(S): keys are paths under the root URL. Listing is impossible
 // over plain HTTP, so Zarr hierarchies need consolidated metadata.
-#include "http_store.hpp"
+#include "storage_options.hpp"
 
 #include "http_coalesce.hpp"
 #include "http_counters.hpp"
@@ -12,19 +12,9 @@ namespace lazycube {
 
 namespace {
 
-double parse_double(const std::string& key, const std::string& value) {
-  try {
-    std::size_t used = 0;
-    double v = std::stod(value, &used);
-    if (used == value.size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
-  throw StoreError("storage option '" + key + "' needs a non-negative number, got '" + value + "'");
-}
-
 class HttpStore final : public Store {
  public:
-  HttpStore(std::string root, const http::HttpOptions& options) : root_(std::move(root)), options_(options) {
+  HttpStore(std::string root, const TransferOptions& options) : root_(std::move(root)), options_(options) {
     while (!root_.empty() && root_.back() == '/') root_.pop_back();
   }
 
@@ -108,83 +98,29 @@ class HttpStore final : public Store {
       reqs[i].url = url_of(plan.fetches[i].key);
       reqs[i].range = plan.fetches[i].range;
     }
-    std::vector<std::vector<std::size_t>> parts_of(plan.fetches.size());
-    for (std::size_t i = 0; i < requests.size(); ++i) parts_of[plan.parts[i].fetch].push_back(i);
+    const auto name = [this](std::string_view key) { return describe(key); };
     http::Engine::global().perform_each(reqs, options_.retry, options_.engine, &counters_,
                                         [&](std::size_t f, http::Response&& r) {
-      if (r.status == 404) {  // missing: every part is
-        for (const std::size_t i : parts_of[f]) sink(i, std::nullopt);
-        return;
-      }
+      if (r.status == 404) return http::deliver(plan, f, std::nullopt, requests, name, sink);  // every part missing
       if (r.status == 416 && starts_at_end(r, reqs[f].range)) {
         r.status = 206;  // a read starting exactly at the end is empty, not an error
         r.body.clear();
       }
       check_status(r, reqs[f]);
-      for (const std::size_t i : parts_of[f]) {
-        const auto& part = plan.parts[i];
-        if (!part.sliced) {
-          sink(i, std::move(r.body));
-          continue;
-        }
-        // A slice of a coalesced range; the object may have ended inside the range.
-        const std::uint64_t have = r.body.size();
-        if (part.offset > have)
-          throw StoreError(describe(requests[i].key) + ": " + requests[i].range.describe() +
-                           " starts past the end of the object");
-        const std::uint64_t n = std::min(part.length, have - part.offset);
-        sink(i, Buffer::copy_of(r.body.view().subspan(part.offset, n)));
-      }
+      http::deliver(plan, f, std::move(r.body), requests, name, sink);
     });
   }
 
   std::string root_;
-  http::HttpOptions options_;
+  TransferOptions options_;
   mutable http::Counters counters_;
 };
 
 }  // namespace
 
-namespace http {
-
-HttpOptions parse_http_options(const StoreOptions& options) {
-  HttpOptions o;
-  for (const auto& [k, v] : options) {
-    if (k == "max_concurrency") {
-      o.engine.max_in_flight = static_cast<std::size_t>(std::max(1.0, parse_double(k, v)));
-    } else if (k == "timeout") {
-      o.engine.timeout_s = parse_double(k, v);
-    } else if (k == "connect_timeout") {
-      o.engine.connect_timeout_s = parse_double(k, v);
-    } else if (k == "low_speed_time") {
-      o.engine.low_speed_time_s = parse_double(k, v);
-    } else if (k == "retries") {
-      o.retry.max_attempts = static_cast<int>(parse_double(k, v)) + 1;
-    } else if (k == "deadline") {
-      o.retry.deadline_s = parse_double(k, v);
-    } else if (k == "backoff") {
-      o.retry.initial_backoff_s = parse_double(k, v);
-    } else if (k == "max_backoff") {
-      o.retry.max_backoff_s = parse_double(k, v);
-    } else if (k == "ca_file") {
-      o.engine.ca_file = v;
-    } else if (k == "coalesce_gap") {
-      o.coalesce_gap = static_cast<std::uint64_t>(parse_double(k, v));
-    } else if (k == "coalesce_max") {
-      o.coalesce_max = static_cast<std::uint64_t>(parse_double(k, v));
-    } else {
-      throw StoreError("unknown storage option '" + k +
-                       "' for an HTTP store (known: max_concurrency, timeout, connect_timeout, "
-                       "low_speed_time, retries, deadline, backoff, max_backoff, ca_file, coalesce_gap, coalesce_max)");
-    }
-  }
-  return o;
-}
-
-}  // namespace http
-
 std::shared_ptr<Store> make_http_store(const std::string& url, const StoreOptions& options) {
-  return std::make_shared<HttpStore>(url, http::parse_http_options(options));
+  const ParsedUrl parsed = parse_url_scheme(url);
+  return std::make_shared<HttpStore>(url, parse_storage_options(options, parsed.is_http() ? parsed.kind : UrlKind::Http).transfer);
 }
 
 }  // namespace lazycube

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "byte_range.hpp"
+#include "http_coalesce.hpp"
 #include "http_counters.hpp"
 #include "http_util.hpp"
 #include "lazycube/error.hpp"
@@ -47,26 +48,34 @@ class ObjectStore final : public Store {
     return finish_get(key, range, responses[0], out);
   }
 
+  // Coalesces nearby ranges of one object (coalesce_gap / coalesce_max) into fewer requests,
+  // then hands each request's bytes to `sink` as its (coalesced) request completes.
   void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
-    std::vector<http::Request> batch;
-    std::vector<std::size_t> batched;
+    std::vector<ByteRequest> batched;
+    std::vector<std::size_t> index;  // batched[j] is requests[index[j]]
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const auto& r = requests[i];
       if (r.range.kind == ByteRange::Kind::Range && r.range.length == 0) {
         sink(i, get(r.key, r.range));
       } else {
-        batch.push_back(object_request("GET", r.key, r.range));
-        batched.push_back(i);
+        batched.push_back(r);
+        index.push_back(i);
       }
     }
-    if (batch.empty()) return;
+    if (batched.empty()) return;
+    const auto plan = http::coalesce(batched, c_.transfer.coalesce_gap, c_.transfer.coalesce_max);
+    std::vector<http::Request> fetches;
+    for (const auto& f : plan.fetches) fetches.push_back(object_request("GET", f.key, f.range));
+    const auto name = [this](std::string_view key) { return describe(key); };
+    const ByteSink to_caller = [&](std::size_t j, std::optional<Buffer>&& bytes) { sink(index[j], std::move(bytes)); };
     redacted([&] {
-      http::Engine::global().perform_each(batch, c_.retry, c_.engine, &counters_,
-                                          [&](std::size_t j, http::Response&& response) {
-        const auto& r = requests[batched[j]];
+      http::Engine::global().perform_each(fetches, c_.transfer.retry, c_.transfer.engine, &counters_,
+                                          [&](std::size_t f, http::Response&& response) {
         Buffer b;
-        if (finish_get(r.key, r.range, response, b)) sink(batched[j], std::move(b));
-        else sink(batched[j], std::nullopt);
+        if (finish_get(plan.fetches[f].key, plan.fetches[f].range, response, b))
+          http::deliver(plan, f, std::move(b), batched, name, to_caller);
+        else
+          http::deliver(plan, f, std::nullopt, batched, name, to_caller);
       });
     });
   }
@@ -143,7 +152,7 @@ class ObjectStore final : public Store {
   }
 
   std::vector<http::Response> perform(const std::vector<http::Request>& requests) {
-    return redacted([&] { return http::Engine::global().perform(requests, c_.retry, c_.engine, &counters_); });
+    return redacted([&] { return http::Engine::global().perform(requests, c_.transfer.retry, c_.transfer.engine, &counters_); });
   }
 
   // Runs `fetch`, keeping secrets out of the messages of the store errors it throws.

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "cloud_options.hpp"
 #include "http_engine.hpp"
 #include "lazycube/store/store.hpp"
+#include "storage_options.hpp"
 
 namespace lazycube::cloud {
 
@@ -22,15 +22,11 @@ struct ObjectStoreConfig {
   std::vector<std::string> headers;   // sent with every request ("Name: value")
   std::vector<std::string> secrets;   // strings never to appear in a message
   std::string auth_description;       // how requests authenticate, for error messages (no secrets)
-  http::RetryPolicy retry;
-  http::EngineOptions engine;
+  TransferOptions transfer;           // engine, retries, coalescing: the parsed storage options
   int list_page_size = 0;             // max-keys per ListObjectsV2 page, 0 = server default
 };
 
 std::shared_ptr<Store> make_object_store(ObjectStoreConfig config);
-
-// Copies max_concurrency, timeout and retries into `config`.
-void apply_transfer_options(const CloudOptions& options, ObjectStoreConfig& config);
 
 // Factories (s3_store.cpp, gcs_store.cpp): `bucket` and `prefix` from s3://bucket/prefix.
 std::shared_ptr<Store> make_s3_store(const std::string& bucket, const std::string& prefix,

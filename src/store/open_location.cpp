@@ -1,5 +1,6 @@
-// URL → (store, node path). Local paths, file://, http(s)://, s3://, gs:// and kerchunk
-// reference sets (reference://URL, or a .json file whose content is one).
+// URL → (store, node path). Local paths, file://, http(s)://, s3://, gs:// (gcs://) and kerchunk
+// reference sets (reference://URL, or a .json file whose content is one); schemes are told
+// apart by parse_url_scheme (url_scheme.hpp).
 #include <sys/stat.h>
 
 #include <fstream>
@@ -10,31 +11,29 @@
 #include "object_store.hpp"
 #include "reference_spec.hpp"
 #include "reference_store.hpp"
+#include "url_scheme.hpp"
 
 namespace lazycube {
 
 namespace {
 
-constexpr std::string_view kReferenceScheme = "reference://";
-
 // s3://bucket/prefix and gs://bucket/prefix: the prefix becomes the store root.
-Location open_object_store_url(std::string_view url, const StoreOptions& options) {
-  const std::string scheme(url.substr(0, 2));
-  std::string rest(url.substr(5));
+Location open_object_store_url(const ParsedUrl& parsed, std::string_view url, const StoreOptions& options) {
+  const std::string& rest = parsed.rest;
   const auto slash = rest.find('/');
   const std::string bucket = rest.substr(0, slash);
   std::string prefix = slash == std::string::npos ? std::string() : rest.substr(slash + 1);
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   while (!prefix.empty() && prefix.front() == '/') prefix.erase(0, 1);
   if (bucket.empty()) throw StoreError("no bucket in '" + std::string(url) + "'");
-  if (scheme == "s3") return {cloud::make_s3_store(bucket, prefix, options), ""};
+  if (parsed.kind == UrlKind::S3) return {cloud::make_s3_store(bucket, prefix, options), ""};
   return {cloud::make_gcs_store(bucket, prefix, options), ""};
 }
 
 // The local path of a plain path or file:// URL; nullopt for remote URLs.
 std::optional<std::string> local_path_of(std::string_view url) {
-  if (url.rfind("file://", 0) == 0) return std::string(url.substr(7));
-  if (url.find("://") == std::string_view::npos) return std::string(url);
+  ParsedUrl parsed = parse_url_scheme(url);
+  if (parsed.is_local()) return std::move(parsed.rest);
   return std::nullopt;
 }
 
@@ -75,8 +74,7 @@ bool is_parquet_references(const std::string& url, const StoreOptions& options) 
   return meta && meta->find("\"record_size\"") != std::string::npos;
 }
 
-Location open_reference_url(std::string_view url, const StoreOptions& options) {
-  std::string target(url.substr(kReferenceScheme.size()));
+Location open_reference_url(const std::string& target, const StoreOptions& options) {
   if (target.empty()) throw NotFound("reference:// needs the path or URL of a kerchunk JSON file");
   const StoreOptions plain = refs::without_reference_options(options);
   std::optional<std::string> json;
@@ -98,7 +96,8 @@ Location open_reference_url(std::string_view url, const StoreOptions& options) {
 
 Location open_location(std::string_view url, const StoreOptions& options) {
   std::string path(url);
-  if (path.rfind(kReferenceScheme, 0) == 0) return open_reference_url(url, options);
+  const ParsedUrl parsed = parse_url_scheme(url);
+  if (parsed.kind == UrlKind::Reference) return open_reference_url(parsed.rest, options);
   // A .json file or object holding a kerchunk reference set opens as a reference store.
   if (path.size() > 5 && path.ends_with(".json")) {
     if (auto local = local_path_of(path); local && is_regular_file(*local)) {
@@ -118,18 +117,16 @@ Location open_location(std::string_view url, const StoreOptions& options) {
   }
   // allowed_prefixes only matters to reference sets; other stores ignore it.
   const StoreOptions plain = refs::without_reference_options(options);
-  if (path.rfind("s3://", 0) == 0 || path.rfind("gs://", 0) == 0) return open_object_store_url(url, plain);
-  if (path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0) {
+  if (parsed.is_object_store()) return open_object_store_url(parsed, url, plain);
+  if (parsed.is_http()) {
     while (path.size() > 8 && path.back() == '/') path.pop_back();
     return {make_http_store(path, plain), ""};
   }
+  if (parsed.kind == UrlKind::Unsupported)
+    throw StoreError("unsupported URL scheme '" + parsed.scheme + "' in '" + std::string(url) + "' (this build reads " +
+                     remote_schemes_text() + " and reference:// URLs)");
   // Local paths take no storage options; they are ignored (like fsspec's local filesystem).
-  if (path.rfind("file://", 0) == 0) path = path.substr(7);
-  auto scheme_end = path.find("://");
-  if (scheme_end != std::string::npos)
-    throw StoreError("unsupported URL scheme '" + path.substr(0, scheme_end) + "' in '" +
-                     std::string(url) +
-                     "' (this build reads local paths, file://, http(s)://, s3://, gs:// and reference:// URLs)");
+  path = parsed.rest;
   if (path.empty()) throw NotFound("empty path");
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   struct stat st {};

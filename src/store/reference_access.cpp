@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "lazycube/error.hpp"
+#include "url_scheme.hpp"
 
 namespace lazycube::refs {
 
@@ -101,17 +102,16 @@ TargetUrl TargetUrl::parent() const {
 
 TargetUrl parse_absolute(std::string_view url, const std::string& what) {
   check_no_nul(url, what);
-  const auto sep = url.find("://");
-  if (sep == std::string_view::npos) {
+  const ParsedUrl parsed = parse_url_scheme(url);
+  if (parsed.kind == UrlKind::Local) {
     if (url.empty() || url.front() != '/') refuse(what, "'" + std::string(url) + "' is not an absolute path or URL");
     return {"file", "", normalise(url, what)};
   }
-  std::string scheme = lower(std::string(url.substr(0, sep)));
-  std::string_view rest = url.substr(sep + 3);
-  if (scheme == "gcs") scheme = "gs";
-  if (scheme != "file" && scheme != "http" && scheme != "https" && scheme != "s3" && scheme != "gs")
-    refuse(what, "unsupported scheme '" + scheme + "' in '" + std::string(url) +
-                     "' (targets may be local paths, file://, http(s)://, s3:// or gs:// URLs)");
+  if (!parsed.is_local() && !parsed.is_remote())
+    refuse(what, "unsupported scheme '" + parsed.scheme + "' in '" + std::string(url) + "' (targets may be " +
+                     remote_schemes_text() + " URLs)");
+  const std::string& scheme = parsed.scheme;
+  const std::string_view rest = parsed.rest;
   const std::size_t slash = rest.find('/');
   std::string authority = lower(std::string(rest.substr(0, slash)));
   std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
@@ -133,7 +133,7 @@ TargetUrl parse_absolute(std::string_view url, const std::string& what) {
 
 TargetUrl resolve_target(std::string_view target, const TargetUrl& base_dir, const std::string& what) {
   check_no_nul(target, what);
-  if (target.find("://") != std::string_view::npos || (!target.empty() && target.front() == '/'))
+  if (parse_url_scheme(target).kind != UrlKind::Local || (!target.empty() && target.front() == '/'))
     return parse_absolute(target, what);
   if (target.empty()) refuse(what, "empty target");
   TargetUrl t = base_dir;
@@ -162,7 +162,7 @@ AccessPolicy::AccessPolicy(const TargetUrl& reference_dir, std::string_view allo
       continue;
     }
     const std::string what = "allowed_prefixes entry '" + std::string(item) + "'";
-    if (item.find("://") == std::string_view::npos && item.front() != '/')
+    if (parse_url_scheme(item).kind == UrlKind::Local && item.front() != '/')
       prefixes_.push_back(parse_absolute(std::filesystem::absolute(std::string(item)).string(), what));
     else
       prefixes_.push_back(parse_absolute(item, what));

@@ -12,6 +12,7 @@
 #include "object_store.hpp"
 #include "reference_access.hpp"
 #include "reference_spec.hpp"
+#include "url_scheme.hpp"
 
 namespace lazycube::refs {
 
@@ -42,8 +43,9 @@ class ReferenceStore final : public Store {
     // Network targets (remote URLs, or relative ones beside a remote reference file) make
     // batched reads worthwhile.
     for (const auto& t : set_.targets) {
-      const bool remote = t.find("://") != std::string::npos && t.rfind("file://", 0) != 0;
-      remote_ = remote_ || remote || (!base_dir_.is_local() && t.find("://") == std::string::npos && t.front() != '/');
+      const ParsedUrl parsed = parse_url_scheme(t);
+      remote_ = remote_ || parsed.is_remote() ||
+                (!base_dir_.is_local() && parsed.kind == UrlKind::Local && (t.empty() || t.front() != '/'));
     }
   }
 
@@ -204,8 +206,8 @@ class ReferenceStore final : public Store {
     auto& store = stores_[root];
     if (!store) {
       if (t.is_local()) store = make_file_store(root);
-      else if (t.scheme == "http" || t.scheme == "https") store = make_http_store(root, target_options_);
-      else if (t.scheme == "s3") store = cloud::make_s3_store(t.authority, "", target_options_);
+      else if (const ParsedUrl p = parse_url_scheme(root); p.is_http()) store = make_http_store(root, target_options_);
+      else if (p.kind == UrlKind::S3) store = cloud::make_s3_store(t.authority, "", target_options_);
       else store = cloud::make_gcs_store(t.authority, "", target_options_);
     }
     resolved_[index] = std::make_unique<OpenTarget>(OpenTarget{store, object});
@@ -234,7 +236,7 @@ StoreOptions without_reference_options(const StoreOptions& options) {
 std::shared_ptr<Store> make_reference_store_from_json(std::string_view json, const std::string& url,
                                                       const StoreOptions& options) {
   const std::string what = "file '" + url + "'";
-  TargetUrl location = url.find("://") == std::string::npos && (url.empty() || url.front() != '/')
+  TargetUrl location = parse_url_scheme(url).kind == UrlKind::Local && (url.empty() || url.front() != '/')
                            ? parse_absolute(std::filesystem::absolute(url).string(), what)
                            : parse_absolute(url, what);
   std::string allowed;

@@ -1,7 +1,6 @@
 // s3://bucket/prefix: AWS S3 or an S3-compatible endpoint, SigV4-signed unless anonymous.
 #include <cstdlib>
 
-#include "cloud_options.hpp"
 #include "credentials.hpp"
 #include "object_store.hpp"
 
@@ -13,22 +12,16 @@ std::string s3_bucket_url(const std::string& bucket, const std::string& region, 
   return "https://" + bucket + ".s3." + region + ".amazonaws.com";
 }
 
-void apply_transfer_options(const CloudOptions& o, ObjectStoreConfig& c) {
-  c.engine.max_in_flight = o.max_concurrency;
-  c.engine.timeout_s = o.timeout_s;
-  c.retry.max_attempts = o.retries + 1;
-}
-
 std::shared_ptr<Store> make_s3_store(const std::string& bucket, const std::string& prefix,
                                      const StoreOptions& options) {
-  const CloudOptions o = parse_cloud_options(options, "s3");
+  const StorageOptions o = parse_storage_options(options, UrlKind::S3);
   const AwsSettings aws = resolve_aws_settings(o);
   ObjectStoreConfig c;
   c.scheme = "s3";
   c.bucket = bucket;
   c.prefix = prefix;
   c.base_url = s3_bucket_url(bucket, aws.region, aws.endpoint_url);
-  apply_transfer_options(o, c);
+  c.transfer = o.transfer;
   const auto& cred = aws.credentials;
   if (!cred.anonymous()) {
     http::SigV4 sig;

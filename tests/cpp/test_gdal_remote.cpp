@@ -119,7 +119,7 @@ TEST(GdalS3, FilesOverMotoEqualLocal) {
   EXPECT_NE(opt.find("colour"), std::string::npos) << opt;
 }
 
-// gs:// through /vsigs/ with the endpoint overridden to moto's S3-compatible XML API
+// gs:// (and gcs://) through /vsigs/ with the endpoint overridden to moto's S3-compatible XML API
 // (anonymous: moto's checking off), as our own GCS store is tested.
 TEST(GdalGcs, AnonymousReadThroughEndpointOverride) {
   std::string reason;
@@ -134,7 +134,10 @@ TEST(GdalGcs, AnonymousReadThroughEndpointOverride) {
   OpenOptions o;
   o.storage_options = {{"anon", "true"}, {"endpoint_url", moto->endpoint}};
   const std::string url = std::string("gs://") + MotoServer::kBucket + "/gdal-gs/" + names.back();
-  expect_same(open((src.path() / names.back()).string()), open(url, o));
+  const Dataset local = open((src.path() / names.back()).string());
+  expect_same(local, open(url, o));
+  // gcs:// is the same scheme as gs:// (url_scheme.hpp), for the gdal engine too.
+  expect_same(local, open(std::string("gcs://") + MotoServer::kBucket + "/gdal-gs/" + names.back(), o));
   const std::string missing = std::string("gs://") + MotoServer::kBucket + "/gdal-gs/none.grib";
   const std::string msg = message_of<NotFound>([&] { open(missing, o); });
   EXPECT_NE(msg.find(missing), std::string::npos) << msg;

@@ -224,6 +224,17 @@ TEST_F(HttpFixture, HttpHttp2OverTls) {
   }
   EXPECT_EQ(h2, 20u) << tls.access_log();
   EXPECT_LE(connections.size(), 2u) << "HTTP/2 streams should share a connection\n" << tls.access_log();
+  // s3:// and gs:// take ca_file too (one option parser, one engine): anonymous, to the same
+  // server through endpoint_url.
+  for (const std::string scheme : {"s3", "gs", "gcs"}) {
+    const StoreOptions route{{"endpoint_url", tls.url()}, {"anon", "true"}, {"retries", "0"}};
+    EXPECT_THROW(open_location(scheme + "://dir", route).store->get("obj.bin"), StoreError) << scheme;
+    StoreOptions trusted = route;
+    trusted["ca_file"] = tls.ca_file();
+    auto b = open_location(scheme + "://dir", trusted).store->get("obj.bin", ByteRange::range(5, 10));
+    ASSERT_TRUE(b) << scheme;
+    EXPECT_EQ(as_string(*b), content.substr(5, 10)) << scheme;
+  }
 }
 
 TEST(HttpOptions, HttpUnknownOptionIsNamed) {

@@ -3,11 +3,11 @@
 // parsing, URI encoding and bucket URLs.
 #include <gtest/gtest.h>
 
-#include "../../src/store/cloud_options.hpp"
 #include "../../src/store/credentials.hpp"
 #include "../../src/store/http_util.hpp"
 #include "../../src/store/object_store.hpp"
 #include "../../src/store/s3_protocol.hpp"
+#include "../../src/store/storage_options.hpp"
 #include "lazycube/error.hpp"
 #include "moto_fixture.hpp"
 #include "test_support.hpp"
@@ -37,7 +37,7 @@ TEST(Credentials, ExplicitOptionsWinOverEnvironment) {
   TempDir home;
   CleanCloudEnv env(home.str());
   ScopedEnv a("AWS_ACCESS_KEY_ID", "AKIAENVENVENVENV"), b("AWS_SECRET_ACCESS_KEY", "envsecret");
-  CloudOptions o;
+  StorageOptions o;
   o.key = "AKIAOPTIONSOPTION";
   o.secret = kSecret;
   o.token = "tok123";
@@ -57,7 +57,7 @@ TEST(Credentials, AnonOptionBeatsEverything) {
   TempDir home;
   CleanCloudEnv env(home.str());
   ScopedEnv a("AWS_ACCESS_KEY_ID", "AKIAENVENVENVENV"), b("AWS_SECRET_ACCESS_KEY", "envsecret");
-  CloudOptions o;
+  StorageOptions o;
   o.anon = true;
   EXPECT_TRUE(resolve_aws_settings(o).credentials.anonymous());
 }
@@ -65,7 +65,7 @@ TEST(Credentials, AnonOptionBeatsEverything) {
 TEST(Credentials, HalfGivenKeyIsAnErrorWithoutTheSecret) {
   TempDir home;
   CleanCloudEnv env(home.str());
-  CloudOptions o;
+  StorageOptions o;
   o.secret = kSecret;
   try {
     resolve_aws_settings(o);
@@ -120,7 +120,7 @@ TEST(Credentials, NamedProfileFromConfigFileAndOverrides) {
   EXPECT_EQ(s.credentials.session_token, "devtoken");
   EXPECT_EQ(s.region, "us-west-2");
   // The option names another profile; region_name beats the profile's region.
-  CloudOptions o;
+  StorageOptions o;
   o.profile = "default";
   o.region_name = "sa-east-1";
   auto d = resolve_aws_settings(o);
@@ -140,7 +140,7 @@ TEST(Credentials, EndpointFromEnvironment) {
   CleanCloudEnv env(home.str());
   ScopedEnv e("AWS_ENDPOINT_URL", "http://127.0.0.1:9000/");
   EXPECT_EQ(resolve_aws_settings({}).endpoint_url, "http://127.0.0.1:9000");
-  CloudOptions o;
+  StorageOptions o;
   o.endpoint_url = "http://localhost:1";
   EXPECT_EQ(resolve_aws_settings(o).endpoint_url, "http://localhost:1");
 }
@@ -151,28 +151,28 @@ TEST(Credentials, MaskKeyId) {
 }
 
 TEST(S3Options, ParsesKnownOptions) {
-  auto o = parse_cloud_options({{"anon", "1"}, {"requester_pays", "true"}, {"max_concurrency", "8"},
-                                {"timeout", "2.5"}, {"retries", "3"}, {"endpoint_url", "http://x:1/"}},
-                               "s3");
+  auto o = parse_storage_options({{"anon", "1"}, {"requester_pays", "true"}, {"max_concurrency", "8"},
+                                  {"timeout", "2.5"}, {"retries", "3"}, {"endpoint_url", "http://x:1/"}},
+                                 UrlKind::S3);
   EXPECT_EQ(o.anon, true);
   EXPECT_TRUE(o.requester_pays);
-  EXPECT_EQ(o.max_concurrency, 8u);
-  EXPECT_DOUBLE_EQ(o.timeout_s, 2.5);
-  EXPECT_EQ(o.retries, 3);
+  EXPECT_EQ(o.transfer.engine.max_in_flight, 8u);
+  EXPECT_DOUBLE_EQ(o.transfer.engine.timeout_s, 2.5);
+  EXPECT_EQ(o.transfer.retry.max_attempts, 4);
   EXPECT_EQ(o.endpoint_url, "http://x:1");
-  EXPECT_EQ(parse_cloud_options({{"anon", "False"}}, "s3").anon, false);
+  EXPECT_EQ(parse_storage_options({{"anon", "False"}}, UrlKind::S3).anon, false);
 }
 
 TEST(S3Options, UnknownOrBadOptionIsNamed) {
   try {
-    parse_cloud_options({{"acl", "x"}}, "s3");
+    parse_storage_options({{"acl", "x"}}, UrlKind::S3);
     FAIL();
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("'acl'"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(parse_cloud_options({{"anon", "maybe"}}, "s3"), StoreError);
-  EXPECT_THROW(parse_cloud_options({{"retries", "-1"}}, "s3"), StoreError);
-  EXPECT_THROW(parse_cloud_options({{"timeout", "soon"}}, "gs"), StoreError);
+  EXPECT_THROW(parse_storage_options({{"anon", "maybe"}}, UrlKind::S3), StoreError);
+  EXPECT_THROW(parse_storage_options({{"retries", "-1"}}, UrlKind::S3), StoreError);
+  EXPECT_THROW(parse_storage_options({{"timeout", "soon"}}, UrlKind::Gs), StoreError);
 }
 
 TEST(S3Protocol, UriEncode) {

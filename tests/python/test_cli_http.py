@@ -56,3 +56,19 @@ def test_bad_options(lazycube_cli, server):
     assert r.returncode == 1 and "max_concurency" in r.stderr
     r = cli(lazycube_cli, "info", url, "--option", "retries", check=False)
     assert r.returncode == 2 and "KEY=VALUE" in r.stderr
+
+
+def test_gcs_and_gs_read_alike_with_tuning_options(lazycube_cli, server, tmp_path):
+    # gs:// and its alias gcs:// reach nginx through endpoint_url (the bucket is the directory
+    # served, anonymous), taking HTTP's tuning options too.
+    opts = ["--option", "endpoint_url=" + server.url, "--option", "deadline=30", "--option", "max_concurrency=4",
+            "--option", "coalesce_gap=0", "--option", "backoff=0.01"]
+    local = tmp_path / "local.npy"
+    cli(lazycube_cli, "read", REPO / "data" / "era5_sample_v3.zarr", "t2m", "-o", local)
+    for scheme in ("gs", "gcs"):
+        out = tmp_path / (scheme + ".npy")
+        cli(lazycube_cli, "read", scheme + "://era5_sample_v3.zarr", "t2m", "-o", out, *opts)
+        np.testing.assert_array_equal(np.load(out), np.load(local))
+    r = cli(lazycube_cli, "info", "gcs://era5_sample_v3.zarr", *opts, "--option", "bogus=1", check=False)
+    assert r.returncode == 1 and "'bogus'" in r.stderr and "gs://" in r.stderr
+    assert "valid: max_concurrency, timeout" in r.stderr and "endpoint_url" in r.stderr

@@ -45,7 +45,8 @@ struct StoreStats {
   double latency_ms_p50 = 0, latency_ms_p90 = 0, latency_ms_p99 = 0, latency_ms_max = 0;
 };
 
-// Options passed when opening a URL (fsspec-style storage_options for the cloud backends).
+// Options passed when opening a URL (fsspec-style storage_options for the network backends; the
+// names each backend accepts are listed in the README's "Storage options" table).
 using StoreOptions = std::map<std::string, std::string>;
 
 class Store {
@@ -98,8 +99,9 @@ class Store {
 // Reads a local directory tree. Keys map to paths under `root`; '..' components are refused.
 std::shared_ptr<Store> make_file_store(const std::string& root);
 // Reads objects under an http:// or https:// root URL through the process-wide fetch engine.
-// Options: max_concurrency, timeout, connect_timeout, retries, deadline, coalesce_gap,
-// coalesce_max, ... (StoreError names an unknown one). Listing is not supported.
+// Options: the transfer options every network store shares (max_concurrency, timeout, retries,
+// deadline, backoff, coalesce_gap, ...; README "Storage options"); an unknown one is a StoreError
+// naming it and listing the valid ones. Listing is not supported.
 std::shared_ptr<Store> make_http_store(const std::string& url, const StoreOptions& options = {});
 // An in-memory store (tests, generated data).
 class MemoryStore;
@@ -126,7 +128,7 @@ struct Location {
   std::string path;  // node path inside the store, "" for the root
 };
 
-// Opens a URL (plain path, file://, http(s)://, s3://, gs://) as the store root. Kerchunk
+// Opens a URL (plain path, file://, http(s)://, s3://, gs:// or its alias gcs://) as the store root. Kerchunk
 // reference sets open as a reference store: reference://PATH_OR_URL, or a URL ending in .json
 // whose content is a reference set; option allowed_prefixes widens the targets they may read
 // (see README "kerchunk references"). Throws NotFound when a local path does not exist.

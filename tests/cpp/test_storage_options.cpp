@@ -1,0 +1,340 @@
+// Storage options defined once (src/store/storage_options.cpp) and URL schemes recognised once
+// (src/store/url_scheme.cpp): every tuning option is accepted by http(s)://, s3:// and gs://
+// (gcs://) and applied (observed against one shared nginx: s3:// and gs:// reach it through
+// endpoint_url, anonymously); an unknown option is an error listing the valid ones for that
+// scheme; gcs:// reads exactly like gs:// (store, reference targets, GDAL mapping).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "../../src/netcdf/gdal_location.hpp"
+#include "../../src/store/storage_options.hpp"
+#include "../../src/store/url_scheme.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/store/store.hpp"
+#include "moto_fixture.hpp"
+#include "nginx_server.hpp"
+
+using namespace lazycube;
+using namespace lazycube::test;
+
+namespace {
+
+std::string as_string(const Buffer& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scheme table.
+
+TEST(UrlScheme, KindsAndCanonicalNames) {
+  EXPECT_EQ(parse_url_scheme("gs://b/k").kind, UrlKind::Gs);
+  EXPECT_EQ(parse_url_scheme("gcs://b/k").kind, UrlKind::Gs);
+  EXPECT_EQ(parse_url_scheme("gcs://b/k").scheme, "gs");
+  EXPECT_EQ(parse_url_scheme("gcs://b/k").canonical(), "gs://b/k");
+  EXPECT_EQ(parse_url_scheme("GS://b/k").kind, UrlKind::Gs);
+  EXPECT_EQ(parse_url_scheme("s3://b").kind, UrlKind::S3);
+  EXPECT_EQ(parse_url_scheme("HTTPS://h/x").kind, UrlKind::Https);
+  EXPECT_EQ(parse_url_scheme("http://h/x").rest, "h/x");
+  EXPECT_EQ(parse_url_scheme("reference://x.json").kind, UrlKind::Reference);
+  EXPECT_EQ(parse_url_scheme("file:///a/b").kind, UrlKind::File);
+  EXPECT_EQ(parse_url_scheme("file:///a/b").rest, "/a/b");
+  EXPECT_TRUE(parse_url_scheme("file:///a/b").is_local());
+  EXPECT_EQ(parse_url_scheme("/a/b").kind, UrlKind::Local);
+  EXPECT_EQ(parse_url_scheme("/a/b://c").kind, UrlKind::Local);  // not a scheme: '/' before "://"
+  EXPECT_EQ(parse_url_scheme("rel/dir").rest, "rel/dir");
+  const ParsedUrl ftp = parse_url_scheme("ftp://h/x");
+  EXPECT_EQ(ftp.kind, UrlKind::Unsupported);
+  EXPECT_EQ(ftp.scheme, "ftp");
+  EXPECT_FALSE(ftp.is_remote());
+  EXPECT_FALSE(ftp.is_local());
+}
+
+TEST(UrlScheme, UnsupportedSchemeIsNamedByOpenAndGdal) {
+  EXPECT_NE(message_of<StoreError>([] { open_location("ftp://h/x"); }).find("'ftp'"), std::string::npos);
+  EXPECT_NE(message_of<StoreError>([] { netcdf::gdal_location("ftp://h/x.nc", {}); }).find("'ftp'"),
+            std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The option table and parser, no server.
+
+// A valid text for an option of value type `type`.
+std::string sample_value(std::string_view type) {
+  if (type == "seconds") return "1.5";
+  if (type == "integer") return "3";
+  if (type == "bytes") return "1024";
+  if (type == "bool") return "true";
+  return "x";
+}
+
+TEST(StorageOptionTable, EveryOptionParsesForItsBackendsOnly) {
+  const std::pair<UrlKind, unsigned> kinds[] = {
+      {UrlKind::Http, kHttpBackend}, {UrlKind::Https, kHttpBackend}, {UrlKind::S3, kS3Backend}, {UrlKind::Gs, kGsBackend}};
+  std::set<std::string_view> names;
+  for (const auto& spec : storage_option_table()) {
+    EXPECT_TRUE(names.insert(spec.name).second) << "listed twice: " << spec.name;
+    EXPECT_FALSE(spec.doc.empty()) << spec.name;
+    for (const auto& [kind, bit] : kinds) {
+      const StoreOptions one{{std::string(spec.name), sample_value(spec.value)}};
+      if (spec.backends & bit) {
+        EXPECT_EQ(parse_storage_options(one, kind).given.count(spec.name), 1u) << spec.name;
+      } else {
+        const std::string msg = message_of<StoreError>([&] { parse_storage_options(one, kind); });
+        EXPECT_NE(msg.find("'" + std::string(spec.name) + "' does not apply"), std::string::npos) << msg;
+      }
+    }
+  }
+}
+
+// The README's "Storage options" table is this table, row for row.
+TEST(StorageOptionTable, ReadmeTableMatches) {
+  const std::string readme = read_file(fs::path(LAZYCUBE_SOURCE_DIR) / "README.md");
+  for (const auto& spec : storage_option_table()) {
+    auto mark = [&](unsigned bit) { return std::string((spec.backends & bit) ? " yes |" : "  |"); };
+    const std::string row = "| `" + std::string(spec.name) + "` |" + mark(kHttpBackend) + mark(kS3Backend) +
+                            mark(kGsBackend) + " " + std::string(spec.value) + " | " + std::string(spec.doc) + " |";
+    EXPECT_NE(readme.find(row), std::string::npos) << "README.md lacks the row\n" << row;
+  }
+}
+
+TEST(StorageOptionTable, TuningOptionsLandInTheSameFieldsForEveryBackend) {
+  const StoreOptions tuning{{"max_concurrency", "7"}, {"timeout", "2.5"},   {"connect_timeout", "3"},
+                            {"low_speed_time", "4"},  {"retries", "9"},     {"deadline", "12"},
+                            {"backoff", "0.25"},      {"max_backoff", "1.5"}, {"ca_file", "/tmp/ca.pem"},
+                            {"coalesce_gap", "100"},  {"coalesce_max", "5000"}};
+  for (UrlKind kind : {UrlKind::Http, UrlKind::Https, UrlKind::S3, UrlKind::Gs}) {
+    const TransferOptions t = parse_storage_options(tuning, kind).transfer;
+    EXPECT_EQ(t.engine.max_in_flight, 7u);
+    EXPECT_DOUBLE_EQ(t.engine.timeout_s, 2.5);
+    EXPECT_DOUBLE_EQ(t.engine.connect_timeout_s, 3);
+    EXPECT_DOUBLE_EQ(t.engine.low_speed_time_s, 4);
+    EXPECT_EQ(t.retry.max_attempts, 10);
+    EXPECT_DOUBLE_EQ(t.retry.deadline_s, 12);
+    EXPECT_DOUBLE_EQ(t.retry.initial_backoff_s, 0.25);
+    EXPECT_DOUBLE_EQ(t.retry.max_backoff_s, 1.5);
+    EXPECT_EQ(t.engine.ca_file, "/tmp/ca.pem");
+    EXPECT_EQ(t.coalesce_gap, 100u);
+    EXPECT_EQ(t.coalesce_max, 5000u);
+  }
+}
+
+TEST(StorageOptionTable, BadValuesNameTheOptionButNeverASecret) {
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"max_concurrency", "0"}, {"max_concurrency", "8.5"}, {"timeout", "soon"}, {"deadline", "-1"},
+           {"retries", "-1"}, {"coalesce_gap", "1k"}, {"anon", "maybe"}}) {
+    const std::string msg = message_of<StoreError>([&] { parse_storage_options({{k, v}}, UrlKind::S3); });
+    EXPECT_NE(msg.find("'" + k + "'"), std::string::npos) << msg;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Against nginx: one server for the suite; s3:// and gs:// reach it through endpoint_url.
+
+struct Objects {
+  std::vector<std::string> data;
+  Objects() {
+    std::mt19937 rng(7);
+    for (int i = 0; i < 4; ++i) {
+      std::string s(5000 + 101 * i, '\0');
+      for (auto& c : s) c = static_cast<char>(rng());
+      data.push_back(std::move(s));
+    }
+  }
+};
+
+class SharedNginx : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!nginx_unavailable_reason().empty()) return;
+    www_ = new TempDir;
+    objects_ = new Objects;
+    for (std::size_t i = 0; i < objects_->data.size(); ++i)
+      write_file(www_->path() / "bkt" / ("o" + std::to_string(i)), objects_->data[i]);
+    // Read by the timeout and deadline tests only: nginx logs their abandoned requests late.
+    write_file(www_->path() / "bkt" / "slow", objects_->data[0]);
+    server_ = new NginxServer(www_->path());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete objects_;
+    delete www_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    LAZYCUBE_REQUIRE_NGINX();
+    env_ = std::make_unique<CleanCloudEnv>(home_.str());  // gs:// and s3:// anonymous
+    server_->set_faults("");
+  }
+  void TearDown() override {
+    if (server_) server_->set_faults("");
+  }
+
+  const std::string& object(int i) const { return objects_->data[i]; }
+
+  // The access-log lines nginx writes for `n` requests logged after `before` lines.
+  std::vector<std::string> new_log_lines(std::size_t before, std::size_t n) const {
+    for (int i = 0; i < 200 && server_->logged_requests() < before + n; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::istringstream log(server_->access_log());
+    std::vector<std::string> lines;
+    std::string line;
+    for (std::size_t k = 0; std::getline(log, line); ++k)
+      if (k >= before) lines.push_back(line);
+    return lines;
+  }
+
+  static TempDir* www_;
+  static Objects* objects_;
+  static NginxServer* server_;
+  TempDir home_;
+  std::unique_ptr<CleanCloudEnv> env_;
+};
+
+TempDir* SharedNginx::www_ = nullptr;
+Objects* SharedNginx::objects_ = nullptr;
+NginxServer* SharedNginx::server_ = nullptr;
+
+// Each test runs for http://, s3://, gs:// and gcs://.
+class Tuning : public SharedNginx, public ::testing::WithParamInterface<std::string> {
+ protected:
+  // The URL of the bucket for the scheme under test, and the options that route it to nginx.
+  std::string url() const {
+    const std::string& s = GetParam();
+    return s == "http" ? server_->url() + "/bkt" : s + "://bkt";
+  }
+  StoreOptions with_route(StoreOptions o) const {
+    if (GetParam() != "http") o["endpoint_url"] = server_->url();
+    if (GetParam() == "s3") o["anon"] = "true";
+    return o;
+  }
+  std::shared_ptr<Store> store(StoreOptions o) const { return open_location(url(), with_route(std::move(o))).store; }
+};
+
+TEST_P(Tuning, ReadsAndNamesItsScheme) {
+  auto s = store({});
+  ASSERT_EQ(as_string(*s->get("o1")), object(1));
+  EXPECT_EQ(as_string(*s->get("o2", ByteRange::range(10, 20))), object(2).substr(10, 20));
+  EXPECT_FALSE(s->get("missing"));
+  if (GetParam() != "http") {
+    EXPECT_EQ(s->url(), parse_url_scheme(GetParam() + "://").scheme + "://bkt");
+  }
+}
+
+TEST_P(Tuning, TimeoutAndRetriesAreApplied) {
+  server_->set_faults("latency_ms = 3000");
+  auto s = store({{"timeout", "0.1"}, {"retries", "1"}, {"backoff", "0.001"}});
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string msg = message_of<StoreError>([&] { s->get("slow"); });
+  EXPECT_NE(msg.find("2 attempt"), std::string::npos) << msg;
+  EXPECT_LT(seconds_since(t0), 2.5);
+  EXPECT_EQ(s->stats().retries_by_cause["timeout"], 1u);
+}
+
+TEST_P(Tuning, DeadlineBoundsRetries) {
+  server_->set_faults("pdrop = 1");
+  auto s = store({{"retries", "100000"}, {"deadline", "0.2"}, {"backoff", "0.02"}, {"max_backoff", "0.05"}});
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string msg = message_of<StoreError>([&] { s->get("slow", ByteRange::range(0, 10)); });
+  EXPECT_NE(msg.find("deadline"), std::string::npos) << msg;
+  EXPECT_LT(seconds_since(t0), 2.0);
+  EXPECT_GT(s->stats().retries_by_cause["connection"], 0u);
+}
+
+// The cap is observed without upper time bounds: with 60 ms of latency per request, four
+// requests in flight at once are served on four connections (nginx's log), and one at a time
+// cannot take less than four latencies.
+TEST_P(Tuning, ConcurrencyCapIsApplied) {
+  server_->set_faults("latency_ms = 60");
+  std::vector<ByteRequest> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back({"o" + std::to_string(i), ByteRange::full()});
+  auto read_all = [&](const std::string& cap) {
+    auto s = store({{"max_concurrency", cap}});
+    auto out = s->get_many(reqs);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(as_string(*out[i]), object(i));
+  };
+  // A cold connection pool makes requests wait for the first connection (curl's PIPEWAIT, to
+  // learn whether it multiplexes): warm it first.
+  const std::size_t pre = server_->logged_requests();
+  read_all("4");
+  const std::size_t before = pre + new_log_lines(pre, 4).size();
+  read_all("4");
+  std::set<std::string> connections;  // of this read's requests
+  for (const auto& line : new_log_lines(before, 4))
+    if (line.find(" 200 \"GET /bkt/o") != std::string::npos) connections.insert(line.substr(0, line.find(' ')));
+  EXPECT_EQ(connections.size(), 4u) << server_->access_log();
+  const auto t0 = std::chrono::steady_clock::now();
+  read_all("1");
+  EXPECT_GE(seconds_since(t0), 4 * 0.06 * 0.95);
+}
+
+TEST_P(Tuning, CoalescingIsApplied) {
+  const std::vector<ByteRequest> reqs{
+      {"o3", ByteRange::range(0, 100)}, {"o3", ByteRange::range(400, 100)}, {"o3", ByteRange::range(200, 100)}};
+  auto requests_with = [&](StoreOptions o) {
+    auto s = store(std::move(o));
+    auto out = s->get_many(reqs);
+    for (std::size_t i = 0; i < reqs.size(); ++i)
+      EXPECT_EQ(as_string(*out[i]), object(3).substr(reqs[i].range.offset, reqs[i].range.length));
+    return s->stats().requests;
+  };
+  EXPECT_EQ(requests_with({}), 1u);                         // default gap 64 KiB: one request
+  EXPECT_EQ(requests_with({{"coalesce_gap", "0"}}), 3u);    // no merging
+  EXPECT_EQ(requests_with({{"coalesce_max", "150"}}), 3u);  // merged requests too long
+  EXPECT_EQ(requests_with({{"coalesce_gap", "100"}, {"coalesce_max", "300"}}), 2u);
+}
+
+TEST_P(Tuning, UnknownOptionListsTheValidOnes) {
+  const std::string msg = message_of<StoreError>([&] { store({{"max_concurency", "4"}}); });
+  const std::string scheme(parse_url_scheme(url()).scheme);
+  EXPECT_NE(msg.find("'max_concurency'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(scheme + "://"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("max_concurrency, timeout"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("deadline"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("coalesce_gap"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("endpoint_url") != std::string::npos, GetParam() != "http") << msg;
+  EXPECT_EQ(msg.find("profile") != std::string::npos, GetParam() == "s3") << msg;
+  // The gdal engine checks with the same parser.
+  const std::string gdal = message_of<StoreError>(
+      [&] { netcdf::gdal_location(url() + "/x.nc", with_route({{"max_concurency", "4"}})); });
+  EXPECT_EQ(gdal, msg);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schemes, Tuning, ::testing::Values("http", "s3", "gs", "gcs"),
+                         [](const auto& info) { return info.param; });
+
+// gcs:// is gs:// everywhere: the same bytes from the store and from a kerchunk reference set
+// whose targets (and allowed prefix) are written with gcs://.
+TEST_F(SharedNginx, GcsTargetsOfReferenceSetsReadLikeGs) {
+  TempDir dir;
+  write_file(dir.path() / "refs.json",
+             R"({"version": 1, "refs": {"a": ["gcs://bkt/o1", 10, 100], "b": ["gs://bkt/o2"]}})");
+  const StoreOptions o{{"endpoint_url", server_->url()}, {"allowed_prefixes", "gcs://bkt"}};
+  auto s = open_location("reference://" + (dir.path() / "refs.json").string(), o).store;
+  EXPECT_EQ(as_string(*s->get("a")), object(1).substr(10, 100));
+  EXPECT_EQ(as_string(*s->get("b")), object(2));
+}
+
+TEST(GcsScheme, GdalMapsGcsLikeGs) {
+  TempDir home;
+  CleanCloudEnv env(home.str());
+  const StoreOptions o{{"endpoint_url", "http://127.0.0.1:1"}, {"timeout", "2.5"}, {"retries", "4"}};
+  const auto gs = netcdf::gdal_location("gs://bkt/dir/x.nc", o);
+  const auto gcs = netcdf::gdal_location("gcs://bkt/dir/x.nc", o);
+  EXPECT_EQ(gs.path, "/vsigs/bkt/dir/x.nc");
+  EXPECT_EQ(gcs.path, gs.path);
+  EXPECT_EQ(gcs.options, gs.options);
+  const std::vector<std::pair<std::string, std::string>> want{
+      {"CPL_GS_ENDPOINT", "http://127.0.0.1:1/"}, {"GS_NO_SIGN_REQUEST", "YES"},
+      {"GDAL_HTTP_TIMEOUT", "2.5"}, {"GDAL_HTTP_MAX_RETRY", "4"}};
+  EXPECT_EQ(gs.options, want);
+  EXPECT_THROW(netcdf::gdal_location("gcs://bkt", o), StoreError);  // no object key
+}
+
+}  // namespace
