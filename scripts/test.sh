@@ -53,7 +53,7 @@ if [[ "$sanitize" == 1 ]]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_init_order=1:check_initialization_order=1}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
   if [[ "${LAZYCUBE_ASAN_PYTEST:-1}" == 0 ]]; then
-    ctest_args+=(-E '^pytest$')
+    ctest_args+=(-E '^pytest')
   fi
   # The installed static library is instrumented: its users must link the sanitizer runtimes.
   example_flags=("-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer"
