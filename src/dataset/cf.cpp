@@ -363,6 +363,12 @@ void CfDecoding::apply(ByteView raw, std::uint64_t count, MutableByteView out) c
   if (raw.size() != count * stored_.itemsize || out.size() != count * decoded_.itemsize)
     throw UsageError("CF decoding: buffer sizes do not match " + std::to_string(count) +
                      " elements of " + stored_.name() + " -> " + decoded_.name());
+  convert(raw.data(), count, out.data());
+}
+
+void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::byte* out_data) const {
+  const ByteView raw(raw_data, count * stored_.itemsize);
+  const MutableByteView out(out_data, count * decoded_.itemsize);
   if (is_identity()) {
     if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
     return;

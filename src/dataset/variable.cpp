@@ -207,9 +207,8 @@ void Variable::read_into(MutableByteView dest) const {
     source_->array->read(array_selection(), dest);
     return;
   }
-  Buffer raw(n * cf.stored_dtype().itemsize);
-  source_->array->read(array_selection(), raw.span());
-  cf.apply(raw.view(), n, dest);
+  // Each chunk is decoded and CF-decoded by one worker straight into `dest`.
+  source_->array->read_converted(array_selection(), dest, cf);
 }
 
 ArraySelection Variable::window_selection(const ArraySelection& window) const {
