@@ -18,6 +18,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "lazycube/dataset/cf_time.hpp"
@@ -188,8 +189,54 @@ struct MaskScale {
 // Packed integers (and masked floats) to float32/float64: the common decode of training data,
 // as a loop over typed values instead of the generic per-element dtype dispatch (a warm batch
 // epoch of the sample's packed msl went from 13 to 6 ms, as fast as its float32 t2m).
+// The type fill values compare in (MaskScale::mask_f32): one that holds every stored value.
+template <class In>
+using MaskType = std::conditional_t<(std::is_integral_v<In> && sizeof(In) <= 2) || std::is_same_v<In, float>, float, double>;
+
+// The same steps with everything known at compile time and at most one fill value: a branch-free
+// loop the compiler keeps in registers (decoded reads run it on every chunk as it is decoded,
+// so it has to keep up with decompression). Same arithmetic as MaskScale, value for value.
+// The attribute lets GCC vectorize it at -O2 (RelWithDebInfo) too: -O2's "very cheap" cost
+// model refuses loops of unknown length (4x slower here).
+template <class In, class Out, bool Mask, bool Scale, bool Offset>
+[[gnu::optimize("-fvect-cost-model=dynamic")]] void mask_scale_loop(const std::byte* raw, std::uint64_t count, std::byte* out, const MaskScale& steps) {
+  using M = MaskType<In>;
+  const M fill = Mask ? static_cast<M>(steps.fills64.front()) : M{};
+  const Out scale = static_cast<Out>(steps.scale64), offset = static_cast<Out>(steps.offset64);
+  const Out nan = std::numeric_limits<Out>::quiet_NaN();
+  for (std::uint64_t i = 0; i < count; ++i) {
+    In v;
+    std::memcpy(&v, raw + i * sizeof(In), sizeof(In));
+    const double x = static_cast<double>(v);
+    Out y = static_cast<Out>(x);
+    if constexpr (Scale) y *= scale;
+    if constexpr (Offset) y += offset;
+    if constexpr (Mask) y = static_cast<M>(x) == fill ? nan : y;
+    std::memcpy(out + i * sizeof(Out), &y, sizeof(Out));
+  }
+}
+
+template <class In, class Out>
+bool mask_scale_fast(const std::byte* raw, std::uint64_t count, std::byte* out, const MaskScale& steps) {
+  if (steps.mask && (steps.fills64.size() != 1 || steps.mask_f32 != std::is_same_v<MaskType<In>, float>)) return false;
+  if (steps.scale && steps.scale_f32 != std::is_same_v<Out, float>) return false;
+  const bool scale = steps.scale && steps.has_scale, offset = steps.scale && steps.has_offset;
+  switch ((steps.mask ? 4 : 0) | (scale ? 2 : 0) | (offset ? 1 : 0)) {
+    case 0: mask_scale_loop<In, Out, false, false, false>(raw, count, out, steps); break;
+    case 1: mask_scale_loop<In, Out, false, false, true>(raw, count, out, steps); break;
+    case 2: mask_scale_loop<In, Out, false, true, false>(raw, count, out, steps); break;
+    case 3: mask_scale_loop<In, Out, false, true, true>(raw, count, out, steps); break;
+    case 4: mask_scale_loop<In, Out, true, false, false>(raw, count, out, steps); break;
+    case 5: mask_scale_loop<In, Out, true, false, true>(raw, count, out, steps); break;
+    case 6: mask_scale_loop<In, Out, true, true, false>(raw, count, out, steps); break;
+    default: mask_scale_loop<In, Out, true, true, true>(raw, count, out, steps); break;
+  }
+  return true;
+}
+
 template <class In, class Out>
 void decode_numbers(const std::byte* raw, std::uint64_t count, std::byte* out, const MaskScale& steps) {
+  if (mask_scale_fast<In, Out>(raw, count, out, steps)) return;
   for (std::uint64_t i = 0; i < count; ++i) {
     In v;
     std::memcpy(&v, raw + i * sizeof(In), sizeof(In));
