@@ -1,9 +1,21 @@
-// CF decoding rules, following xarray 2023.01 (coding/variables.py, coding/times.py):
+// CF decoding rules, one policy for every format (Zarr v2/v3, kerchunk references, NetCDF/HDF5 and
+// GRIB through GDAL), following xarray (coding/variables.py, coding/times.py):
 //   1. CFMaskCoder: missing_value and _FillValue move to the encoding; non-NaN fill values
-//      mask to NaN (NaT for times). Integers promote: <= 2 bytes -> float32, else float64.
-//   2. CFScaleOffsetCoder: scale_factor/add_offset move to the encoding; the result type is
-//      _choose_float_dtype(dtype after masking, has add_offset); x * scale then + offset,
-//      computed in that type.
+//      mask to NaN (NaT for times). Unscaled integers promote: <= 2 bytes -> float32, else
+//      float64 (xarray's maybe_promote).
+//   2. CFScaleOffsetCoder: scale_factor/add_offset move to the encoding; x * scale then + offset.
+//      The unpacked type is the type of the attributes (xarray >= 2024.02 _choose_float_dtype):
+//      scale and offset of one float type -> that type (float64 for 32-bit integers); an offset
+//      of another type, or a lone integer offset -> float64; a lone scale -> its type. A
+//      packed variable with a float64 scale is float64 whichever path reads it. Masking a scaled
+//      variable goes straight to that type. (xarray 2023.01 chose from the stored dtype alone:
+//      int16 + float64 scale -> float32.)
+//      Attribute types: JSON has no float32, so every path (Zarr and kerchunk .zattrs, GDAL and
+//      HDF5 attributes, all carried as JSON) classifies a number the same way: a float32 when it
+//      is exactly a float32 and spells shorter as one (0.009999999776482582 is float32(0.01),
+//      what kerchunk, xarray's to_zarr and GDAL write for a float32 attribute); float64
+//      otherwise (0.01, 0.5, integers). A float32 attribute whose value is also short as a
+//      float64 (0.5f) therefore counts as float64 on every path alike.
 //   3. CFTimedeltaCoder: units in {days, hours, ..., nanoseconds} -> timedelta64[ns].
 //   4. CFDatetimeCoder: "<unit> since <date>" with a standard calendar -> datetime64[ns];
 //      NaN -> NaT. Non-standard calendars (noleap, 360_day, ...) stay undecoded with units and
@@ -13,6 +25,7 @@
 // their dtype and only the fill attributes move to the encoding.
 #include "lazycube/dataset/cf.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -115,6 +128,35 @@ nlohmann::json move_attr(nlohmann::json& attrs, nlohmann::json& encoding, const 
 std::optional<double> scalar_attr(const nlohmann::json& v) {
   if (v.is_array()) return v.empty() ? std::nullopt : json_number(v.front());
   return json_number(v);
+}
+
+// The float type a CF number attribute was written with (see the header comment): float32 when
+// the value is exactly a float32 and spells shorter as one, float64 otherwise.
+bool written_as_float32(const nlohmann::json& v) {
+  const nlohmann::json& x = v.is_array() && !v.empty() ? v.front() : v;
+  if (!x.is_number_float()) return false;
+  const double d = x.get<double>();
+  if (!std::isfinite(d)) return false;
+  const auto f = static_cast<float>(d);
+  if (static_cast<double>(f) != d) return false;
+  char as_double[32], as_float[32];
+  const auto nd = std::to_chars(as_double, as_double + sizeof as_double, d).ptr - as_double;
+  const auto nf = std::to_chars(as_float, as_float + sizeof as_float, f).ptr - as_float;
+  return nf < nd;
+}
+
+// The unpacked type of a variable with scale_factor and/or add_offset (null when absent):
+// xarray's _choose_float_dtype given the attributes.
+DataType scaled_dtype(const DataType& stored, const nlohmann::json& scale, const nlohmann::json& offset) {
+  const bool has_scale = !scale.is_null(), has_offset = !offset.is_null();
+  const bool scale32 = written_as_float32(scale), offset32 = written_as_float32(offset);
+  if (has_scale && has_offset && scale32 == offset32) {
+    if ((stored.kind == DTypeKind::Int || stored.kind == DTypeKind::UInt) && stored.itemsize == 4)
+      return DataType::float_(8);
+    return DataType::float_(scale32 ? 4 : 8);
+  }
+  if (has_offset) return DataType::float_(8);
+  return DataType::float_(scale32 ? 4 : 8);
 }
 
 // The fill value bytes as JSON, for the encoding.
@@ -311,6 +353,17 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
   // xarray's decode_cf moves the CF `coordinates` attribute to the encoding.
   move_attr(attrs, enc, "coordinates");
 
+  // The unpacked type when scale_factor/add_offset apply (masking a scaled variable goes
+  // straight to it).
+  const auto attr_or_null = [&](const char* key) {
+    auto it = attrs.find(key);
+    return it == attrs.end() ? nlohmann::json() : *it;
+  };
+  const nlohmann::json scale_attr = attr_or_null("scale_factor"), offset_attr = attr_or_null("add_offset");
+  const bool scaled = (is_real_numeric(stored) || stored.kind == DTypeKind::Bool) &&
+                      (attrs.contains("scale_factor") || attrs.contains("add_offset"));
+  const DataType unpacked = scaled ? scaled_dtype(stored, scale_attr, offset_attr) : stored;
+
   // 1. Mask.
   std::vector<double> fills;
   collect_numbers(move_attr(attrs, enc, "missing_value"), fills);
@@ -341,23 +394,17 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
   } else if (is_real_numeric(stored) && !d.fill_values_.empty()) {
     d.steps_ |= kMask;
     for (double f : d.fill_values_) d.fill_values32_.push_back(static_cast<float>(f));
-    if (stored.kind != DTypeKind::Float) cur = DataType::float_(stored.itemsize <= 2 ? 4 : 8);
-    d.mask_precision_ = cur.itemsize == 8 ? Precision::F64 : Precision::F32;
+    // Fill values compare in a type that holds every stored value exactly.
+    d.mask_precision_ = stored.itemsize <= (stored.kind == DTypeKind::Float ? 4 : 2) ? Precision::F32 : Precision::F64;
+    if (scaled) cur = unpacked;
+    else if (stored.kind != DTypeKind::Float) cur = DataType::float_(stored.itemsize <= 2 ? 4 : 8);
   }
 
   // 2. Scale and offset.
-  const bool numeric_for_scale = is_real_numeric(cur) || cur.kind == DTypeKind::Bool;
-  if (numeric_for_scale && (attrs.contains("scale_factor") || attrs.contains("add_offset"))) {
+  if (scaled) {
     d.scale_factor_ = scalar_attr(move_attr(attrs, enc, "scale_factor"));
     d.add_offset_ = scalar_attr(move_attr(attrs, enc, "add_offset"));
-    const bool has_offset = enc.contains("add_offset");
-    if (cur.kind == DTypeKind::Float && cur.itemsize <= 4)
-      cur = DataType::float_(4);
-    else if ((cur.kind == DTypeKind::Int || cur.kind == DTypeKind::UInt) && cur.itemsize <= 2 &&
-             !has_offset)
-      cur = DataType::float_(4);
-    else
-      cur = DataType::float_(8);
+    cur = unpacked;
     d.scale_precision_ = cur.itemsize == 8 ? Precision::F64 : Precision::F32;
     d.steps_ |= kScale;
   }
