@@ -1,6 +1,8 @@
 """One CF decoding policy on every path: the same packed int16 variables written as NetCDF-4
 (read directly, through GDAL), as kerchunk references to that file (`lazycube refs`), as Zarr v2
-(zarr-python) and as Zarr v3 (written by hand) decode to the same dtype and the same values.
+(zarr-python) and as Zarr v3 (written by hand) decode to the same dtype and the same values. A variable without _FillValue
+masks nothing on any path: `lazycube refs` leaves the Zarr fill_value null when the HDF5 fill
+is netCDF's "no fill" zero (a fill_value would mask like _FillValue).
 
 The unpacked dtype is the type of scale_factor/add_offset (src/dataset/cf.cpp): float64 attributes
 give float64, float32 attributes float32, whichever path carries them (JSON numbers of kerchunk
@@ -33,8 +35,10 @@ VARIABLES = {
     "p32": (np.float32(0.01), np.float32(273.15)),
     "s64": (np.float64(0.02), None),
     "s32": (np.float32(0.02), None),
+    "n64": (np.float64(0.01), np.float64(273.15)),  # no _FillValue: nothing is masked
 }
-EXPECTED_DTYPE = {"p64": "float64", "p32": "float32", "s64": "float64", "s32": "float32"}
+EXPECTED_DTYPE = {"p64": "float64", "p32": "float32", "s64": "float64", "s32": "float32", "n64": "float64"}
+UNFILLED = {"n64"}
 
 
 def packed_values(k):
@@ -60,7 +64,8 @@ def write_netcdf(path):
         for d, n in zip(DIMS, SHAPE):
             nc.createDimension(d, n)
         for k, (name, (scale, offset)) in enumerate(VARIABLES.items()):
-            v = nc.createVariable(name, "i2", DIMS, zlib=True, shuffle=True, chunksizes=CHUNKS, fill_value=FILL)
+            v = nc.createVariable(name, "i2", DIMS, zlib=True, shuffle=True, chunksizes=CHUNKS,
+                                  fill_value=False if name in UNFILLED else FILL)
             v.set_auto_maskandscale(False)
             v.scale_factor = scale
             if offset is not None:
@@ -71,7 +76,8 @@ def write_netcdf(path):
 def write_zarr_v2(path):
     root = zarr.open_group(str(path), mode="w")
     for k, (name, (scale, offset)) in enumerate(VARIABLES.items()):
-        a = root.create_dataset(name, shape=SHAPE, chunks=CHUNKS, dtype="i2", fill_value=int(FILL))
+        a = root.create_dataset(name, shape=SHAPE, chunks=CHUNKS, dtype="i2",
+                                fill_value=None if name in UNFILLED else int(FILL))
         a[:] = packed_values(k)
         a.attrs.update(dict(json_attrs(scale, offset), _ARRAY_DIMENSIONS=list(DIMS)))
     zarr.consolidate_metadata(str(path))
@@ -85,7 +91,9 @@ def write_zarr_v3(path):
     for k, (name, (scale, offset)) in enumerate(VARIABLES.items()):
         d = path / name
         d.mkdir()
-        attrs = dict(json_attrs(scale, offset), _FillValue=int(FILL))
+        attrs = json_attrs(scale, offset)
+        if name not in UNFILLED:
+            attrs["_FillValue"] = int(FILL)
         meta = {"zarr_format": 3, "node_type": "array", "shape": list(SHAPE), "data_type": "int16",
                 "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(CHUNKS)}},
                 "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
@@ -124,7 +132,8 @@ def expected(name):
     out = raw.astype(t) * t.type(scale)
     if offset is not None:
         out = out + t.type(offset)
-    out[raw == FILL] = np.nan
+    if name not in UNFILLED:
+        out[raw == FILL] = np.nan
     return out.astype(t)
 
 
