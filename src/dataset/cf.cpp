@@ -239,9 +239,15 @@ using MaskType = std::conditional_t<(std::is_integral_v<In> && sizeof(In) <= 2) 
 // loop the compiler keeps in registers (decoded reads run it on every chunk as it is decoded,
 // so it has to keep up with decompression). Same arithmetic as MaskScale, value for value.
 // The attribute lets GCC vectorize it at -O2 (RelWithDebInfo) too: -O2's "very cheap" cost
-// model refuses loops of unknown length (4x slower here).
+// model refuses loops of unknown length (4x slower here). Clang has no such attribute (and
+// vectorizes at -O2).
+#if defined(__GNUC__) && !defined(__clang__)
+#define LAZYCUBE_VECTORIZE [[gnu::optimize("-fvect-cost-model=dynamic")]]
+#else
+#define LAZYCUBE_VECTORIZE
+#endif
 template <class In, class Out, bool Mask, bool Scale, bool Offset>
-[[gnu::optimize("-fvect-cost-model=dynamic")]] void mask_scale_loop(const std::byte* raw, std::uint64_t count, std::byte* out, const MaskScale& steps) {
+LAZYCUBE_VECTORIZE void mask_scale_loop(const std::byte* raw, std::uint64_t count, std::byte* out, const MaskScale& steps) {
   using M = MaskType<In>;
   const M fill = Mask ? static_cast<M>(steps.fills64.front()) : M{};
   const Out scale = static_cast<Out>(steps.scale64), offset = static_cast<Out>(steps.offset64);
