@@ -160,3 +160,26 @@ TEST(DatasetOpen, ConflictingDimSizesAreMetadataErrors) {
 TEST(DatasetOpen, MissingPathIsNotFound) {
   EXPECT_THROW((void)open("/nonexistent/lazycube/store.zarr"), NotFound);
 }
+
+// A decoded read converts absent chunks' fill value too (and v2's fill_value masks like _FillValue).
+TEST(DatasetOpen, DecodedReadOfAbsentChunks) {
+  TempStore s;
+  const nlohmann::json meta = {{"zarr_format", 2}, {"shape", {6}},        {"chunks", {2}},
+                               {"dtype", "<i2"},   {"compressor", nullptr}, {"fill_value", -32767},
+                               {"order", "C"},     {"filters", nullptr}};
+  s.write("p/.zarray", meta.dump());
+  s.write("p/.zattrs", R"({"_ARRAY_DIMENSIONS": ["x"], "scale_factor": 0.5, "add_offset": 10.0})");
+  const std::int16_t chunk0[2] = {4, -32767};  // chunks 1 and 2 are absent
+  s.write("p/0", std::string_view(reinterpret_cast<const char*>(chunk0), sizeof chunk0));
+  const Dataset ds = open(s.path());
+  const Variable& p = ds["p"];
+  ASSERT_EQ(p.dtype(), DataType::float_(8));
+  const NDArray all = p.read();
+  const auto v = all.values<double>();
+  EXPECT_EQ(v[0], 12.0);
+  for (std::size_t i = 1; i < 6; ++i) EXPECT_TRUE(std::isnan(v[i])) << i;
+  const NDArray strided = p.isel({{"x", Slice{4, std::nullopt, -4}}}).read();
+  ASSERT_EQ(strided.shape, (Shape{2}));
+  EXPECT_TRUE(std::isnan(strided.values<double>()[0]));
+  EXPECT_EQ(strided.values<double>()[1], 12.0);
+}
