@@ -178,3 +178,22 @@ def test_values_match_xarray(paths, name):
         else:
             # float32 arithmetic on values up to ~600 (ulp 6e-5), rounded twice
             np.testing.assert_allclose(theirs, ours, rtol=0, atol=2.5e-4)
+
+
+def test_real_packed_netcdf_matches_the_reference_decoding(shared_data):
+    """ERA-Interim's packed int16 z/u/v (float64 scale_factor and add_offset): float64 when read
+    directly, equal to x * scale + offset in float64 with the fill masked (conftest.redecode_packed
+    over xarray's own raw read of the file)."""
+    xr = pytest.importorskip("xarray")
+    path = shared_data / "real" / "eraint_uvz.nc"
+    if not path.is_file():
+        pytest.skip("%s not found" % path)
+    from conftest import redecode_packed
+    warnings.simplefilter("ignore")
+    with xr.open_dataset(path) as ds, xr.open_dataset(path, mask_and_scale=False) as raw:
+        want = redecode_packed(ds.load(), raw.load())
+    got = lazycube.open_dataset(str(path))
+    for name in ("z", "u", "v"):
+        values = got[name].values
+        assert values.dtype == np.float64, name
+        np.testing.assert_array_equal(values, want[name].values, err_msg=name)
