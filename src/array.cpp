@@ -1,6 +1,9 @@
 #include "lazycube/array.hpp"
 
+#include <algorithm>
+
 #include "lazycube/error.hpp"
+#include "lazycube/util/thread_pool.hpp"
 
 namespace lazycube {
 
@@ -22,6 +25,36 @@ NDArray Array::read_all() const {
   ArraySelection all;
   for (auto n : shape()) all.push_back(IndexRange::all(n));
   return read(all);
+}
+
+std::uint64_t Array::converted_count(const ArraySelection& selection, MutableByteView dest,
+                                     const ElementConversion& conversion) const {
+  const Array& array = *this;
+  if (conversion.input_dtype() != array.dtype() || array.dtype().is_variable_length() ||
+      conversion.output_dtype().is_variable_length())
+    throw UsageError(array.describe() + ": cannot convert its " + array.dtype().name() + " elements as " +
+                     conversion.input_dtype().name() + " -> " + conversion.output_dtype().name());
+  std::uint64_t n = 1;
+  for (const auto& r : selection) n *= r.count;
+  if (dest.size() != n * conversion.output_dtype().itemsize)
+    throw UsageError(array.describe() + ": destination holds " + std::to_string(dest.size()) +
+                     " bytes, the converted selection needs " + std::to_string(n * conversion.output_dtype().itemsize));
+  return n;
+}
+
+void Array::read_converted(const ArraySelection& selection, MutableByteView dest,
+                           const ElementConversion& conversion) const {
+  const std::uint64_t n = converted_count(selection, dest, conversion);
+  if (n == 0) return;
+  Buffer raw(n * dtype().itemsize);
+  read(selection, raw.span());
+  // Convert in blocks of ~1 MiB of input across the pool.
+  const std::size_t in = dtype().itemsize, out = conversion.output_dtype().itemsize;
+  const std::uint64_t block = std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / in);
+  parallel_for((n + block - 1) / block, [&](std::size_t b) {
+    const std::uint64_t first = b * block, count = std::min(block, n - first);
+    conversion.convert(raw.data() + first * in, count, dest.data() + first * out);
+  });
 }
 
 void Array::read_cached(std::span<const ArraySelection> selections,

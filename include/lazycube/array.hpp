@@ -33,6 +33,18 @@ struct IndexRange {
 };
 using ArraySelection = std::vector<IndexRange>;
 
+// A per-element conversion a read applies as it copies elements out of each decoded chunk (CF
+// decoding): the worker that decodes a chunk writes the converted values straight into the
+// caller's output, so a converted read costs one pass and no second full-size buffer.
+class ElementConversion {
+ public:
+  virtual ~ElementConversion() = default;
+  virtual const DataType& input_dtype() const = 0;
+  virtual const DataType& output_dtype() const = 0;
+  // Converts `count` contiguous input elements at `src` into `count` output elements at `dst`.
+  virtual void convert(const std::byte* src, std::uint64_t count, std::byte* dst) const = 0;
+};
+
 class Array {
  public:
   virtual ~Array() = default;
@@ -64,6 +76,11 @@ class Array {
   // Reads `selection` (one IndexRange per dim) into `dest`, C order of the selection counts,
   // native endian; dest.size() must equal the element count times dtype().itemsize.
   virtual void read(const ArraySelection& selection, MutableByteView dest) const = 0;
+  // read(), each element converted by `conversion` (input: dtype(); dest holds the selection in
+  // conversion.output_dtype()). The default reads into a temporary and converts it in parallel;
+  // chunked backends convert chunk by chunk on the decoding threads.
+  virtual void read_converted(const ArraySelection& selection, MutableByteView dest,
+                              const ElementConversion& conversion) const;
   // Variable-length types: one string per selected element, C order.
   virtual void read_strings(const ArraySelection& selection,
                             std::vector<std::string>& dest) const = 0;
@@ -80,6 +97,12 @@ class Array {
   // Convenience: the selection into a fresh NDArray (either kind of dtype).
   NDArray read(const ArraySelection& selection) const;
   NDArray read_all() const;
+
+ protected:
+  // For read_converted implementations: checks the conversion's types and the destination's
+  // size (UsageError naming the array) and returns the selection's element count.
+  std::uint64_t converted_count(const ArraySelection& selection, MutableByteView dest,
+                                const ElementConversion& conversion) const;
 };
 
 using ArrayPtr = std::shared_ptr<const Array>;

@@ -207,9 +207,8 @@ void Variable::read_into(MutableByteView dest) const {
     source_->array->read(array_selection(), dest);
     return;
   }
-  Buffer raw(n * cf.stored_dtype().itemsize);
-  source_->array->read(array_selection(), raw.span());
-  cf.apply(raw.view(), n, dest);
+  // Each chunk is decoded and CF-decoded by one worker straight into `dest`.
+  source_->array->read_converted(array_selection(), dest, cf);
 }
 
 ArraySelection Variable::window_selection(const ArraySelection& window) const {
@@ -273,7 +272,13 @@ void Variable::read_windows_into(std::span<const ArraySelection> windows, std::s
     read_raw(dests);
     return;
   }
-  // Read as stored into one scratch buffer, then decode each window into its destination.
+  if (cache == nullptr) {  // decoded chunk by chunk straight into each destination
+    for (std::size_t i = 0; i < sels.size(); ++i)
+      if (counts[i] > 0) array.read_converted(sels[i], dests[i], cf);
+    return;
+  }
+  // Through the cache: read as stored into one scratch buffer, then decode each window into its
+  // destination.
   const std::size_t stored_item = cf.stored_dtype().itemsize;
   std::uint64_t total = 0;
   for (auto n : counts) total += n;

@@ -78,24 +78,52 @@ void GdalArray::read(const ArraySelection& sel, MutableByteView dest) const {
   if (info_.dtype.is_variable_length())
     throw UsageError(describe() + ": " + info_.dtype.name() + " data must be read as strings");
   check_selection(sel, dest.size());
+  read_pieces(sel, dest, nullptr);
+}
+
+void GdalArray::read_converted(const ArraySelection& sel, MutableByteView dest,
+                               const ElementConversion& conversion) const {
+  converted_count(sel, dest, conversion);
+  std::uint64_t n = 1;
+  for (const auto& r : sel) n *= r.count;
+  check_selection(sel, n * info_.dtype.itemsize);
+  read_pieces(sel, dest, &conversion);
+}
+
+void GdalArray::read_pieces(const ArraySelection& sel, MutableByteView dest, const ElementConversion* conv) const {
   const std::size_t nd = sel.size();
   for (const auto& r : sel)
     if (r.count == 0) return;
+  const std::size_t item = info_.dtype.itemsize;
+  const std::size_t out_item = conv ? conv->output_dtype().itemsize : item;
+  // One GDAL read of `count0` outer steps into `out`: straight, or through this thread's
+  // scratch and the conversion.
+  auto read_into = [&](const GdalWindow& w, std::uint64_t elements, std::byte* out) {
+    if (!conv) {
+      gdal_read(w.start, w.count, w.step, nullptr, out);
+      return;
+    }
+    thread_local Buffer scratch;
+    scratch.resize(elements * item);
+    gdal_read(w.start, w.count, w.step, nullptr, scratch.data());
+    conv->convert(scratch.data(), elements, out);
+  };
   if (nd == 0) {
-    gdal_read({}, {}, {}, nullptr, dest.data());
+    read_into(GdalWindow(sel), 1, dest.data());
     return;
   }
   // Split along the outermost dim by read unit: each piece is one GDAL read on the thread that
-  // runs it (its own handle), so pieces (GRIB messages, HDF5 chunk rows) decode in parallel.
+  // runs it (its own handle), so pieces (GRIB messages, HDF5 chunk rows) decode (and convert) in
+  // parallel.
   const auto pieces = plan_dim(sel[0], info_.block[0]);
   Shape dst_shape;
   for (const auto& r : sel) dst_shape.push_back(r.count);
-  const std::uint64_t row_bytes = c_strides(dst_shape)[0] * info_.dtype.itemsize;
+  const std::uint64_t row_elements = c_strides(dst_shape)[0];
   auto one = [&](std::size_t p) {
     GdalWindow w(sel);
     w.start[0] = sel[0].at(pieces[p].k0);
     w.count[0] = pieces[p].n;
-    gdal_read(w.start, w.count, w.step, nullptr, dest.data() + pieces[p].k0 * row_bytes);
+    read_into(w, pieces[p].n * row_elements, dest.data() + pieces[p].k0 * row_elements * out_item);
   };
   if (pieces.size() == 1) {
     one(0);

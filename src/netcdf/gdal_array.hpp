@@ -45,6 +45,8 @@ class GdalArray final : public Array {
   nlohmann::json codecs_json() const override;
 
   void read(const ArraySelection& selection, MutableByteView dest) const override;
+  void read_converted(const ArraySelection& selection, MutableByteView dest,
+                      const ElementConversion& conversion) const override;
   void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
   void read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
                    ChunkCache& cache) const override;
@@ -52,6 +54,8 @@ class GdalArray final : public Array {
 
  private:
   void check_selection(const ArraySelection& selection, std::size_t dest_bytes) const;
+  // read() and read_converted() (conv null: as stored); the selection is already checked.
+  void read_pieces(const ArraySelection& selection, MutableByteView dest, const ElementConversion* conv) const;
   // One GDAL Read on this thread's handle: `count` elements from `start` with `step`, into
   // `dest` laid out with element strides `dest_strides` (nullptr: C order of count).
   void gdal_read(const std::vector<GUInt64>& start, const std::vector<size_t>& count,

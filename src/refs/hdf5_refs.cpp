@@ -253,15 +253,20 @@ void add_dataset(Scan& scan, hid_t dset, const std::string& key_prefix, const st
     compressor = codecs.back();
     codecs.erase(codecs.size() - 1);
   }
+  json zattrs = user_attributes(dset, "variable '" + var + "'", scan.warnings);
+  json fill = fill_value(dcpl.get(), type.get());
+  // Without a _FillValue attribute the HDF5 fill is netCDF's "no fill" zero, not a missing-value
+  // marker: read directly, zeros are data, but a Zarr v2 fill_value masks like _FillValue (in
+  // xarray and here). null keeps them data; absent chunks still read as zero.
+  if (!zattrs.contains("_FillValue") && fill.is_number() && fill.get<double>() == 0) fill = nullptr;
   json zarray = {{"chunks", chunks},
                  {"compressor", compressor},
                  {"dtype", dtype},
-                 {"fill_value", fill_value(dcpl.get(), type.get())},
+                 {"fill_value", fill},
                  {"filters", codecs.empty() ? json(nullptr) : codecs},
                  {"order", "C"},
                  {"shape", shape},
                  {"zarr_format", 2}};
-  json zattrs = user_attributes(dset, "variable '" + var + "'", scan.warnings);
   zattrs["_ARRAY_DIMENSIONS"] = dimension_names(dset, ndims, name);
   scan.refs[var + "/.zarray"] = zarray.dump();
   scan.refs[var + "/.zattrs"] = zattrs.dump();

@@ -178,6 +178,22 @@ inline void copy_region(const std::byte* src, const Shape& src_shape, std::byte*
   });
 }
 
+// copy_region, each element converted on the way (strided rows are gathered first).
+inline void convert_region(const std::byte* src, const Shape& src_shape, std::byte* dst, const Shape& dst_shape,
+                           const Region& r, std::size_t itemsize, const ElementConversion& conv) {
+  const std::size_t out_item = conv.output_dtype().itemsize;
+  thread_local Buffer row_buf;
+  for_each_row(r, src_shape, dst_shape, [&](std::uint64_t so, std::uint64_t dofs, std::uint64_t n, std::int64_t step) {
+    const std::byte* row = src + so * itemsize;
+    if (step != 1) {
+      row_buf.resize(n * itemsize);
+      copy_row(row, row_buf.data(), n, step, itemsize);
+      row = row_buf.data();
+    }
+    conv.convert(row, n, dst + dofs * out_item);
+  });
+}
+
 inline void copy_region_strings(const std::vector<std::string>& src, const Shape& src_shape,
                                 std::vector<std::string>& dst, const Shape& dst_shape, const Region& r) {
   for_each_row(r, src_shape, dst_shape, [&](std::uint64_t so, std::uint64_t dofs, std::uint64_t n, std::int64_t step) {

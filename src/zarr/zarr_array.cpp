@@ -337,36 +337,64 @@ std::string ZarrArray::cache_id() const {
 void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {
   if (meta_.dtype.is_variable_length())
     throw UsageError(describe() + ": " + meta_.dtype.name() + " data must be read as strings");
+  std::uint64_t n = 1;
+  for (const auto& r : sel) n *= r.count;
+  if (dest.size() != n * meta_.dtype.itemsize)
+    throw UsageError(describe() + ": destination holds " + std::to_string(dest.size()) +
+                     " bytes, selection needs " + std::to_string(n * meta_.dtype.itemsize));
+  read_units(sel, dest, nullptr);
+}
+
+void ZarrArray::read_converted(const ArraySelection& sel, MutableByteView dest,
+                               const ElementConversion& conversion) const {
+  converted_count(sel, dest, conversion);
+  read_units(sel, dest, &conversion);
+}
+
+void ZarrArray::read_units(const ArraySelection& sel, MutableByteView dest, const ElementConversion* conv) const {
   Shape dst_shape;
   for (const auto& r : sel) dst_shape.push_back(r.count);
   const std::size_t item = meta_.dtype.itemsize;
-  if (dest.size() != shape_size(dst_shape) * item)
-    throw UsageError(describe() + ": destination holds " + std::to_string(dest.size()) +
-                     " bytes, selection needs " + std::to_string(shape_size(dst_shape) * item));
+  const std::size_t out_item = conv ? conv->output_dtype().itemsize : item;
   const codec::ChunkSpec spec{meta_.dtype, unit_shape_};
   const std::uint64_t unit_bytes = spec.nbytes();
   const auto dst_strides = c_strides(dst_shape);
+  // Absent units: the fill value, converted once.
+  Buffer fill = meta_.fill.bytes;
+  if (conv) {
+    fill = Buffer(out_item);
+    conv->convert(meta_.fill.bytes.data(), 1, fill.data());
+  }
 
   for_each_unit(sel, [&](const Buffer* encoded, const std::string& what, const Region& r) {
     if (!encoded) {
-      fill_region(dest.data(), dst_shape, r, meta_.fill.bytes);
+      fill_region(dest.data(), dst_shape, r, fill);
       return;
     }
     try {
       bool whole = true;
       for (std::size_t d = 0; d < r.count.size(); ++d)
         whole = whole && r.count[d] == unit_shape_[d] && (r.src_step[d] == 1 || r.count[d] == 1);
-      if (whole && contiguous_in_dest(r, dst_shape)) {
-        // The chunk is exactly a contiguous run of the output: decode straight into it.
-        std::uint64_t off = 0;
+      const bool contiguous = whole && contiguous_in_dest(r, dst_shape);
+      std::uint64_t off = 0;
+      if (contiguous)
         for (std::size_t d = 0; d < r.count.size(); ++d) off += r.dst_first[d] * dst_strides[d];
+      if (contiguous && !conv) {
+        // The chunk is exactly a contiguous run of the output: decode straight into it.
         unit_codecs_->decode_into(encoded->view(), spec, dest.subspan(off * item, unit_bytes));
         return;
       }
       thread_local Buffer scratch;
       scratch.resize(unit_bytes);
       unit_codecs_->decode_into(encoded->view(), spec, scratch.span());
-      copy_region(scratch.data(), unit_shape_, dest.data(), dst_shape, r, item);
+      if (!conv) {
+        copy_region(scratch.data(), unit_shape_, dest.data(), dst_shape, r, item);
+      } else if (contiguous) {
+        // Converted while the decoded chunk is still in this core's cache.
+        conv->convert(scratch.data(), unit_bytes / item, dest.data() + off * out_item);
+      } else {
+        convert_region(scratch.data(), unit_shape_, dest.data(), dst_shape, r, item, *conv);
+      }
     } catch (const CodecError& e) {
       throw CodecError(what + " of " + describe() + ": " + e.what());
     }

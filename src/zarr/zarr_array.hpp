@@ -36,6 +36,8 @@ class ZarrArray final : public Array {
   const ArrayMetadata& metadata() const { return meta_; }
 
   void read(const ArraySelection& selection, MutableByteView dest) const override;
+  void read_converted(const ArraySelection& selection, MutableByteView dest,
+                      const ElementConversion& conversion) const override;
   void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
   void read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
                    ChunkCache& cache) const override;
@@ -77,6 +79,8 @@ class ZarrArray final : public Array {
   // Decodes one unit's encoded bytes (nullptr: absent, filled with the fill value) into `out`
   // (one whole unit); CodecError naming the unit and the array.
   void decode_unit(const Buffer* encoded, const std::string& what, MutableByteView out) const;
+  // read() and read_converted() (conv null: elements copied as stored); dest already checked.
+  void read_units(const ArraySelection& selection, MutableByteView dest, const ElementConversion* conv) const;
   std::string chunk_key(const std::vector<std::uint64_t>& unit) const;
   void check_selection(const ArraySelection& selection) const;
   template <class Task>

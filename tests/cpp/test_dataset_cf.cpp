@@ -49,8 +49,11 @@ struct DtypeCase {
 
 }  // namespace
 
-// Expected dtypes from xarray 2023.01 (maybe_promote + _choose_float_dtype).
+// Expected dtypes: xarray's rules given the attributes' types (xarray >= 2024.02
+// _choose_float_dtype; maybe_promote when nothing scales). JSON numbers that are exactly a
+// float32 and spell shorter as one (0.10000000149011612 = float32(0.1)) count as float32.
 TEST(CfDecodeDtype, PromotionTable) {
+  const double f32_tenth = static_cast<double>(0.1f), f32_offset = static_cast<double>(1.3f);
   const std::vector<DtypeCase> cases = {
       {"int16 plain", DataType::int_(2), nlohmann::json::object(), false, DataType::int_(2)},
       {"int8 masked", DataType::int_(1), {{"_FillValue", -1}}, false, DataType::float_(4)},
@@ -58,13 +61,22 @@ TEST(CfDecodeDtype, PromotionTable) {
       {"uint16 masked", DataType::uint(2), {{"missing_value", 9}}, false, DataType::float_(4)},
       {"int32 masked", DataType::int_(4), {{"_FillValue", -1}}, false, DataType::float_(8)},
       {"int64 zarr fill", DataType::int_(8), nlohmann::json::object(), true, DataType::float_(8)},
-      {"int16 scale", DataType::int_(2), {{"scale_factor", 0.1}}, false, DataType::float_(4)},
-      {"int16 scale+offset", DataType::int_(2), {{"scale_factor", 0.1}, {"add_offset", 1.0}}, false,
+      {"int16 float64 scale", DataType::int_(2), {{"scale_factor", 0.1}}, false, DataType::float_(8)},
+      {"int16 float32 scale", DataType::int_(2), {{"scale_factor", f32_tenth}}, false, DataType::float_(4)},
+      {"int16 float64 scale+offset", DataType::int_(2), {{"scale_factor", 0.1}, {"add_offset", 1.0}}, false,
        DataType::float_(8)},
-      {"int16 masked scale+offset", DataType::int_(2),
-       {{"scale_factor", 0.1}, {"add_offset", 1.0}}, true, DataType::float_(4)},
-      {"int32 scale", DataType::int_(4), {{"scale_factor", 2}}, false, DataType::float_(8)},
-      {"float16 scale", DataType::float_(2), {{"scale_factor", 2}}, false, DataType::float_(4)},
+      {"int16 masked float64 scale+offset", DataType::int_(2),
+       {{"scale_factor", 0.1}, {"add_offset", 1.0}}, true, DataType::float_(8)},
+      {"int16 masked float32 scale+offset", DataType::int_(2),
+       {{"scale_factor", f32_tenth}, {"add_offset", f32_offset}}, true, DataType::float_(4)},
+      {"int16 float32 scale, float64 offset", DataType::int_(2),
+       {{"scale_factor", f32_tenth}, {"add_offset", 1.0}}, false, DataType::float_(8)},
+      {"int32 float32 scale+offset", DataType::int_(4),
+       {{"scale_factor", f32_tenth}, {"add_offset", f32_offset}}, false, DataType::float_(8)},
+      {"float32 float32 scale", DataType::float_(4), {{"scale_factor", f32_tenth}}, false, DataType::float_(4)},
+      {"float32 float64 scale", DataType::float_(4), {{"scale_factor", 0.1}}, false, DataType::float_(8)},
+      {"int32 integer scale", DataType::int_(4), {{"scale_factor", 2}}, false, DataType::float_(8)},
+      {"float16 integer scale", DataType::float_(2), {{"scale_factor", 2}}, false, DataType::float_(8)},
       {"float64 offset", DataType::float_(8), {{"add_offset", 2}}, false, DataType::float_(8)},
       {"float32 NaN fill", DataType::float_(4), {{"_FillValue", "NaN"}}, false, DataType::float_(4)},
       {"int64 time", DataType::int_(8), {{"units", "hours since 1900-01-01"}}, false,
@@ -111,26 +123,35 @@ TEST(CfDecodeAttrs, CfAttributesMoveToEncoding) {
 }
 
 TEST(CfDecodeValues, MaskScaleOffsetInFloat32) {
+  // float32 attributes as JSON carries them (their exact float64 values).
+  const double scale = static_cast<double>(0.1f), offset = static_cast<double>(1.3f);
   auto a = FakeArray::of(DataType::int_(2), {4}, std::vector<std::int16_t>{0, 1, -32768, 300});
-  a->with_dims({"x"}).with_attrs({{"scale_factor", 0.1}, {"add_offset", 1.5}}).with_fill(std::int16_t{-32768});
+  a->with_dims({"x"}).with_attrs({{"scale_factor", scale}, {"add_offset", offset}}).with_fill(std::int16_t{-32768});
   const Variable v = variable_from_array("v", a, true, 2);
   ASSERT_EQ(v.dtype(), DataType::float_(4));
   const NDArray out = v.read();
   auto f = out.values<float>();
-  // float32 arithmetic as numpy: float32(x) * float32(0.1) + float32(1.5)
-  EXPECT_EQ(f[0], 1.5f);
-  EXPECT_EQ(f[1], 1.0f * 0.1f + 1.5f);
+  // float32 arithmetic as numpy: float32(x) * float32(0.1) + float32(1.3)
+  EXPECT_EQ(f[0], 1.3f);
+  EXPECT_EQ(f[1], 1.0f * 0.1f + 1.3f);
   EXPECT_TRUE(std::isnan(f[2]));
-  EXPECT_EQ(f[3], 300.0f * 0.1f + 1.5f);
-  // Zarr v3: the fill value alone does not mask.
+  EXPECT_EQ(f[3], 300.0f * 0.1f + 1.3f);
+  // Zarr v3: the fill value alone does not mask; the type still follows the attributes.
   const Variable v3 = variable_from_array("v", a, true, 3);
-  EXPECT_EQ(v3.dtype(), DataType::float_(8));
-  EXPECT_EQ(as_doubles(v3.read())[2], -32768 * 0.1 + 1.5);
+  EXPECT_EQ(v3.dtype(), DataType::float_(4));
+  EXPECT_EQ(v3.read().values<float>()[2], -32768.0f * 0.1f + 1.3f);
+  // float64 attributes: float64, masked or not.
+  auto b = FakeArray::of(DataType::int_(2), {2}, std::vector<std::int16_t>{5, -32768});
+  b->with_dims({"x"}).with_attrs({{"scale_factor", 0.1}, {"add_offset", 1.5}}).with_fill(std::int16_t{-32768});
+  const Variable v64 = variable_from_array("v", b, true, 2);
+  ASSERT_EQ(v64.dtype(), DataType::float_(8));
+  EXPECT_EQ(as_doubles(v64.read())[0], 5 * 0.1 + 1.5);
+  EXPECT_TRUE(std::isnan(as_doubles(v64.read())[1]));
   // Raw access keeps the stored values.
   EXPECT_EQ(v.read_raw().values<std::int16_t>()[2], -32768);
   const Variable raw = variable_from_array("v", a, false, 2);
   EXPECT_EQ(raw.dtype(), DataType::int_(2));
-  EXPECT_EQ(raw.attrs()["scale_factor"], 0.1);
+  EXPECT_EQ(raw.attrs()["scale_factor"], scale);
 }
 
 TEST(CfDecodeValues, ScaleInFloat64WithOffset) {

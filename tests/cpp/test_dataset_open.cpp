@@ -78,15 +78,15 @@ TEST(DatasetOpen, GroupVariablesDimsCoordsAndDecoding) {
   EXPECT_EQ(ds.coord_names(), (std::vector<std::string>{"lat", "time"}));
   const Variable& t = ds["t"];
   EXPECT_EQ(t.dims(), (std::vector<std::string>{"time", "lat"}));
-  EXPECT_EQ(t.dtype(), DataType::float_(4));  // masked int16 -> float32, even with an offset
+  EXPECT_EQ(t.dtype(), DataType::float_(8));  // float64 scale/offset -> float64, masked or not
   EXPECT_EQ(t.attrs(), (nlohmann::json{{"long_name", "temperature"}}));
   EXPECT_EQ(t.encoding()["_FillValue"], -32767);
   const NDArray v = t.read();
-  auto f = v.values<float>();
-  EXPECT_EQ(f[0], 270.0f);
-  EXPECT_EQ(f[1], 275.0f);
+  auto f = v.values<double>();
+  EXPECT_EQ(f[0], 270.0);
+  EXPECT_EQ(f[1], 275.0);
   EXPECT_TRUE(std::isnan(f[2]));
-  EXPECT_EQ(f[5], 290.0f);
+  EXPECT_EQ(f[5], 290.0);
   EXPECT_EQ(t.read_raw().values<std::int16_t>()[2], -32767);
   EXPECT_EQ(ds["plain"].dtype(), DataType::float_(4));
   const NDArray time = ds["time"].read();
@@ -112,13 +112,13 @@ TEST(DatasetOpen, SelectionsReadTheRightValues) {
   const Dataset sub = ds.sel({{"time", Label("2019-03-01T06:00")}, {"lat", LabelSlice(30.0, 0.0)}});
   const NDArray v = sub["t"].read();
   ASSERT_EQ(v.shape, (Shape{2}));
-  EXPECT_EQ(v.values<float>()[0], 285.0f);
-  EXPECT_EQ(v.values<float>()[1], 290.0f);
+  EXPECT_EQ(v.values<double>()[0], 285.0);
+  EXPECT_EQ(v.values<double>()[1], 290.0);
   const NDArray r = ds["t"].isel({{"lat", Slice{std::nullopt, std::nullopt, -1}}, {"time", std::int64_t{0}}}).read();
   // Row 0 is {0, 10, fill} stored -> reversed: NaN, 275, 270.
-  EXPECT_TRUE(std::isnan(r.values<float>()[0]));
-  EXPECT_EQ(r.values<float>()[1], 275.0f);
-  EXPECT_EQ(r.values<float>()[2], 270.0f);
+  EXPECT_TRUE(std::isnan(r.values<double>()[0]));
+  EXPECT_EQ(r.values<double>()[1], 275.0);
+  EXPECT_EQ(r.values<double>()[2], 270.0);
   try {
     (void)ds.isel({{"lat", std::int64_t{3}}});
     FAIL();
@@ -159,4 +159,27 @@ TEST(DatasetOpen, ConflictingDimSizesAreMetadataErrors) {
 
 TEST(DatasetOpen, MissingPathIsNotFound) {
   EXPECT_THROW((void)open("/nonexistent/lazycube/store.zarr"), NotFound);
+}
+
+// A decoded read converts absent chunks' fill value too (and v2's fill_value masks like _FillValue).
+TEST(DatasetOpen, DecodedReadOfAbsentChunks) {
+  TempStore s;
+  const nlohmann::json meta = {{"zarr_format", 2}, {"shape", {6}},        {"chunks", {2}},
+                               {"dtype", "<i2"},   {"compressor", nullptr}, {"fill_value", -32767},
+                               {"order", "C"},     {"filters", nullptr}};
+  s.write("p/.zarray", meta.dump());
+  s.write("p/.zattrs", R"({"_ARRAY_DIMENSIONS": ["x"], "scale_factor": 0.5, "add_offset": 10.0})");
+  const std::int16_t chunk0[2] = {4, -32767};  // chunks 1 and 2 are absent
+  s.write("p/0", std::string_view(reinterpret_cast<const char*>(chunk0), sizeof chunk0));
+  const Dataset ds = open(s.path());
+  const Variable& p = ds["p"];
+  ASSERT_EQ(p.dtype(), DataType::float_(8));
+  const NDArray all = p.read();
+  const auto v = all.values<double>();
+  EXPECT_EQ(v[0], 12.0);
+  for (std::size_t i = 1; i < 6; ++i) EXPECT_TRUE(std::isnan(v[i])) << i;
+  const NDArray strided = p.isel({{"x", Slice{4, std::nullopt, -4}}}).read();
+  ASSERT_EQ(strided.shape, (Shape{2}));
+  EXPECT_TRUE(std::isnan(strided.values<double>()[0]));
+  EXPECT_EQ(strided.values<double>()[1], 12.0);
 }

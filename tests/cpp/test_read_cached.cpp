@@ -423,10 +423,10 @@ void expect_windows_equal_isel(const Variable& var, const std::vector<ArraySelec
 TEST(ReadWindowsInto, CfDecodedWindowsEqualIselRead) {
   for (const char* store : {"era5_sample_v2.zarr", "era5_sample_v3.zarr"}) {
     const Dataset ds = open((kData / store).string());
-    // msl is packed int16 with scale_factor / add_offset / _FillValue: decoded to float32.
+    // msl is packed int16 with (float64) scale_factor / add_offset / _FillValue: decoded to float64.
     const Variable msl = ds["msl"].isel({{"time", Indexer(Slice{10, 90, 2})}, {"longitude", Indexer(Slice{5, {}, 1})}});
     ASSERT_FALSE(msl.cf().is_identity());
-    ASSERT_EQ(msl.dtype().itemsize, 4u);
+    ASSERT_EQ(msl.dtype().itemsize, 8u);
     const std::vector<ArraySelection> windows{{{0, 4, 1}, {0, 20, 1}, {0, 20, 1}},
                                               {{3, 6, 2}, {30, 31, 1}, {50, 26, 1}},
                                               {{39, 1, 1}, {60, 1, 1}, {75, 1, 1}}};

@@ -164,3 +164,55 @@ def cli_read(lazycube_cli, tmp_path):
                         name="out%d.npy" % next(counter))
 
     return _read
+
+
+# ---------------------------------------------------------------- CF reference for packed data
+
+def _attribute_float_type(value):
+    """The float type a CF number attribute carries (src/dataset/cf.cpp): float32 for numpy
+    float32 scalars and for JSON numbers that are exactly a float32 and spell shorter as one
+    (0.009999999776482582 is float32(0.01)); float64 otherwise."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        value = np.ravel(value)[0]
+    if isinstance(value, np.floating):
+        return np.dtype(value.dtype)
+    if isinstance(value, float) and np.isfinite(value) and float(np.float32(value)) == value \
+            and len(repr(np.float32(value))) < len(repr(value)):
+        return np.dtype("f4")
+    return np.dtype("f8")
+
+
+def cf_unpacked_dtype(stored, attrs):
+    """The dtype a packed variable decodes to: xarray >= 2024.02's _choose_float_dtype given the
+    attributes (xarray 2023.01, installed here, decides from the stored dtype alone)."""
+    stored = np.dtype(stored)
+    scale, offset = attrs.get("scale_factor"), attrs.get("add_offset")
+    if scale is not None and offset is not None and _attribute_float_type(scale) == _attribute_float_type(offset):
+        return np.dtype("f8") if stored.kind in "iu" and stored.itemsize == 4 else _attribute_float_type(scale)
+    if offset is not None:
+        return np.dtype("f8")
+    return _attribute_float_type(scale)
+
+
+def redecode_packed(ds, raw):
+    """`ds` (decoded by the installed xarray) with every packed variable decoded again from `raw`
+    (the same data opened with mask_and_scale=False) by the rule lazycube and xarray >= 2024.02
+    follow: the unpacked type of the attributes, x * scale + offset in it, fills -> NaN."""
+    ds = ds.copy()
+    for name, var in raw.variables.items():
+        attrs = var.attrs
+        if "scale_factor" not in attrs and "add_offset" not in attrs:
+            continue
+        t = cf_unpacked_dtype(var.dtype, attrs)
+        values = np.asarray(var.values)
+        out = values.astype(t)
+        if "scale_factor" in attrs:
+            out = out * t.type(np.ravel(attrs["scale_factor"])[0])
+        if "add_offset" in attrs:
+            out = out + t.type(np.ravel(attrs["add_offset"])[0])
+        for key in ("_FillValue", "missing_value"):
+            if attrs.get(key) is not None:
+                for fill in np.ravel(attrs[key]):
+                    out[values == fill] = np.nan
+        ds[name] = ds[name].copy(data=out.astype(t))
+    return ds

@@ -4,7 +4,7 @@ Python: test_gdal_backend.py) with netCDF4-python:
     /usr/bin/python3 tests/python/netcdf4_fixture.py OUT.nc
 
 Chunked + zlib + shuffle; a time coordinate in "hours since 2000-01-01 00:00:00"; `t`, packed
-int16 (scale 0.01, offset 273.15, _FillValue -32767 at two points); `w`, float32. The values
+int16 (float32 scale 0.01 and offset 273.15, so float32 decoded; _FillValue -32767 at two points); `w`, float32. The values
 follow formulas the C++ test recomputes:
     t packed[ti, yi, xi] = (ti*7 + yi*3 + xi) % 2000 - 1000, fill at [1,2,3] and [5,19,29]
     w[ti, yi, xi] = ti + 0.1*yi + 0.01*xi (float32)
@@ -52,8 +52,8 @@ def write(path):
         x.units = "degrees_east"
         t = ds.createVariable("t", "i2", ("time", "y", "x"), zlib=True, shuffle=True,
                               chunksizes=T_CHUNKS, fill_value=FILL)
-        t.scale_factor = 0.01
-        t.add_offset = 273.15
+        t.scale_factor = np.float32(0.01)  # float32 attributes: t decodes to float32
+        t.add_offset = np.float32(273.15)
         t.units = "K"
         t.long_name = "temperature"
         w = ds.createVariable("w", "f4", ("time", "y", "x"), zlib=True, shuffle=True,

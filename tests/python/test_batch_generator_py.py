@@ -11,6 +11,8 @@ xr = pytest.importorskip("xarray")
 lazycube = pytest.importorskip("lazycube")
 from lazycube.xarray_backend import LazycubeBackendEntrypoint  # noqa: E402
 
+from conftest import redecode_packed  # noqa: E402
+
 ENGINE = LazycubeBackendEntrypoint
 INPUT = {"time": 4, "latitude": 16, "longitude": 16}
 N_WINDOWS = (96 // 4) * (61 // 16) * (81 // 16)  # 24 * 3 * 5 = 360
@@ -20,7 +22,8 @@ N_WINDOWS = (96 // 4) * (61 // 16) * (81 // 16)  # 24 * 3 * 5 = 360
 def ref(era5):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return xr.open_dataset(era5, engine="zarr").load()
+        return redecode_packed(xr.open_dataset(era5, engine="zarr").load(),  # msl: float64
+                               xr.open_dataset(era5, engine="zarr", mask_and_scale=False).load())
 
 
 def window_of(ref, var, dims, window, offset=None):
@@ -39,14 +42,14 @@ def test_stacked_values_match_xarray(era5, ref):
         x = b.numpy()
         assert isinstance(x, np.ndarray)
         assert x.shape == (8, 3, 4, 16, 16)
-        assert x.dtype == np.float32
+        assert x.dtype == np.float64  # msl's float64 scale/offset widen the batch
         assert list(b.channels) == ["t2m", "u10", "msl"]
         assert list(b.arrays[0].dims) == ["sample", "channel", "time", "latitude", "longitude"]
         for k, window in enumerate(b.windows):
             for c, var in enumerate(b.channels):
                 want = window_of(ref, var, b.window_dims, window).transpose("time", "latitude",
                                                                              "longitude")
-                np.testing.assert_allclose(x[k, c], want.values.astype(np.float32), rtol=1e-6)
+                np.testing.assert_allclose(x[k, c], want.values.astype(x.dtype), rtol=1e-6)
 
 
 def test_numpy_is_zero_copy_and_to_xarray_shares_it(era5, ref):

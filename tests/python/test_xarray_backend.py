@@ -19,13 +19,20 @@ from lazycube.xarray_backend import (  # noqa: E402
 )
 from xarray.core import indexing  # noqa: E402
 
+from conftest import redecode_packed  # noqa: E402
+
 ENGINE = LazycubeBackendEntrypoint
 
 
 def open_zarr_engine(path, **kwargs):
+    """xarray's zarr engine, packed variables in the dtype of their attributes as lazycube and
+    xarray >= 2024.02 decode them (conftest.redecode_packed)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return xr.open_dataset(path, engine="zarr", **kwargs)
+        ds = xr.open_dataset(path, engine="zarr", **kwargs)
+        if kwargs.get("decode_cf", True) and kwargs.get("mask_and_scale", True):
+            ds = redecode_packed(ds, xr.open_dataset(path, engine="zarr", **dict(kwargs, mask_and_scale=False)))
+        return ds
 
 
 def backend_of(da):

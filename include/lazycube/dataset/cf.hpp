@@ -22,7 +22,9 @@ struct CfInputs {
   std::optional<Buffer> array_fill_bytes;
 };
 
-class CfDecoding {
+// The plan is also the element conversion of a decoded read (Array::read_converted): each
+// decoding thread applies it to its chunk as it writes the caller's output.
+class CfDecoding final : public ElementConversion {
  public:
   // An identity plan (decode_cf = false): dtype and attributes untouched.
   static CfDecoding identity(const DataType& stored, nlohmann::json attrs);
@@ -41,6 +43,11 @@ class CfDecoding {
   NDArray apply(const NDArray& raw) const;
   // Decodes `count` stored elements into `out` (count * decoded itemsize bytes).
   void apply(ByteView raw, std::uint64_t count, MutableByteView out) const;
+
+  // ElementConversion: stored -> decoded, `count` elements, sizes not checked.
+  const DataType& input_dtype() const override { return stored_; }
+  const DataType& output_dtype() const override { return decoded_; }
+  void convert(const std::byte* raw, std::uint64_t count, std::byte* out) const override;
 
  private:
   enum Step : unsigned { kMask = 1, kScale = 2, kDateTime = 4, kTimeDelta = 8 };
