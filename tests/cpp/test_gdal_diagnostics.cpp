@@ -36,6 +36,17 @@ TEST(Diagnostics, SameWarningKeptOnceUntilTaken) {
   EXPECT_EQ(diagnostics::take_warnings(), std::vector<std::string>{"first"});
 }
 
+TEST(Diagnostics, KeepsAHundredAndCountsTheRest) {
+  diagnostics::take_warnings();
+  for (int i = 0; i < 130; ++i) diagnostics::warn("warning " + std::to_string(i));
+  const auto got = diagnostics::take_warnings();
+  ASSERT_EQ(got.size(), 101u);
+  EXPECT_EQ(got[0], "warning 0");
+  EXPECT_EQ(got[99], "warning 99");
+  EXPECT_EQ(got[100], "30 more warnings not kept");
+  EXPECT_TRUE(diagnostics::take_warnings().empty());
+}
+
 TEST(GdalDiagnostics, ErrorHandlerMessagesBecomeWarningsNotStderr) {
   diagnostics::take_warnings();
   testing::internal::CaptureStderr();

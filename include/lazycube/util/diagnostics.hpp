@@ -10,10 +10,11 @@
 namespace lazycube::diagnostics {
 
 // Records a warning. The same text is kept once until the next take_warnings() (every thread
-// opening a GRIB file hears the same complaint).
+// opening a GRIB file hears the same complaint); at most 100 are kept, the rest only counted.
 void warn(std::string text);
 
-// The warnings recorded since the previous call, oldest first; the collector is then empty.
+// The warnings recorded since the previous call, oldest first, then "N more warnings not kept"
+// when some were dropped; the collector is then empty.
 std::vector<std::string> take_warnings();
 
 }  // namespace lazycube::diagnostics
