@@ -156,7 +156,7 @@ BENCH_ARGS = ["--variables", "t2m,u10,v10", "--input-dims", "time=1,latitude=8,l
 
 def test_bench_on_a_terminal_shows_a_bar_after_a_second(lazycube_cli):
     # Uncached random windows: a few seconds on the CI machine.
-    rc, out, tty, seconds = run_on_pty(lazycube_cli, "bench", SAMPLE, *BENCH_ARGS, "--epochs", "3",
+    rc, out, tty, seconds = run_on_pty(lazycube_cli, "bench", SAMPLE, *BENCH_ARGS, "--epochs", "2",
                                        "--max-batches", "400")
     assert rc == 0, tty
     assert "throughput" in out.decode()
