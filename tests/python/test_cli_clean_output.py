@@ -210,3 +210,17 @@ def test_progress_and_no_progress_exclude_each_other(lazycube_cli, tmp_path):
     p = subprocess.run([str(lazycube_cli), "read", str(SAMPLE), "t2m", "--progress", "--no-progress", "-o",
                         str(tmp_path / "x.npy")], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stdout == "" and "--no-progress" in p.stderr
+
+
+@pytest.mark.parametrize("path", [p for p in real_files() if p.values[0] is None or ".gr" in p.values[0].suffix])
+def test_bench_json_carries_the_grib_warning(lazycube_cli, path):
+    info = json.loads(run_cli(lazycube_cli, "info", path, "--json").stdout)
+    variable = next(n for n, v in info["variables"].items() if len(v["dims"]) == 3)
+    time_dim = info["variables"][variable]["dims"][0]
+    p = run_cli(lazycube_cli, "bench", path, "--variables", variable, "--input-dims", "%s=24" % time_dim,
+                "--max-batches", "2", "--json")
+    lines = p.stdout.splitlines()
+    assert len(lines) == 1 and p.stderr == ""
+    result = json.loads(lines[0])
+    assert result["batches"] >= 1
+    assert any("Ran out of file reading SECT0" in w for w in result["warnings"]), result.get("warnings")
