@@ -10,6 +10,7 @@
 
 #include "gdal_guard.hpp"
 #include "gdal_handle.hpp"
+#include "gdal_open.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/diagnostics.hpp"
 #include "stdout_capture.hpp"
@@ -46,15 +47,17 @@ GdalSource::~GdalSource() {
 }
 
 // Opens a handle with stdout captured when the driver may print there: GRIB's degrib prints
-// warnings with printf (stdout_capture.hpp). The first open captures whatever the file is; later
-// opens only when it turned out to be GRIB, so that opens of other formats stay concurrent.
+// warnings with printf (stdout_capture.hpp). Before the first open, every file that is not
+// certainly NetCDF/HDF5 (by suffix or signature) is captured; later opens only when it turned out
+// to be GRIB. Opens of other formats stay concurrent and leave stdout alone.
 std::unique_ptr<GdalHandle> GdalSource::open_handle_captured() {
   std::string driver;
   {
     std::lock_guard lock(mutex_);
     driver = first_driver_;
   }
-  if (!driver.empty() && driver != "GRIB") return open_handle();
+  const bool may_print = driver.empty() ? !known_netcdf_or_hdf5(location_.url) : driver == "GRIB";
+  if (!may_print) return open_handle();
   std::unique_ptr<GdalHandle> handle;
   std::string printed;
   {
