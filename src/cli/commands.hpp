@@ -74,7 +74,9 @@ int run_refs(const RefsArgs& args);
 // are any: --json output carries them instead of stderr.
 void add_warnings(nlohmann::ordered_json& out);
 
-// Prints the library's pending warnings on stderr, "lazycube: warning: TEXT" each.
+// Prints a warning on stderr: "lazycube: warning: TEXT".
+void print_warning(const std::string& text);
+// Prints the library's pending warnings (print_warning each).
 void print_warnings();
 
 // Storage options from "KEY=VALUE" texts; UsageProblem on a text without '=' or a repeated key.

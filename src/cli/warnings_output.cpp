@@ -12,8 +12,10 @@ void add_warnings(nlohmann::ordered_json& out) {
   if (!warnings.empty()) out["warnings"] = std::move(warnings);
 }
 
+void print_warning(const std::string& text) { std::cerr << "lazycube: warning: " << text << "\n"; }
+
 void print_warnings() {
-  for (const auto& text : diagnostics::take_warnings()) std::cerr << "lazycube: warning: " << text << "\n";
+  for (const auto& text : diagnostics::take_warnings()) print_warning(text);
 }
 
 }  // namespace lazycube::cli
