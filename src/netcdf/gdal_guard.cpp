@@ -7,6 +7,7 @@
 #include <cpl_error.h>
 #include <gdal.h>
 
+#include "../util/hdf5_quiet.hpp"
 #include "lazycube/util/diagnostics.hpp"
 
 namespace lazycube::netcdf {
@@ -40,6 +41,7 @@ void ensure_gdal_registered() {
 
 GdalCallGuard::GdalCallGuard() : uncaught_(std::uncaught_exceptions()) {
   ensure_gdal_registered();
+  quiet_hdf5_on_this_thread();  // GDAL's netCDF and HDF5 drivers call HDF5 on this thread
   CPLPushErrorHandlerEx(record_message, this);
   CPLErrorReset();
   for (const auto& [key, value] : kThreadOptions) {

@@ -14,6 +14,7 @@
 #include "gdal_test_files.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/util/diagnostics.hpp"
+#include "nginx_server.hpp"
 
 using namespace lazycube;
 
@@ -120,4 +121,29 @@ TEST(GdalDiagnostics, NetcdfClassicOpensWithoutWarnings) {
   EXPECT_EQ(ds.variable("z").read().size(), 2u * 3u * 241u * 480u);
   EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
   EXPECT_EQ(diagnostics::take_warnings(), std::vector<std::string>{});
+}
+
+// Over HTTP the netCDF driver reads NetCDF-4 through HDF5 on the reading threads; HDF5's error
+// printing is per thread there, and netCDF-C's attribute probing printed "HDF5-DIAG: Error
+// detected in HDF5" pages on stderr until every GDAL call turned it off (util/hdf5_quiet.hpp).
+TEST(GdalDiagnostics, RemoteNetcdf4ReadsPrintNoHdf5ErrorStacks) {
+  LAZYCUBE_REQUIRE_NGINX();
+  lazycube::test::TempDir www;
+  std::string skip;
+  const std::string fixture = lazycube::test::make_netcdf4_fixture(www.path(), skip);
+  if (fixture.empty()) GTEST_SKIP() << skip;
+  lazycube::test::NginxServer server(www.path());
+  diagnostics::take_warnings();
+  testing::internal::CaptureStderr();
+  testing::internal::CaptureStdout();
+  std::uint64_t n = 0;
+  {
+    const Dataset ds = open(server.url() + "/fixture_nc4.nc");
+    for (const auto& name : ds.variable_names()) n += ds.variable(name).read().size();
+  }
+  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_GT(n, 0u);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(err.find("HDF5-DIAG"), std::string::npos) << err.substr(0, 2000);
 }
