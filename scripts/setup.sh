@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Prepares a Debian 12 machine for lazycube and builds it. Safe to run again and again.
 #
-#   bash scripts/setup.sh [--sanitize] [--build-dir DIR] [--no-build] [--dry-run]
+#   bash scripts/setup.sh [--sanitize] [--build-dir DIR] [--target T]... [--no-build] [--dry-run]
 #
 #   --sanitize        ASan+UBSan build (-DLAZYCUBE_SANITIZE=ON) in build-asan/ (env LAZYCUBE_SANITIZE=1)
 #   --build-dir DIR   build folder (env LAZYCUBE_BUILD_DIR; default build/, or build-asan/ with --sanitize)
+#   --target T        build only target T and what it needs (repeatable; default: everything),
+#                     e.g. lazycube_cli (the CLI) or lazycube_python (the Python package)
 #   --no-build        only install the missing Debian packages
 #   --dry-run         print the commands that would change the machine or the build, run none
 #
@@ -36,14 +38,17 @@ sanitize="${LAZYCUBE_SANITIZE:-0}"
 build_dir="${LAZYCUBE_BUILD_DIR:-}"
 do_build=1
 dry_run=0
+targets=()
 
-usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sanitize) sanitize=1 ;;
     --build-dir) build_dir="${2:?--build-dir needs a folder}"; shift ;;
     --build-dir=*) build_dir="${1#*=}" ;;
+    --target) targets+=("${2:?--target needs a target name}"); shift ;;
+    --target=*) targets+=("${1#*=}") ;;
     --no-build) do_build=0 ;;
     --dry-run) dry_run=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -139,6 +144,14 @@ fi
 
 log "configuring $build_dir (sanitize=$sanitize)"
 run cmake "${cmake_args[@]}"
-log "building $build_dir"
-run cmake --build "$build_dir"
+# The same configuration either way: a later full build (scripts/test.sh) in the same folder
+# only adds what was left out.
+build_args=(--build "$build_dir")
+if [[ ${#targets[@]} -gt 0 ]]; then
+  build_args+=(--target "${targets[@]}")
+  log "building $build_dir (targets: ${targets[*]})"
+else
+  log "building $build_dir"
+fi
+run cmake "${build_args[@]}"
 log "done: $build_dir"

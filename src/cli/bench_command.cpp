@@ -7,7 +7,6 @@
 // from it, run from the start of the generator's construction to the last batch returned (the
 // open is excluded: it is metadata only and reported as `open_s`).
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "lazycube/batch/batch_generator.hpp"
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/dataset/dataset.hpp"
@@ -51,39 +51,6 @@ std::string dims_text(const batch::DimSizes& dims) {
   for (const auto& [dim, n] : dims) out += (out.empty() ? "" : ", ") + dim + "=" + std::to_string(n);
   return out;
 }
-
-// Progress on stderr ("\r" rewritten in place), at most ten updates a second.
-class Progress {
- public:
-  Progress(bool enabled, std::uint64_t total) : enabled_(enabled), total_(total) {}
-  void update(std::uint64_t done, double seconds, bool force = false) {
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    if (!force && drawn_ && since(last_, now) < 0.1) return;
-    last_ = now;
-    drawn_ = true;
-    const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;
-    constexpr int kWidth = 30;
-    std::string bar;
-    if (total_ > 0) {
-      const auto filled = static_cast<int>(kWidth * std::min<double>(1.0, double(done) / double(total_)));
-      bar = "[" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] ";
-    }
-    char text[128];
-    std::snprintf(text, sizeof text, "%llu/%llu batches, %.1f batches/s",
-                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_), rate);
-    std::cerr << "\r" << bar << text << "\033[K" << std::flush;
-  }
-  void finish() {
-    if (enabled_ && drawn_) std::cerr << "\r\033[K" << std::flush;
-  }
-
- private:
-  bool enabled_;
-  std::uint64_t total_;
-  bool drawn_ = false;
-  Clock::time_point last_{};
-};
 
 // Checks what the command line names against the dataset, so that the error names the option:
 // unknown variables (NotFound, listing the available ones), unknown dims (SelectionError) and
@@ -146,7 +113,7 @@ int run_bench(const BenchArgs& args) {
   const std::uint64_t per_epoch = generator.size();
   std::uint64_t total = per_epoch * args.epochs;
   if (args.max_batches > 0 && args.max_batches < total) total = args.max_batches;
-  Progress progress(isatty(STDERR_FILENO) == 1, total);
+  ProgressBar progress(args.progress, total, "batches");
 
   std::uint64_t batches = 0, windows = 0, bytes = 0, epochs_run = 0;
   Shape x_shape;
@@ -176,11 +143,10 @@ int run_bench(const BenchArgs& args) {
           x_dims = b->arrays.front().dims;
         }
       }
-      progress.update(batches, since(t_construct, t_last));
+      progress.update(batches);
     }
     epoch_seconds.push_back(since(t_epoch, Clock::now()));
   }
-  progress.update(batches, since(t_construct, t_last), true);
   progress.finish();
 
   const CacheStats cs = generator.cache()->stats();
@@ -229,6 +195,7 @@ int run_bench(const BenchArgs& args) {
                 {"bytes_unique", cs.bytes_unique},   {"peak_bytes_cached", cs.peak_bytes_cached}};
 
   if (args.json) {
+    add_warnings(j);
     std::cout << j.dump() << "\n";
     return 0;
   }

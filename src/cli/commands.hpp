@@ -10,8 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lazycube/dataset/selection.hpp"
 #include "lazycube/store/store.hpp"
+#include "progress.hpp"
 
 namespace lazycube::cli {
 
@@ -38,6 +41,7 @@ struct ReadArgs {
   std::string output;
   std::vector<std::string> options;  // storage options, KEY=VALUE
   std::string engine;                // "", "zarr" or "gdal"
+  ProgressMode progress = ProgressMode::Auto;
 };
 int run_read(const ReadArgs& args);
 
@@ -55,6 +59,7 @@ struct BenchArgs {
   std::uint64_t prefetch = 2;
   bool json = false;
   std::vector<std::string> options;  // storage options, KEY=VALUE
+  ProgressMode progress = ProgressMode::Auto;
 };
 int run_bench(const BenchArgs& args);
 
@@ -64,6 +69,15 @@ struct RefsArgs {
   std::string target;  // URL/path written into the refs; empty: relative to the output's directory
 };
 int run_refs(const RefsArgs& args);
+
+// Moves the library's pending warnings (util/diagnostics.hpp) into `out["warnings"]`, when there
+// are any: --json output carries them instead of stderr.
+void add_warnings(nlohmann::ordered_json& out);
+
+// Prints a warning on stderr: "lazycube: warning: TEXT".
+void print_warning(const std::string& text);
+// Prints the library's pending warnings (print_warning each).
+void print_warnings();
 
 // Storage options from "KEY=VALUE" texts; UsageProblem on a text without '=' or a repeated key.
 StoreOptions parse_storage_options(const std::vector<std::string>& texts);

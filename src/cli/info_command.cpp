@@ -112,9 +112,11 @@ int run_info(const InfoArgs& args) {
   options.engine = args.engine;
   if (!args.stats) {
     const Dataset ds = open(args.url, options);
-    if (args.json)
-      std::cout << to_json(ds).dump(2) << "\n";
-    else
+    if (args.json) {
+      ordered_json j = to_json(ds);
+      add_warnings(j);
+      std::cout << j.dump(2) << "\n";
+    } else
       print_text(ds, std::cout);
     return 0;
   }
@@ -125,6 +127,7 @@ int run_info(const InfoArgs& args) {
   if (args.json) {
     ordered_json j = to_json(ds);
     if (args.stats) j["stats"] = stats_json(location.store->stats());
+    add_warnings(j);
     std::cout << j.dump(2) << "\n";
   } else {
     print_text(ds, std::cout);

@@ -10,8 +10,20 @@
 namespace {
 
 int fail(const std::string& message, int status) {
+  lazycube::cli::print_warnings();  // what the libraries said before it failed
   std::cerr << "lazycube: " << message << "\n";
   return status;
+}
+
+// --progress / --no-progress (ProgressMode::Auto when neither is given).
+void add_progress_flags(CLI::App* cmd, lazycube::cli::ProgressMode& mode) {
+  using lazycube::cli::ProgressMode;
+  auto* on = cmd->add_flag_callback(
+      "--progress", [&mode] { mode = ProgressMode::On; },
+      "Show a progress bar on stderr even when it is not a terminal (default: on a terminal, for operations "
+      "longer than a second)");
+  auto* off = cmd->add_flag_callback("--no-progress", [&mode] { mode = ProgressMode::Off; }, "Never show a progress bar");
+  on->excludes(off);
 }
 
 }  // namespace
@@ -20,6 +32,7 @@ int main(int argc, char** argv) {
   using namespace lazycube::cli;
   CLI::App app{"lazycube: read Zarr data cubes lazily", "lazycube"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("lazycube ") + LAZYCUBE_VERSION, "Print the version and exit");
 
   InfoArgs info;
   auto* info_cmd = app.add_subcommand("info", "Show dims, coordinates, variables and attributes");
@@ -47,6 +60,7 @@ int main(int argc, char** argv) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   read_cmd->add_flag("--raw", read.raw, "Skip CF decoding: stored values and dtype");
   read_cmd->add_option("-o,--output", read.output, "Output .npy path")->required();
+  add_progress_flags(read_cmd, read.progress);
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand(
@@ -76,6 +90,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--cache-mb", bench.cache_mb, "Chunk cache budget in MiB (0: off)")->capture_default_str();
   bench_cmd->add_option("--prefetch", bench.prefetch, "Batches assembled ahead of the consumer")->capture_default_str();
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of text");
+  add_progress_flags(bench_cmd, bench.progress);
   bench_cmd->add_option("--option", bench.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -95,16 +110,26 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return fail(e.what(), 2);
   }
 
   try {
-    if (*info_cmd) return run_info(info);
-    if (*bench_cmd) return run_bench(bench);
-    if (*refs_cmd) return run_refs(refs);
-    read.isel = isel;
-    return run_read(read);
+    int status = 0;
+    if (*info_cmd) {
+      status = run_info(info);
+    } else if (*bench_cmd) {
+      status = run_bench(bench);
+    } else if (*refs_cmd) {
+      status = run_refs(refs);
+    } else {
+      read.isel = isel;
+      status = run_read(read);
+    }
+    print_warnings();
+    return status;
   } catch (const UsageProblem& e) {
     return fail(e.what(), 2);
   } catch (const lazycube::Error& e) {

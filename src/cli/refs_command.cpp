@@ -29,7 +29,7 @@ int run_refs(const RefsArgs& args) {
     }
   }
   const auto result = refs::make_hdf5_references(file.string(), target);
-  for (const auto& w : result.warnings) std::cerr << "lazycube: warning: " << w << "\n";
+  for (const auto& w : result.warnings) print_warning(w);
   std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
   if (!out) throw StoreError("cannot write " + args.output);
   out << result.json;

@@ -12,6 +12,10 @@ namespace lazycube::netcdf {
 // starting with a NetCDF classic, HDF5 or GRIB signature.
 bool looks_like_gdal_file(std::string_view url);
 
+// Whether `url` is certainly a NetCDF or HDF5 file (one of those suffixes, or a local file with
+// their signature), so not a GRIB file whose driver prints on stdout (stdout_capture.hpp).
+bool known_netcdf_or_hdf5(std::string_view url);
+
 // Opens the file at `url` (local path, file://, http(s)://, s3://, gs://) through GDAL's
 // multidimensional API: every array of the root group and its subgroups ("group/var") becomes
 // a variable, decoded with the same CF rules as Zarr.

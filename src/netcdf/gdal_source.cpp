@@ -10,7 +10,10 @@
 
 #include "gdal_guard.hpp"
 #include "gdal_handle.hpp"
+#include "gdal_open.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/util/diagnostics.hpp"
+#include "stdout_capture.hpp"
 
 namespace lazycube::netcdf {
 
@@ -43,7 +46,46 @@ GdalSource::~GdalSource() {
   handles_.clear();
 }
 
-std::unique_ptr<GdalHandle> GdalSource::open_handle() const {
+// Opens a handle with stdout captured when the driver may print there: GRIB's degrib prints
+// warnings with printf (stdout_capture.hpp). Before the first open, every file that is not
+// certainly NetCDF/HDF5 (by suffix or signature) is captured; later opens only when it turned out
+// to be GRIB. Opens of other formats stay concurrent and leave stdout alone.
+std::unique_ptr<GdalHandle> GdalSource::open_handle_captured() {
+  std::string driver;
+  {
+    std::lock_guard lock(mutex_);
+    driver = first_driver_;
+  }
+  const bool may_print = driver.empty() ? !known_netcdf_or_hdf5(location_.url) : driver == "GRIB";
+  if (!may_print) return open_handle();
+  std::unique_ptr<GdalHandle> handle;
+  std::string printed;
+  {
+    StdoutCapture capture;
+    handle = open_handle();  // on an exception the capture ends and its text is dropped
+    printed = capture.take();
+  }
+  GDALDriver* gdal_driver = handle->dataset->GetDriver();
+  {
+    std::lock_guard lock(mutex_);
+    if (first_driver_.empty()) first_driver_ = gdal_driver ? gdal_driver->GetDescription() : "?";
+  }
+  // One warning per capture: degrib's lines belong together ("Warning: Inside GRIB2Inventory,
+  // Message # 745" / "ERROR: Ran out of file reading SECT0").
+  std::string text;
+  for (std::size_t begin = 0; begin < printed.size();) {
+    std::size_t end = printed.find('\n', begin);
+    if (end == std::string::npos) end = printed.size();
+    std::string line = printed.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (!line.empty()) text += (text.empty() ? "" : "; ") + line;
+    begin = end + 1;
+  }
+  if (!text.empty()) diagnostics::warn("GDAL: " + text + " (" + location_.url + ")");
+  return handle;
+}
+
+std::unique_ptr<GdalHandle> GdalSource::open_handle() {
   GdalCallGuard guard;
   const std::string& url = location_.url;
   auto handle = std::make_unique<GdalHandle>();
@@ -81,7 +123,7 @@ GdalHandle& GdalSource::handle() {
     auto it = handles_.find(key);
     if (it != handles_.end()) return *it->second;
   }
-  auto fresh = open_handle();  // outside the lock: opening a remote file takes a while
+  auto fresh = open_handle_captured();  // outside the lock: opening a remote file takes a while
   GdalHandle* raw = fresh.get();
   {
     std::lock_guard lock(mutex_);

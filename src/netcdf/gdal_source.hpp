@@ -43,10 +43,14 @@ class GdalSource : public std::enable_shared_from_this<GdalSource> {
   void release(const ThreadKey& key);
 
  private:
-  std::unique_ptr<GdalHandle> open_handle() const;
+  std::unique_ptr<GdalHandle> open_handle();
+  std::unique_ptr<GdalHandle> open_handle_captured();
 
   GdalLocation location_;
   std::mutex mutex_;
+  // The driver that opened the file first ("" before); later opens by other threads capture
+  // stdout only for drivers known to print there (GRIB).
+  std::string first_driver_;
   std::map<ThreadKey, std::unique_ptr<GdalHandle>> handles_;
 };
 

@@ -16,6 +16,7 @@
 #include "hdf5_handle.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/text.hpp"
+#include "../util/hdf5_quiet.hpp"
 
 namespace lazycube::refs {
 
@@ -352,7 +353,7 @@ Hdf5RefsResult make_hdf5_references(const std::string& path, const std::string& 
       (magic[3] == 1 || magic[3] == 2 || magic[3] == 5))
     throw MetadataError("'" + path + "' is a classic netCDF file (CDF-" + std::to_string(static_cast<int>(magic[3])) +
                         "): classic netCDF is not supported by refs yet (only NetCDF4/HDF5)");
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions, not stderr noise
+  quiet_hdf5_on_this_thread();  // errors become exceptions, not stderr noise
   if (H5Fis_hdf5(path.c_str()) <= 0)
     throw MetadataError("'" + path + "' is not a NetCDF4/HDF5 file");
   H5File file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
