@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <numeric>
 #include <set>
 
@@ -108,13 +109,13 @@ BatchSource::BatchSource(Dataset dataset, BatchOptions options)
   std::set<std::string> windowed;
   for (const auto& [d, n] : options_.input_dims) windowed.insert(d);
   for (const auto& [d, n] : options_.batch_dims) windowed.insert(d);
-  // Read at once, not one after another: over a remote store each is a round trip.
-  std::vector<std::string> coord_dims;
+  // Read at once, each on its own thread (not the pool, which may have fewer workers than
+  // there are coordinates): over a remote store each read is a round trip.
+  std::vector<std::future<std::pair<std::string, NDArray>>> reads;
   for (const auto& d : windowed)
-    if (dataset_.contains(d) && dataset_.variable(d).dims() == std::vector<std::string>{d}) coord_dims.push_back(d);
-  std::vector<NDArray> coord_data(coord_dims.size());
-  parallel_for(coord_dims.size(), [&](std::size_t i) { coord_data[i] = dataset_.variable(coord_dims[i]).read(); });
-  for (std::size_t i = 0; i < coord_dims.size(); ++i) coord_values_.emplace(coord_dims[i], std::move(coord_data[i]));
+    if (dataset_.contains(d) && dataset_.variable(d).dims() == std::vector<std::string>{d})
+      reads.push_back(std::async(std::launch::async, [this, d] { return std::pair(d, dataset_.variable(d).read()); }));
+  for (auto& r : reads) coord_values_.insert(r.get());
 }
 
 void BatchSource::resolve_stacked() {
