@@ -1,6 +1,7 @@
 // Fetch-ahead (BatchOptions::fetch_ahead_bytes) over a store that adds latency to every request
 // and records them: many requests are in flight at once, chunk shuffle with an ample cache
-// fetches every chunk exactly once, the byte budget holds, every sampler and resumed states
+// fetches every chunk exactly once, the byte budget holds, one slow request does not stall
+// the ones behind it, every sampler and resumed states
 // give the same windows, and under nginx's fault mix (503, 429, dropped connections) the same
 // windows arrive.
 #include <gtest/gtest.h>
@@ -55,15 +56,26 @@ class LatencyStore final : public Store {
  public:
   LatencyStore(std::shared_ptr<Store> inner, std::chrono::milliseconds latency, std::size_t admission = 32)
       : inner_(std::move(inner)), latency_(latency), admission_(admission) {}
+  // Requests for `key` take `latency` instead (a slow retry); completions of other requests
+  // while one is in flight are counted.
+  void slow_down(std::string key, std::chrono::milliseconds latency) {
+    slow_key_ = std::move(key);
+    slow_latency_ = latency;
+  }
+  int completed_while_slow() const { return completed_while_slow_.load(); }
   std::string url() const override { return inner_->url(); }
   bool prefers_batches() const override { return true; }
   std::optional<Buffer> get(std::string_view key, ByteRange range) override {
     const int now = ++in_flight_;
     for (int seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {
     }
-    std::this_thread::sleep_for(latency_);
+    const bool slow = !slow_key_.empty() && key == slow_key_;
+    if (slow) ++slow_in_flight_;
+    std::this_thread::sleep_for(slow ? slow_latency_ : latency_);
     auto out = inner_->get(key, range);
     --in_flight_;
+    if (slow) --slow_in_flight_;
+    else if (slow_in_flight_ > 0) ++completed_while_slow_;
     std::lock_guard lock(mutex_);
     ++reads_[std::string(key)];
     return out;
@@ -109,6 +121,9 @@ class LatencyStore final : public Store {
   std::chrono::milliseconds latency_;
   std::size_t admission_;
   std::atomic<int> in_flight_{0}, max_in_flight_{0};
+  std::string slow_key_;
+  std::chrono::milliseconds slow_latency_{0};
+  std::atomic<int> slow_in_flight_{0}, completed_while_slow_{0};
   mutable std::mutex mutex_;
   std::map<std::string, int> reads_;
 };
@@ -213,6 +228,25 @@ TEST(FetchAhead, ByteBudgetHoldsUnderRandomShuffle) {
   // (a batch of 8 windows: at most 8 chunks) beyond that.
   EXPECT_LE(s.peak_bytes_cached, cache + budget + 8 * kChunkBytes);
   EXPECT_LE(f.store->max_in_flight(), static_cast<int>(budget / kChunkBytes + 8));
+}
+
+TEST(FetchAhead, OneSlowRequestDoesNotStallTheRequestsBehindIt) {
+  Fixture f(5);
+  // The 5th chunk of the epoch's order takes 400 ms (as a retry after a backoff would).
+  BatchOptions o = options(Shuffle::Chunk, 64 << 20, 16 * kChunkBytes);  // rounds of 2 chunks
+  std::string slow;
+  {
+    BatchGenerator probe(f.ds, o);
+    auto b = probe.batch(4 * 16 / 8);  // batch 8: the 5th chunk group (16 windows per chunk)
+    slow = "v/" + std::to_string(b.windows.front()[0].start) + ".0.0";
+  }
+  f.store->slow_down(slow, std::chrono::milliseconds(400));
+  o.cache = std::make_shared<ChunkCache>(64 << 20);  // not the probe's, which holds that chunk
+  BatchGenerator g(f.ds, o);
+  EXPECT_EQ(run_epoch(g).size(), 1024u);
+  // While it was in flight the rounds after its own went on, up to the byte budget (16 chunks).
+  EXPECT_GE(f.store->completed_while_slow(), 8);
+  EXPECT_DOUBLE_EQ(g.cache()->stats().read_amplification(), 1.0);
 }
 
 TEST(FetchAhead, EverySamplerAndAResumedStateGiveTheSameWindows) {
