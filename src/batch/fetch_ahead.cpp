@@ -54,6 +54,15 @@ std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& orde
 }
 
 void FetchAhead::walk(const EpochOrder& order, std::uint64_t from) {
+  // Fetch-ahead only saves time: whatever fails here (listing units, starting a thread) ends
+  // the walk, and the producer reads (and reports) as it would without it.
+  try {
+    walk_rounds(order, from);
+  } catch (...) {
+  }
+}
+
+void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
   std::uint64_t pos = from;
   const std::shared_ptr<ChunkCache> cache = source_.cache();
   for (;;) {
@@ -74,7 +83,6 @@ void FetchAhead::walk(const EpochOrder& order, std::uint64_t from) {
     if (stopping_) return;
     pos = round->end;
     held_ += round->bytes;
-    peak_held_ = std::max(peak_held_, held_);
     Round* r = round.get();
     rounds_.push_back(std::move(round));
     r->loader = std::thread([r, cache] {
@@ -128,11 +136,6 @@ void FetchAhead::stop() {
     stopping_ = false;
   }
   release(all);
-}
-
-std::uint64_t FetchAhead::peak_held_bytes() const {
-  std::lock_guard lock(mutex_);
-  return peak_held_;
 }
 
 }  // namespace lazycube::batch

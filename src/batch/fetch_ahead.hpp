@@ -33,8 +33,6 @@ class FetchAhead {
   void consumed(std::uint64_t position);
   // Stops the walk, waits for the loads in flight and drops every hold.
   void stop();
-  // Most bytes held at once since construction (decoded bytes of the chunks pinned).
-  std::uint64_t peak_held_bytes() const;
 
  private:
   // The loads of a stretch [begin, end) of shard positions, on their own thread.
@@ -46,6 +44,7 @@ class FetchAhead {
     std::thread loader;
   };
   void walk(const EpochOrder& order, std::uint64_t from);
+  void walk_rounds(const EpochOrder& order, std::uint64_t from);
   std::unique_ptr<Round> plan_round(const EpochOrder& order, std::uint64_t from) const;
   void release(std::deque<std::unique_ptr<Round>>& rounds);
 
@@ -59,7 +58,6 @@ class FetchAhead {
   bool stopping_ = false;
   std::uint64_t consumed_ = 0;  // shard position the consumer has assembled up to
   std::uint64_t held_ = 0;      // bytes of the rounds in `rounds_`
-  std::uint64_t peak_held_ = 0;
   std::deque<std::unique_ptr<Round>> rounds_;  // in position order
 };
 
