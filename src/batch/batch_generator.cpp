@@ -269,6 +269,7 @@ std::uint64_t BatchGenerator::shard_windows() const { return impl_->shard_units(
 std::uint64_t BatchGenerator::size() const { return impl_->batches(); }
 const std::shared_ptr<ChunkCache>& BatchGenerator::cache() const { return impl_->source.cache(); }
 const std::vector<std::string>& BatchGenerator::warnings() const { return impl_->source.warnings(); }
+std::uint64_t BatchGenerator::fetch_ahead_bytes() const { return impl_->fetch.budget(); }
 
 Batch BatchGenerator::batch(std::uint64_t i, std::uint64_t epoch) const {
   Impl& m = *impl_;

@@ -134,8 +134,6 @@ int run_bench(const BenchArgs& args) {
   options.prefetch = static_cast<std::size_t>(args.prefetch);
   options.cache = std::make_shared<ChunkCache>(args.cache_mb * std::uint64_t{1024 * 1024});
   if (args.fetch_ahead_mb) options.fetch_ahead_bytes = *args.fetch_ahead_mb * std::uint64_t{1024 * 1024};
-  const std::uint64_t fetch_ahead_bytes =
-      args.cache_mb == 0 ? 0 : options.fetch_ahead_bytes ? *options.fetch_ahead_bytes : batch::default_fetch_ahead_bytes(options.cache->budget());
   OpenOptions open_options;
   open_options.storage_options = parse_storage_options(args.options);
 
@@ -146,6 +144,7 @@ int run_bench(const BenchArgs& args) {
   batch::BatchGenerator generator(std::move(ds), options);
   const auto t_constructed = Clock::now();
   for (const auto& w : generator.warnings()) std::cerr << "lazycube bench: warning: " << w << "\n";
+  const std::uint64_t fetch_ahead_bytes = generator.fetch_ahead_bytes();
 
   const std::uint64_t per_epoch = generator.size();
   std::uint64_t total = per_epoch * args.epochs;
@@ -271,7 +270,7 @@ int run_bench(const BenchArgs& args) {
                   static_cast<unsigned long long>(cs.hits), static_cast<unsigned long long>(cs.misses),
                   static_cast<unsigned long long>(cs.evictions));
   out << line;
-  if (fetch_ahead_bytes > 0 && args.cache_mb > 0) {
+  if (fetch_ahead_bytes > 0) {
     std::snprintf(line, sizeof line, "  fetch-ahead    %.0f MiB: %llu chunks fetched ahead, %llu never used\n",
                   static_cast<double>(fetch_ahead_bytes) / double(1 << 20),
                   static_cast<unsigned long long>(cs.fetched_ahead),

@@ -281,6 +281,7 @@ void bind_batch(py::module_& m) {
           },
           py::arg("state"))
       .def("cache_stats", [](const BatchGenerator& g) { return stats_dict(g.cache()->stats()); })
+      .def_property_readonly("fetch_ahead_bytes", &BatchGenerator::fetch_ahead_bytes)
       .def_property_readonly("warnings", [](const BatchGenerator& g) { return str_list(g.warnings()); })
       .def_property_readonly("mode",
                              [](const BatchGenerator& g) {

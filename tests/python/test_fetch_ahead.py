@@ -3,7 +3,9 @@ BatchDataset in-process and in forked DataLoader workers, and lazycube.BatchGene
 windows of the local store, each once per epoch, with chunks fetched ahead; 0 switches it off.
 A random shuffle over more data than the cache warns once, naming shuffle="chunk"."""
 
+import json
 import shutil
+import subprocess
 import sys
 import warnings
 
@@ -79,6 +81,7 @@ def test_generator_counts_chunks_fetched_ahead(server):
         windows = sum(len(b.window_ids) for b in gen)
         assert windows > 0
         stats[budget] = gen._core.cache_stats()
+    assert gen.core.fetch_ahead_bytes == 0
     assert stats[None]["fetched_ahead"] > 0
     assert stats[None]["fetched_ahead_unused"] == 0
     assert stats[0]["fetched_ahead"] == 0
@@ -100,3 +103,21 @@ def test_random_shuffle_larger_than_cache_warns_once():
         lazycube.BatchGenerator(path, DIMS, batch_size=16, variables=VARS, shuffle="chunk",
                                 cache_bytes=1 << 16)
         lazycube.BatchGenerator(path, DIMS, batch_size=16, variables=VARS, shuffle="random")
+
+
+def test_cli_bench_fetch_ahead_option(lazycube_cli):
+    def bench(*extra, cache_mb=8):
+        r = subprocess.run([str(lazycube_cli), "bench", str(REPO / "data" / "era5_sample_v2.zarr"),
+                            "--variables", "t2m", "--input-dims", "time=1,latitude=16,longitude=16",
+                            "--cache-mb", str(cache_mb), "--json", *extra], capture_output=True, text=True,
+                           check=True)
+        return json.loads(r.stdout), r.stderr
+    on, _ = bench("--shuffle", "chunk", "--fetch-ahead-mb", "1")
+    assert on["fetch_ahead_mb"] == 1 and on["cache"]["fetched_ahead"] > 0
+    off, _ = bench("--shuffle", "chunk", "--fetch-ahead-mb", "0")
+    assert off["fetch_ahead_mb"] == 0 and off["cache"]["fetched_ahead"] == 0
+    assert off["windows"] == on["windows"]
+    default, _ = bench("--shuffle", "chunk")
+    assert default["fetch_ahead_mb"] == 4  # half the cache
+    _, err = bench("--shuffle", "random", cache_mb=1)
+    assert "read amplification" in err and "shuffle 'chunk'" in err

@@ -158,6 +158,10 @@ class BatchGenerator {
   // random shuffle over more data than the cache holds, the expected read amplification.
   const std::vector<std::string>& warnings() const;
 
+  // The fetch-ahead budget in effect (options().fetch_ahead_bytes resolved; 0 when off or the
+  // cache is).
+  std::uint64_t fetch_ahead_bytes() const;
+
   // The cache the generator reads through.
   const std::shared_ptr<ChunkCache>& cache() const;
 
