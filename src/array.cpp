@@ -65,4 +65,17 @@ void Array::read_cached(std::span<const ArraySelection> selections,
   for (std::size_t i = 0; i < selections.size(); ++i) read(selections[i], dests[i]);
 }
 
+std::vector<std::vector<std::uint64_t>> Array::read_units(std::span<const ArraySelection>) const { return {}; }
+
+std::uint64_t Array::read_unit_bytes() const {
+  const Shape& unit = read_chunk_shape();
+  if (unit.empty() && !shape().empty()) return 0;
+  return shape_size(unit) * dtype().itemsize;
+}
+
+std::vector<std::shared_ptr<const Buffer>> Array::load_units(const std::vector<std::vector<std::uint64_t>>&,
+                                                             ChunkCache&) const {
+  return {};
+}
+
 }  // namespace lazycube

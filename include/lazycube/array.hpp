@@ -92,6 +92,17 @@ class Array {
   // With a disabled cache (budget 0) this reads each selection directly.
   virtual void read_cached(std::span<const ArraySelection> selections,
                            std::span<const MutableByteView> dests, ChunkCache& cache) const;
+  // Fetch-ahead (BatchOptions::fetch_ahead_bytes). The distinct read units (chunk grid
+  // indices) the selections touch, in the order they first touch them; none for backends
+  // without chunk access, which then are not fetched ahead.
+  virtual std::vector<std::vector<std::uint64_t>> read_units(std::span<const ArraySelection> selections) const;
+  // Decoded bytes of one read unit (0 without chunk access).
+  std::uint64_t read_unit_bytes() const;
+  // Brings `units` into `cache` as read_cached would (network stores: one batch of requests,
+  // each decoded on the pool as it arrives; units already cached or in flight are joined) and
+  // returns their handles: holding them keeps the units pinned. Loads count as fetched ahead.
+  virtual std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
+                                                                ChunkCache& cache) const;
   // Identity of the array's data for cache keys: the store's URL and the array path.
   virtual std::string cache_id() const { return describe(); }
   // Convenience: the selection into a fresh NDArray (either kind of dtype).

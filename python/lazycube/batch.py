@@ -108,7 +108,9 @@ class BatchGenerator:
     accepted as keywords), then lazycube's: ``batch_size`` (None: xbatcher mode), ``variables``,
     ``target`` (``{"variables": [...], "offset": {"time": 1}}``), ``shuffle`` (False/True or
     "none"/"random"/"chunk"), ``seed``, ``drop_last``, ``rank``/``world_size``,
-    ``worker``/``num_workers``, ``prefetch``, ``cache_bytes``, ``dtype``, ``filter``
+    ``worker``/``num_workers``, ``prefetch``, ``cache_bytes``, ``fetch_ahead_bytes`` (decoded
+    chunks fetched ahead along the epoch's order; None: half the cache, at most 256 MiB; 0:
+    off), ``dtype``, ``filter``
     (``{"variable": ..., "max_nan_fraction": ...}``), ``pinned``, ``storage_options`` (for a URL).
 
     ``ds`` may be a lazycube Dataset, a URL, or an ``xarray.Dataset`` opened with
@@ -133,7 +135,8 @@ class BatchGenerator:
                       cache_preprocess=more.pop("cache_preprocess", None))
         storage_options = more.pop("storage_options", None)
         generator = {"dtype": more.pop("dtype", None), "filter": more.pop("filter", None),
-                     "pinned": bool(more.pop("pinned", False))}
+                     "pinned": bool(more.pop("pinned", False)),
+                     "fetch_ahead_bytes": more.pop("fetch_ahead_bytes", None)}
         if more:
             raise TypeError("BatchGenerator() got unexpected keyword arguments: %s"
                             % ", ".join(sorted(more)))

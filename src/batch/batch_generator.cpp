@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "batch_source.hpp"
+#include "fetch_ahead.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/thread_pool.hpp"
 
@@ -66,6 +67,10 @@ struct BatchGenerator::Impl {
   std::optional<EpochOrder> order;  // empty when there is nothing to visit
   std::uint64_t position = 0;       // shard position where the next batch starts
   std::uint64_t index = 0;          // number of the next batch
+  // Brings the chunks of the coming windows into the cache ahead of the assembly; runs
+  // while batches are produced (stopped with the producer, before `order` changes).
+  FetchAhead fetch{source, source.fetch_ahead_bytes()};
+  bool fetching = false;
   // Used by the one thread that assembles batches at a time (the producer, or the caller
   // with prefetch 0).
   HeapTrimmer trimmer;
@@ -152,7 +157,14 @@ struct BatchGenerator::Impl {
     return b;
   }
 
+  void start_fetch() {
+    if (fetching || !order) return;
+    fetch.start(*order, position);
+    fetching = true;
+  }
+
   void start_producer() {
+    start_fetch();
     stopping = false;
     running = true;
     producer = std::thread([this, pos = position, idx = index, e = epoch]() mutable {
@@ -173,6 +185,7 @@ struct BatchGenerator::Impl {
         }
         const bool last = !s.plan || s.error;
         if (s.plan) pos = s.plan->end;
+        if (s.batch) fetch.consumed(pos);
         trimmer.after_batch(*source.cache());
         ++idx;
         {
@@ -192,6 +205,8 @@ struct BatchGenerator::Impl {
     }
     cv.notify_all();
     if (producer.joinable()) producer.join();
+    fetch.stop();
+    fetching = false;
     ready.clear();
     running = false;
     stopping = false;
@@ -199,11 +214,16 @@ struct BatchGenerator::Impl {
 
   std::optional<Batch> next() {
     if (source.options().prefetch == 0) {
+      start_fetch();
       auto p = plan_from(order, position);
-      if (!p) return std::nullopt;
+      if (!p) {
+        stop_producer();
+        return std::nullopt;
+      }
       Batch b = assemble(*p, epoch, index);
       trimmer.after_batch(*source.cache());
       position = p->end;
+      fetch.consumed(position);
       ++index;
       return b;
     }
@@ -248,6 +268,8 @@ std::uint64_t BatchGenerator::total_windows() const { return impl_->source.units
 std::uint64_t BatchGenerator::shard_windows() const { return impl_->shard_units(); }
 std::uint64_t BatchGenerator::size() const { return impl_->batches(); }
 const std::shared_ptr<ChunkCache>& BatchGenerator::cache() const { return impl_->source.cache(); }
+const std::vector<std::string>& BatchGenerator::warnings() const { return impl_->source.warnings(); }
+std::uint64_t BatchGenerator::fetch_ahead_bytes() const { return impl_->fetch.budget(); }
 
 Batch BatchGenerator::batch(std::uint64_t i, std::uint64_t epoch) const {
   Impl& m = *impl_;

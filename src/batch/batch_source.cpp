@@ -1,7 +1,9 @@
 #include "batch_source.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <future>
 #include <numeric>
 #include <set>
 
@@ -107,11 +109,13 @@ BatchSource::BatchSource(Dataset dataset, BatchOptions options)
   std::set<std::string> windowed;
   for (const auto& [d, n] : options_.input_dims) windowed.insert(d);
   for (const auto& [d, n] : options_.batch_dims) windowed.insert(d);
-  for (const auto& d : windowed) {
-    if (!dataset_.contains(d)) continue;
-    const Variable& c = dataset_.variable(d);
-    if (c.dims().size() == 1 && c.dims()[0] == d) coord_values_.emplace(d, c.read());
-  }
+  // Read at once, each on its own thread (not the pool, which may have fewer workers than
+  // there are coordinates): over a remote store each read is a round trip.
+  std::vector<std::future<std::pair<std::string, NDArray>>> reads;
+  for (const auto& d : windowed)
+    if (dataset_.contains(d) && dataset_.variable(d).dims() == std::vector<std::string>{d})
+      reads.push_back(std::async(std::launch::async, [this, d] { return std::pair(d, dataset_.variable(d).read()); }));
+  for (auto& r : reads) coord_values_.insert(r.get());
 }
 
 void BatchSource::resolve_stacked() {
@@ -198,6 +202,7 @@ void BatchSource::resolve_stacked() {
   for (const auto& [d, n] : o.input_dims) out_extent_.push_back(n);
   for (const auto& d : other_dims_) out_extent_.push_back(first.dim_size(d));
   chunk_lengths_ = chunk_group_lengths(first, xvars_.size() + yvars_.size());
+  if (o.shuffle == Shuffle::Random) warn_random_reads(first);
 
   if (o.filter) {
     const std::string fname = o.filter->variable.empty() ? first.name() : o.filter->variable;
@@ -227,6 +232,35 @@ void BatchSource::resolve_stacked() {
              {"shard", {o.shard.rank, o.shard.world_size, o.shard.worker, o.shard.num_workers}}};
 }
 
+void BatchSource::warn_random_reads(const Variable& first) {
+  // Random order over more data than the cache holds: a chunk is fetched again whenever a window
+  // needs it after its eviction. With uniform access, each of the k window reads of a chunk per
+  // epoch misses with probability about 1 - cache/data.
+  double data = 0;
+  for (const auto* vars : {&xvars_, &yvars_})
+    for (const auto& v : *vars) data += static_cast<double>(v.size() * v.stored_dtype().itemsize);
+  const double cache = static_cast<double>(cache_->budget());
+  if (cache <= 0 || data <= cache) return;
+  const Shape chunks = first.chunks();
+  double chunk_count = 1, reads_per_window = 1;
+  for (std::size_t d = 0; d < first.dims().size(); ++d) {
+    const std::uint64_t c = std::max<std::uint64_t>(chunks[d], 1);
+    chunk_count *= static_cast<double>((first.shape()[d] + c - 1) / c);
+    const std::int64_t g = find_index(grid_dims_, first.dims()[d]);
+    if (g >= 0) reads_per_window *= 1.0 + static_cast<double>(grid_.dims()[static_cast<std::size_t>(g)].length - 1) / static_cast<double>(c);
+    else reads_per_window *= static_cast<double>((first.shape()[d] + c - 1) / c);
+  }
+  const double per_chunk = static_cast<double>(grid_.size()) * reads_per_window / chunk_count;
+  const double amplification = std::max(1.0, per_chunk * (1.0 - cache / data));
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "shuffle 'random' over %.0f MiB of data with a %.0f MiB chunk cache: expect a read amplification of "
+                "about %.1f (each chunk fetched %.1f times per epoch); shuffle 'chunk' reads each chunk about once, "
+                "or give the cache more than the data",
+                data / (1 << 20), cache / (1 << 20), amplification, amplification);
+  warnings_.push_back(text);
+}
+
 void BatchSource::resolve_xbatcher() {
   const BatchOptions& o = options_;
   if (o.target || o.filter || o.dtype || o.drop_last)
@@ -245,6 +279,7 @@ void BatchSource::resolve_xbatcher() {
     cvars_.push_back(v);
   }
   if (schema_.size() > 0) batch_grid_ = WindowGrid({{"batch", schema_.size()}}, {{"batch", 1}});
+  warnings_ = schema_.warnings();
   chunk_lengths_ = {0};
   config_ = {{"mode", "xbatcher"},
              {"dims", dims_json(dims)},
@@ -276,6 +311,37 @@ ArraySelection BatchSource::window_selection(const Variable& var, std::uint64_t 
     sel.push_back({static_cast<std::uint64_t>(start), w.length, 1});
   }
   return sel;
+}
+
+void BatchSource::for_each_read(std::uint64_t id,
+                                const std::function<void(const ArrayPtr&, const ArraySelection&)>& visit) const {
+  if (!stacked_) {
+    for (const auto& p : schema_.patches(id))
+      for (const Variable& v : cvars_) {
+        ArraySelection sel;
+        for (const auto& d : v.dims()) {
+          auto it = std::find_if(p.begin(), p.end(), [&](const auto& e) { return e.first == d; });
+          sel.push_back(it == p.end() ? IndexRange::all(v.dim_size(d)) : it->second);
+        }
+        visit(v.array(), v.array_selection_of(sel));
+      }
+    return;
+  }
+  for (const Variable& v : xvars_) visit(v.array(), v.array_selection_of(window_selection(v, id, false)));
+  for (const Variable& v : yvars_) visit(v.array(), v.array_selection_of(window_selection(v, id, true)));
+  if (filter_) {
+    const Variable& f = filter_->variable();
+    visit(f.array(), f.array_selection_of(window_selection(f, id, false)));
+  }
+}
+
+std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes) {
+  return std::min<std::uint64_t>(cache_budget_bytes / 2, std::uint64_t{256} << 20);
+}
+
+std::uint64_t BatchSource::fetch_ahead_bytes() const {
+  if (!cache_->enabled()) return 0;
+  return options_.fetch_ahead_bytes ? *options_.fetch_ahead_bytes : default_fetch_ahead_bytes(cache_->budget());
 }
 
 bool BatchSource::window_passes(std::uint64_t id) const {

@@ -4,6 +4,7 @@
 // the prefetch thread and the caller can use it at once.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +36,14 @@ class BatchSource {
   bool has_filter() const { return filter_ != nullptr; }
   // Whether window `id` passes the validity filter (true without a filter).
   bool window_passes(std::uint64_t id) const;
+  // Every array selection that assembling unit `id` (a window, or an xbatcher batch) reads,
+  // as visit(array, selection): what fetch-ahead brings into the cache.
+  void for_each_read(std::uint64_t id, const std::function<void(const ArrayPtr&, const ArraySelection&)>& visit) const;
+  // BatchOptions::fetch_ahead_bytes, resolved (0: off).
+  std::uint64_t fetch_ahead_bytes() const;
+  // Advice about the configuration, given once (xbatcher's schema warnings; random shuffle
+  // over more data than the cache holds).
+  const std::vector<std::string>& warnings() const { return warnings_; }
   // The configuration as JSON (identifies it in saved states).
   const nlohmann::json& config() const { return config_; }
 
@@ -53,6 +62,7 @@ class BatchSource {
   // Chunk-shuffle group length along each grid dim (a multiple of the chunk length).
   std::vector<std::uint64_t> chunk_group_lengths(const Variable& first, std::size_t nvars) const;
   void resolve_stacked();
+  void warn_random_reads(const Variable& first);
   void resolve_xbatcher();
 
   Dataset dataset_;
@@ -60,6 +70,7 @@ class BatchSource {
   std::shared_ptr<ChunkCache> cache_;
   bool stacked_ = false;
   nlohmann::json config_;
+  std::vector<std::string> warnings_;
 
   // Stacked mode.
   WindowGrid grid_;

@@ -54,13 +54,19 @@ struct ChunkCache::Impl {
   struct Entry {
     Chunk chunk;
     std::list<ChunkKey>::iterator lru;  // position in `lru` (front = most recently used)
+    bool ahead_unused = false;          // fetched ahead, not yet looked up by a reader
+  };
+  struct Load {
+    std::shared_future<Chunk> future;
+    bool ahead = false;  // claimed by a fetch-ahead lookup
+    bool used = false;   // a reader has joined it
   };
 
   mutable std::mutex mutex;
   std::uint64_t budget;
   std::list<ChunkKey> lru;
   std::unordered_map<ChunkKey, Entry, ChunkKeyHash> entries;
-  std::unordered_map<ChunkKey, std::shared_future<Chunk>, ChunkKeyHash> in_flight;
+  std::unordered_map<ChunkKey, Load, ChunkKeyHash> in_flight;
   std::unordered_set<ChunkKey, ChunkKeyHash> seen;  // distinct keys since reset_stats
   CacheStats counters;  // hits, misses, evictions, bytes_*; the gauges live in `entries`
   std::uint64_t bytes_cached = 0;
@@ -73,6 +79,7 @@ struct ChunkCache::Impl {
   static bool pinned(const Entry& e) { return e.chunk.use_count() > 1; }
 
   void drop(std::unordered_map<ChunkKey, Entry, ChunkKeyHash>::iterator it) {
+    if (it->second.ahead_unused) ++counters.fetched_ahead_unused;
     bytes_cached -= it->second.chunk->size();
     lru.erase(it->second.lru);
     entries.erase(it);
@@ -95,10 +102,13 @@ struct ChunkCache::Impl {
   }
 
   // Keeps a freshly loaded chunk when it can fit the budget at all.
-  void admit(const ChunkKey& key, const Chunk& chunk) {
-    if (chunk->size() > budget) return;  // bigger than the whole budget (or budget 0): hand out only
+  void admit(const ChunkKey& key, const Chunk& chunk, bool ahead_unused) {
+    if (chunk->size() > budget) {  // bigger than the whole budget (or budget 0): hand out only
+      if (ahead_unused) ++counters.fetched_ahead_unused;
+      return;
+    }
     lru.push_front(key);
-    entries.emplace(key, Entry{chunk, lru.begin()});
+    entries.emplace(key, Entry{chunk, lru.begin(), ahead_unused});
     bytes_cached += chunk->size();
     trim(budget, true);
     if (bytes_cached > peak) peak = bytes_cached;
@@ -107,11 +117,13 @@ struct ChunkCache::Impl {
   // Resolves an in-flight load: its waiters keep their shared_future, new lookups see the entry.
   void finish(const ChunkKey& key, const Chunk* loaded) {
     std::lock_guard lock(mutex);
-    in_flight.erase(key);
+    auto it = in_flight.find(key);
+    const bool ahead_unused = it != in_flight.end() && it->second.ahead && !it->second.used;
+    if (it != in_flight.end()) in_flight.erase(it);
     if (loaded == nullptr) return;
     counters.bytes_fetched += (*loaded)->size();
     note_seen(key, (*loaded)->size());
-    admit(key, *loaded);
+    admit(key, *loaded, ahead_unused);
   }
 };
 
@@ -146,26 +158,34 @@ const std::shared_ptr<ChunkCache>& ChunkCache::global() {
   return *global_cache;
 }
 
-ChunkCache::Lookup ChunkCache::lookup(const ChunkKey& key) {
+ChunkCache::Lookup ChunkCache::lookup(const ChunkKey& key, Purpose purpose) {
   Lookup out;
+  const bool read = purpose == Purpose::Read;
   std::lock_guard lock(impl_->mutex);
   // Chunks released since the last bookkeeping may have left the cache over its budget.
   if (impl_->bytes_cached > impl_->budget) impl_->trim(impl_->budget, true);
   if (auto it = impl_->entries.find(key); it != impl_->entries.end()) {
-    ++impl_->counters.hits;
     impl_->lru.splice(impl_->lru.begin(), impl_->lru, it->second.lru);
-    impl_->note_seen(key, it->second.chunk->size());
+    if (read) {
+      ++impl_->counters.hits;
+      it->second.ahead_unused = false;
+      impl_->note_seen(key, it->second.chunk->size());
+    }
     out.chunk = it->second.chunk;
     return out;
   }
   if (auto it = impl_->in_flight.find(key); it != impl_->in_flight.end()) {
-    ++impl_->counters.hits;
-    out.pending = it->second;
+    if (read) {
+      ++impl_->counters.hits;
+      it->second.used = true;
+    }
+    out.pending = it->second.future;
     return out;
   }
   ++impl_->counters.misses;
+  if (!read) ++impl_->counters.fetched_ahead;
   std::promise<Chunk> promise;
-  impl_->in_flight.emplace(key, promise.get_future().share());
+  impl_->in_flight.emplace(key, Impl::Load{promise.get_future().share(), !read, false});
   out.claim = std::shared_ptr<Claim>(new Claim(impl_, key, std::move(promise)));
   return out;
 }

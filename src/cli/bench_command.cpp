@@ -100,6 +100,7 @@ int run_bench(const BenchArgs& args) {
   options.seed = args.seed;
   options.prefetch = static_cast<std::size_t>(args.prefetch);
   options.cache = std::make_shared<ChunkCache>(args.cache_mb * std::uint64_t{1024 * 1024});
+  if (args.fetch_ahead_mb) options.fetch_ahead_bytes = *args.fetch_ahead_mb * std::uint64_t{1024 * 1024};
   OpenOptions open_options;
   open_options.storage_options = parse_storage_options(args.options);
 
@@ -109,6 +110,8 @@ int run_bench(const BenchArgs& args) {
   const auto t_construct = Clock::now();
   batch::BatchGenerator generator(std::move(ds), options);
   const auto t_constructed = Clock::now();
+  for (const auto& w : generator.warnings()) std::cerr << "lazycube bench: warning: " << w << "\n";
+  const std::uint64_t fetch_ahead_bytes = generator.fetch_ahead_bytes();
 
   const std::uint64_t per_epoch = generator.size();
   std::uint64_t total = per_epoch * args.epochs;
@@ -181,6 +184,7 @@ int run_bench(const BenchArgs& args) {
   j["shuffle"] = batch::shuffle_name(options.shuffle);
   j["seed"] = args.seed;
   j["prefetch"] = args.prefetch;
+  j["fetch_ahead_mb"] = static_cast<double>(fetch_ahead_bytes) / double(1 << 20);
   j["variables"] = generator.options().variables;
   j["input_dims"] = ordered_json::object();
   for (const auto& [dim, n] : options.input_dims) j["input_dims"][dim] = n;
@@ -192,7 +196,8 @@ int run_bench(const BenchArgs& args) {
   j["cache"] = {{"budget_mb", args.cache_mb},   {"hits", cs.hits},
                 {"misses", cs.misses},          {"evictions", cs.evictions},
                 {"bytes_fetched", cs.bytes_fetched}, {"bytes_delivered", cs.bytes_delivered},
-                {"bytes_unique", cs.bytes_unique},   {"peak_bytes_cached", cs.peak_bytes_cached}};
+                {"bytes_unique", cs.bytes_unique},   {"peak_bytes_cached", cs.peak_bytes_cached},
+                {"fetched_ahead", cs.fetched_ahead}, {"fetched_ahead_unused", cs.fetched_ahead_unused}};
 
   if (args.json) {
     add_warnings(j);
@@ -232,6 +237,13 @@ int run_bench(const BenchArgs& args) {
                   static_cast<unsigned long long>(cs.hits), static_cast<unsigned long long>(cs.misses),
                   static_cast<unsigned long long>(cs.evictions));
   out << line;
+  if (fetch_ahead_bytes > 0) {
+    std::snprintf(line, sizeof line, "  fetch-ahead    %.0f MiB: %llu chunks fetched ahead, %llu never used\n",
+                  static_cast<double>(fetch_ahead_bytes) / double(1 << 20),
+                  static_cast<unsigned long long>(cs.fetched_ahead),
+                  static_cast<unsigned long long>(cs.fetched_ahead_unused));
+    out << line;
+  }
   std::snprintf(line, sizeof line, "  peak RSS       %.0f MiB\n", rss);
   out << line;
   return 0;

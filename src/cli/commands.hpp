@@ -57,6 +57,7 @@ struct BenchArgs {
   std::uint64_t max_batches = 0;  // 0: no limit; counted across epochs
   std::uint64_t cache_mb = 1024;  // MiB; 0: cache off
   std::uint64_t prefetch = 2;
+  std::optional<std::uint64_t> fetch_ahead_mb;  // MiB; 0: off; unset: from the cache budget
   bool json = false;
   std::vector<std::string> options;  // storage options, KEY=VALUE
   ProgressMode progress = ProgressMode::Auto;

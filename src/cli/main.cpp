@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_option("--cache-mb", bench.cache_mb, "Chunk cache budget in MiB (0: off)")->capture_default_str();
   bench_cmd->add_option("--prefetch", bench.prefetch, "Batches assembled ahead of the consumer")->capture_default_str();
+  bench_cmd->add_option("--fetch-ahead-mb", bench.fetch_ahead_mb,
+                        "Decoded chunks fetched ahead along the epoch's order, in MiB (0: off; default: half the "
+                        "cache budget, at most 256)");
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of text");
   add_progress_flags(bench_cmd, bench.progress);
   bench_cmd->add_option("--option", bench.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")

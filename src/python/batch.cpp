@@ -68,7 +68,7 @@ std::unique_ptr<BatchGenerator> make_generator(
     const py::object& target_offset, const py::object& filter_variable,
     const py::object& max_nan_fraction, const py::object& shuffle, std::uint64_t seed,
     std::uint32_t rank, std::uint32_t world_size, std::uint32_t worker, std::uint32_t num_workers,
-    std::size_t prefetch, const py::object& cache_bytes, bool pinned) {
+    std::size_t prefetch, const py::object& cache_bytes, bool pinned, const py::object& fetch_ahead_bytes) {
   BatchOptions o;
   o.input_dims = to_dim_sizes(input_dims, "input_dims");
   if (!input_overlap.is_none()) {
@@ -113,6 +113,11 @@ std::unique_ptr<BatchGenerator> make_generator(
     if (budget < 0) throw UsageError("cache_bytes must not be negative");
     o.cache = std::make_shared<ChunkCache>(static_cast<std::uint64_t>(budget));
   }
+  if (!fetch_ahead_bytes.is_none()) {
+    const auto bytes = as_int64(fetch_ahead_bytes);
+    if (bytes < 0) throw UsageError("fetch_ahead_bytes must not be negative");
+    o.fetch_ahead_bytes = static_cast<std::uint64_t>(bytes);
+  }
   // Page-locked batch buffers for fast host-to-GPU copies (UsageError without a usable device).
   if (pinned) o.allocator = cuda::pinned_allocator();
   py::gil_scoped_release release;
@@ -131,6 +136,8 @@ py::dict stats_dict(const CacheStats& s) {
   d["peak_bytes_cached"] = s.peak_bytes_cached;
   d["entries"] = s.entries;
   d["budget_bytes"] = s.budget_bytes;
+  d["fetched_ahead"] = s.fetched_ahead;
+  d["fetched_ahead_unused"] = s.fetched_ahead_unused;
   d["hit_rate"] = s.hit_rate();
   d["read_amplification"] = s.read_amplification();
   return d;
@@ -235,7 +242,8 @@ void bind_batch(py::module_& m) {
            py::arg("max_nan_fraction") = py::none(), py::arg("shuffle") = "none",
            py::arg("seed") = 0, py::arg("rank") = 0, py::arg("world_size") = 1,
            py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("prefetch") = 2,
-           py::arg("cache_bytes") = py::none(), py::arg("pinned") = false)
+           py::arg("cache_bytes") = py::none(), py::arg("pinned") = false,
+           py::arg("fetch_ahead_bytes") = py::none())
       .def("__len__", [](const BatchGenerator& g) { return g.size(); })
       .def_property_readonly("total_windows", &BatchGenerator::total_windows)
       .def_property_readonly("shard_windows", &BatchGenerator::shard_windows)
@@ -273,11 +281,8 @@ void bind_batch(py::module_& m) {
           },
           py::arg("state"))
       .def("cache_stats", [](const BatchGenerator& g) { return stats_dict(g.cache()->stats()); })
-      .def_property_readonly("warnings",
-                             [](const BatchGenerator& g) {
-                               if (g.options().batch_size > 0) return py::list();
-                               return str_list(g.schema().warnings());
-                             })
+      .def_property_readonly("fetch_ahead_bytes", &BatchGenerator::fetch_ahead_bytes)
+      .def_property_readonly("warnings", [](const BatchGenerator& g) { return str_list(g.warnings()); })
       .def_property_readonly("mode",
                              [](const BatchGenerator& g) {
                                return g.options().batch_size > 0 ? "stacked" : "xbatcher";

@@ -22,9 +22,16 @@ std::string join(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
+// Metadata documents fetched ahead of the probes that read them (see prefetch_probes).
+using ProbeCache = std::map<std::string, std::optional<Buffer>>;
+
 // The JSON document at `key`, or nullopt when absent. Malformed JSON is a MetadataError.
-std::optional<json> read_json(Store& store, const std::string& key) {
-  auto bytes = store.get(key);
+std::optional<json> read_json(Store& store, const std::string& key, const ProbeCache* probes = nullptr) {
+  std::optional<Buffer> bytes;
+  if (auto it = probes ? probes->find(key) : ProbeCache::const_iterator{}; probes && it != probes->end())
+    bytes = it->second;
+  else
+    bytes = store.get(key);
   if (!bytes) return std::nullopt;
   try {
     return json::parse(reinterpret_cast<const char*>(bytes->data()),
@@ -32,6 +39,24 @@ std::optional<json> read_json(Store& store, const std::string& key) {
   } catch (const json::parse_error& e) {
     throw MetadataError("malformed JSON in " + store.describe(key) + ": " + e.what());
   }
+}
+
+// Over a network store the probes of a node (v3 zarr.json; v2 .zarray, .zattrs, .zgroup,
+// .zmetadata) go out at once, one round trip instead of up to five in a row. A failure of the
+// batch is left to the probe that meets it, one at a time as before.
+ProbeCache prefetch_probes(Store& store, const std::string& path, std::optional<bool> consolidated) {
+  ProbeCache out;
+  if (!store.prefers_batches()) return out;
+  std::vector<ByteRequest> reqs;
+  for (const char* name : {"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})
+    if (consolidated != false || std::string_view(name) != ".zmetadata") reqs.push_back({join(path, name), {}});
+  try {
+    auto got = store.get_many(reqs);
+    for (std::size_t i = 0; i < reqs.size(); ++i) out.emplace(reqs[i].key, std::move(got[i]));
+  } catch (const Error&) {
+    out.clear();
+  }
+  return out;
 }
 
 ArrayPtr make_array(const std::shared_ptr<Store>& store, const std::string& path, ArrayMetadata m) {
@@ -66,8 +91,9 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
   const std::string where = store->describe(path);
   std::map<std::string, ArrayPtr> arrays;
   std::vector<std::string> groups;
+  const ProbeCache probes = prefetch_probes(*store, path, consolidated);
 
-  if (auto doc = read_json(*store, join(path, "zarr.json"))) {
+  if (auto doc = read_json(*store, join(path, "zarr.json"), &probes)) {
     h.zarr_format_ = 3;
     if (!doc->is_object()) throw MetadataError("malformed " + store->describe(join(path, "zarr.json")) + ": not an object");
     const std::string node_type = doc->value("node_type", "");
@@ -111,19 +137,19 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
           groups.push_back(name);
       }
     }
-  } else if (auto zarray = read_json(*store, join(path, ".zarray"))) {
+  } else if (auto zarray = read_json(*store, join(path, ".zarray"), &probes)) {
     h.zarr_format_ = 2;
     h.root_is_array_ = true;
-    auto zattrs = read_json(*store, join(path, ".zattrs"));
+    auto zattrs = read_json(*store, join(path, ".zattrs"), &probes);
     auto a = v2_array_from(store, path, *zarray, zattrs ? *zattrs : json());
     h.attrs_ = a->attrs();
     h.array_names_ = {""};
     h.arrays_ = {a};
     return h;
   } else {
-    auto zgroup = read_json(*store, join(path, ".zgroup"));
+    auto zgroup = read_json(*store, join(path, ".zgroup"), &probes);
     std::optional<json> zmeta;
-    if (consolidated != false) zmeta = read_json(*store, join(path, ".zmetadata"));
+    if (consolidated != false) zmeta = read_json(*store, join(path, ".zmetadata"), &probes);
     if (!zgroup && !zmeta) throw NotFound("no Zarr group or array at " + where);
     if (consolidated == true && !zmeta)
       throw NotFound(where + ": no consolidated metadata (.zmetadata) (consolidated=true)");
@@ -147,7 +173,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
         }
       }
     } else {
-      if (auto zattrs = read_json(*store, join(path, ".zattrs")); zattrs && zattrs->is_object()) h.attrs_ = *zattrs;
+      if (auto zattrs = read_json(*store, join(path, ".zattrs"), &probes); zattrs && zattrs->is_object()) h.attrs_ = *zattrs;
       for (const auto& name : store->list_dir(path)) {
         if (!name.empty() && name[0] == '.') continue;
         const std::string child = join(path, name);

@@ -12,6 +12,7 @@
 #include "array_metadata.hpp"
 #include "chunk_copy.hpp"
 #include "lazycube/array.hpp"
+#include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/store/store.hpp"
 #include "sharding_codec.hpp"
 
@@ -41,6 +42,9 @@ class ZarrArray final : public Array {
   void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
   void read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
                    ChunkCache& cache) const override;
+  std::vector<std::vector<std::uint64_t>> read_units(std::span<const ArraySelection> selections) const override;
+  std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
+                                                        ChunkCache& cache) const override;
   // describe(), except for memory stores, which all share one URL: their store id is added.
   std::string cache_id() const override;
 
@@ -82,6 +86,10 @@ class ZarrArray final : public Array {
   // read() and read_converted() (conv null: elements copied as stored); dest already checked.
   void read_units(const ArraySelection& selection, MutableByteView dest, const ElementConversion* conv) const;
   std::string chunk_key(const std::vector<std::uint64_t>& unit) const;
+  // The cached chunks of `units` (read_cached's rounds, load_units): looked up, the missing
+  // ones fetched together and decoded into the cache, then loads of other callers joined.
+  std::vector<ChunkCache::Chunk> cached_units(std::span<const std::vector<std::uint64_t>> units, ChunkCache& cache,
+                                              ChunkCache::Purpose purpose) const;
   void check_selection(const ArraySelection& selection) const;
   template <class Task>
   void run_units(const ArraySelection& selection, Task&& task, bool parallel = true) const;

@@ -87,49 +87,10 @@ void ZarrArray::read_cached(std::span<const ArraySelection> selections, std::spa
     dst_shapes[s].reserve(selections[s].size());
     for (const auto& r : selections[s]) dst_shapes[s].push_back(r.count);
   }
-  const std::string id = cache_id();
   for (std::size_t first = 0; first < units.size(); first += per_round) {
     const std::size_t n = std::min(per_round, units.size() - first);
-    // Ask the cache about every unit of the round; load the ones this call claims.
-    std::vector<ChunkCache::Chunk> chunks(n);
-    std::vector<std::shared_future<ChunkCache::Chunk>> pending(n);
-    std::vector<std::shared_ptr<ChunkCache::Claim>> claims(n);
-    std::vector<std::vector<std::uint64_t>> to_load;
-    std::vector<std::size_t> load_of;  // to_load[i] is round unit load_of[i]
-    for (std::size_t u = 0; u < n; ++u) {
-      auto found = cache.lookup(ChunkKey{id, units[first + u]});
-      chunks[u] = std::move(found.chunk);
-      pending[u] = std::move(found.pending);
-      claims[u] = std::move(found.claim);
-      if (claims[u]) {
-        to_load.push_back(units[first + u]);
-        load_of.push_back(u);
-      }
-    }
-    try {
-      fetch_units(to_load, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
-        const std::size_t u = load_of[i];
-        try {
-          Buffer decoded(unit_bytes);
-          decode_unit(encoded, what, decoded.span());
-          chunks[u] = cache.fulfill(*claims[u], std::move(decoded));
-        } catch (...) {
-          cache.fail(*claims[u], std::current_exception());
-          claims[u].reset();
-          throw;
-        }
-        claims[u].reset();
-      });
-    } catch (...) {
-      // Claims left unresolved (a failed batch fetch, work skipped after the first error) are
-      // failed with the same error so that other readers waiting on them see it too.
-      for (auto& claim : claims)
-        if (claim) cache.fail(*claim, std::current_exception());
-      throw;
-    }
-    // Loads other readers had in flight; every claim of ours is resolved, so this cannot deadlock.
-    for (std::size_t u = 0; u < n; ++u)
-      if (pending[u].valid()) chunks[u] = pending[u].get();
+    const std::vector<ChunkCache::Chunk> chunks =
+        cached_units(std::span(units).subspan(first, n), cache, ChunkCache::Purpose::Read);
     // Copy the round's regions out of its pinned chunks.
     std::size_t round_end = round_begin;
     while (round_end < by_unit.size() && jobs[by_unit[round_end]].unit < first + n) ++round_end;
@@ -143,6 +104,72 @@ void ZarrArray::read_cached(std::span<const ArraySelection> selections, std::spa
   std::uint64_t delivered = 0;
   for (const auto& d : dests) delivered += d.size();
   cache.note_delivered(delivered);
+}
+
+std::vector<ChunkCache::Chunk> ZarrArray::cached_units(std::span<const std::vector<std::uint64_t>> units,
+                                                       ChunkCache& cache, ChunkCache::Purpose purpose) const {
+  const std::size_t n = units.size();
+  const std::uint64_t unit_bytes = shape_size(unit_shape_) * meta_.dtype.itemsize;
+  const std::string id = cache_id();
+  // Ask the cache about every unit; load the ones this call claims.
+  std::vector<ChunkCache::Chunk> chunks(n);
+  std::vector<std::shared_future<ChunkCache::Chunk>> pending(n);
+  std::vector<std::shared_ptr<ChunkCache::Claim>> claims(n);
+  std::vector<std::vector<std::uint64_t>> to_load;
+  std::vector<std::size_t> load_of;  // to_load[i] is unit load_of[i]
+  for (std::size_t u = 0; u < n; ++u) {
+    auto found = cache.lookup(ChunkKey{id, units[u]}, purpose);
+    chunks[u] = std::move(found.chunk);
+    pending[u] = std::move(found.pending);
+    claims[u] = std::move(found.claim);
+    if (claims[u]) {
+      to_load.push_back(units[u]);
+      load_of.push_back(u);
+    }
+  }
+  try {
+    fetch_units(to_load, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
+      const std::size_t u = load_of[i];
+      try {
+        Buffer decoded(unit_bytes);
+        decode_unit(encoded, what, decoded.span());
+        chunks[u] = cache.fulfill(*claims[u], std::move(decoded));
+      } catch (...) {
+        cache.fail(*claims[u], std::current_exception());
+        claims[u].reset();
+        throw;
+      }
+      claims[u].reset();
+    });
+  } catch (...) {
+    // Claims left unresolved (a failed batch fetch, work skipped after the first error) are
+    // failed with the same error so that other readers waiting on them see it too.
+    for (auto& claim : claims)
+      if (claim) cache.fail(*claim, std::current_exception());
+    throw;
+  }
+  // Loads other readers had in flight; every claim of ours is resolved, so this cannot deadlock.
+  for (std::size_t u = 0; u < n; ++u)
+    if (pending[u].valid()) chunks[u] = pending[u].get();
+  return chunks;
+}
+
+std::vector<std::vector<std::uint64_t>> ZarrArray::read_units(std::span<const ArraySelection> selections) const {
+  std::vector<std::vector<std::uint64_t>> units;
+  std::map<std::vector<std::uint64_t>, std::size_t, UnitLess> seen;
+  for (const auto& sel : selections)
+    visit_unit_pieces(sel, [&](const DimIndex& unit, const Region&) {
+      if (seen.find(unit) != seen.end()) return;
+      units.emplace_back(unit.begin(), unit.end());
+      seen.emplace(units.back(), units.size() - 1);
+    });
+  return units;
+}
+
+std::vector<std::shared_ptr<const Buffer>> ZarrArray::load_units(const std::vector<std::vector<std::uint64_t>>& units,
+                                                                 ChunkCache& cache) const {
+  if (!cache.enabled() || units.empty()) return {};
+  return cached_units(units, cache, ChunkCache::Purpose::FetchAhead);
 }
 
 }  // namespace lazycube::zarr

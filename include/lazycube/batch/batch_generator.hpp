@@ -67,9 +67,17 @@ struct BatchOptions {
   ShardSpec shard;
 
   std::size_t prefetch = 2;            // batches assembled ahead of the caller (0: on demand)
+  // Decoded bytes of chunks fetched ahead along the epoch's order and held until their batch
+  // is assembled (docs/batching.md "Fetch-ahead"); 0: off; unset: default_fetch_ahead_bytes of
+  // the cache budget.
+  std::optional<std::uint64_t> fetch_ahead_bytes;
   std::shared_ptr<ChunkCache> cache;   // nullptr: ChunkCache::global()
   BatchAllocator allocator;            // nullptr: lazycube's own (huge-page) allocation
 };
+
+// The fetch-ahead budget when BatchOptions::fetch_ahead_bytes is unset: half the cache
+// budget, at most 256 MiB (0 when the cache is off).
+std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes);
 
 // One contiguous C-order array of a batch.
 struct BatchArray {
@@ -145,6 +153,14 @@ class BatchGenerator {
   // UsageError when the state does not belong to this configuration.
   nlohmann::json state() const;
   void restore(const nlohmann::json& state);
+
+  // Advice about the configuration, to show once: xbatcher's (compatibility mode), and for a
+  // random shuffle over more data than the cache holds, the expected read amplification.
+  const std::vector<std::string>& warnings() const;
+
+  // The fetch-ahead budget in effect (options().fetch_ahead_bytes resolved; 0 when off or the
+  // cache is).
+  std::uint64_t fetch_ahead_bytes() const;
 
   // The cache the generator reads through.
   const std::shared_ptr<ChunkCache>& cache() const;

@@ -37,6 +37,11 @@ struct CacheStats {
   std::uint64_t peak_bytes_cached = 0;
   std::uint64_t entries = 0;  // chunks held now
   std::uint64_t budget_bytes = 0;
+  // Fetch-ahead (BatchOptions::fetch_ahead_bytes): chunks loaded ahead of their readers, and
+  // of those the ones dropped from the cache (evicted, cleared, or too big to keep) before
+  // any reader used them.
+  std::uint64_t fetched_ahead = 0;
+  std::uint64_t fetched_ahead_unused = 0;
   // hits / (hits + misses); 0 when nothing was looked up.
   double hit_rate() const;
   // bytes_fetched / bytes_unique: 1.0 when every chunk needed was fetched exactly once, 2.0
@@ -74,7 +79,11 @@ class ChunkCache {
     std::shared_future<Chunk> pending;  // valid when another caller is loading it
     std::shared_ptr<Claim> claim;       // set when this caller must load it
   };
-  Lookup lookup(const ChunkKey& key);
+  // `Purpose::FetchAhead` is a lookup on behalf of readers still to come: a hit is not counted
+  // as one (nor marks the chunk as used), and a chunk it loads counts as fetched ahead until a
+  // reader looks it up.
+  enum class Purpose { Read, FetchAhead };
+  Lookup lookup(const ChunkKey& key, Purpose purpose = Purpose::Read);
   Chunk fulfill(Claim& claim, Buffer decoded);
   void fail(Claim& claim, std::exception_ptr error);
 

@@ -72,6 +72,9 @@ class Variable {
   // chunks the windows share are fetched and decoded once), else directly.
   void read_windows_into(std::span<const ArraySelection> windows,
                          std::span<const MutableByteView> dests, ChunkCache* cache) const;
+  // The array selection a window (as read_windows_into takes it) reads: which chunks a window
+  // needs, for fetch-ahead.
+  ArraySelection array_selection_of(const ArraySelection& window) const { return window_selection(window); }
   // The 1-D coordinate variables used by sel(), keyed by dim (set by Dataset).
   using IndexCoords = std::map<std::string, Variable>;
   Variable with_index_coords(std::shared_ptr<const IndexCoords> coords) const;

@@ -1,0 +1,141 @@
+#include "fetch_ahead.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace lazycube::batch {
+
+namespace {
+// A round covers at most this many positions, so that the first loads start soon even when
+// windows share few chunks (walking the order costs a unit listing per window).
+constexpr std::uint64_t kMaxRoundPositions = 4096;
+// Rounds of about budget / kRoundsPerBudget bytes: several are in flight at once, so one slow
+// request (a retry with backoff) holds back only its own round, not the requests behind it.
+constexpr std::uint64_t kRoundsPerBudget = 8;
+}  // namespace
+
+FetchAhead::FetchAhead(const BatchSource& source, std::uint64_t budget_bytes)
+    : source_(source), budget_(budget_bytes), round_bytes_(std::max<std::uint64_t>(1, budget_bytes / kRoundsPerBudget)) {}
+
+FetchAhead::~FetchAhead() { stop(); }
+
+void FetchAhead::start(const EpochOrder& order, std::uint64_t from) {
+  stop();
+  if (budget_ == 0 || !source_.cache()->enabled() || from >= order.size()) return;
+  std::lock_guard lock(mutex_);
+  consumed_ = from;
+  walker_ = std::thread([this, &order, from] { walk(order, from); });
+}
+
+std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& order, std::uint64_t from) const {
+  auto round = std::make_unique<Round>();
+  round->begin = from;
+  std::vector<std::map<std::vector<std::uint64_t>, bool>> seen;  // per entry of round->units
+  std::uint64_t p = from;
+  const std::uint64_t last = std::min(order.size(), from + kMaxRoundPositions);
+  for (; p < last && round->bytes < round_bytes_; ++p) {
+    source_.for_each_read(order.window(p), [&](const ArrayPtr& array, const ArraySelection& sel) {
+      std::size_t a = 0;
+      while (a < round->units.size() && round->units[a].first != array) ++a;
+      if (a == round->units.size()) {
+        round->units.emplace_back(array, std::vector<std::vector<std::uint64_t>>{});
+        seen.emplace_back();
+      }
+      const std::uint64_t unit_bytes = array->read_unit_bytes();
+      for (auto& unit : array->read_units({&sel, 1}))
+        if (seen[a].emplace(unit, true).second) {
+          round->units[a].second.push_back(std::move(unit));
+          round->bytes += unit_bytes;
+        }
+    });
+  }
+  round->end = p;
+  return round;
+}
+
+void FetchAhead::walk(const EpochOrder& order, std::uint64_t from) {
+  // Fetch-ahead only saves time: whatever fails here (listing units, starting a thread) ends
+  // the walk, and the producer reads (and reports) as it would without it.
+  try {
+    walk_rounds(order, from);
+  } catch (...) {
+  }
+}
+
+void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
+  std::uint64_t pos = from;
+  const std::shared_ptr<ChunkCache> cache = source_.cache();
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      pos = std::max(pos, consumed_);  // fell behind the consumer: what it read is done
+    }
+    if (pos >= order.size()) return;
+    std::unique_ptr<Round> round = plan_round(order, pos);
+    if (round->units.empty() ||
+        std::all_of(round->units.begin(), round->units.end(), [](const auto& u) { return u.second.empty(); }))
+      return;  // backends without chunk access: nothing to fetch ahead
+    std::unique_lock lock(mutex_);
+    // Within the budget, except that one round may always be held (a round bigger than the
+    // whole budget still moves forward, one at a time).
+    cv_.wait(lock, [&] { return stopping_ || rounds_.empty() || held_ + round->bytes <= budget_; });
+    if (stopping_) return;
+    pos = round->end;
+    held_ += round->bytes;
+    Round* r = round.get();
+    rounds_.push_back(std::move(round));
+    r->loader = std::thread([r, cache] {
+      for (const auto& [array, units] : r->units) {
+        try {
+          auto chunks = array->load_units(units, *cache);
+          r->held.insert(r->held.end(), std::make_move_iterator(chunks.begin()), std::make_move_iterator(chunks.end()));
+        } catch (...) {
+          // A failed load reaches the readers waiting on it through the cache, and a reader
+          // that comes later loads (and reports) it itself: nothing to do here.
+        }
+      }
+    });
+  }
+}
+
+void FetchAhead::release(std::deque<std::unique_ptr<Round>>& rounds) {
+  for (auto& r : rounds)
+    if (r->loader.joinable()) r->loader.join();
+  rounds.clear();
+}
+
+void FetchAhead::consumed(std::uint64_t position) {
+  std::deque<std::unique_ptr<Round>> done;
+  {
+    std::lock_guard lock(mutex_);
+    consumed_ = std::max(consumed_, position);
+    while (!rounds_.empty() && rounds_.front()->end <= position) {
+      held_ -= rounds_.front()->bytes;
+      done.push_back(std::move(rounds_.front()));
+      rounds_.pop_front();
+    }
+  }
+  if (done.empty()) return;
+  cv_.notify_all();
+  release(done);
+}
+
+void FetchAhead::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (walker_.joinable()) walker_.join();
+  std::deque<std::unique_ptr<Round>> all;
+  {
+    std::lock_guard lock(mutex_);
+    all.swap(rounds_);
+    held_ = 0;
+    stopping_ = false;
+  }
+  release(all);
+}
+
+}  // namespace lazycube::batch

@@ -1,0 +1,64 @@
+// FetchAhead: walks an epoch's order ahead of the batch producer and brings the chunks the
+// coming windows read into the chunk cache, many requests at once, so that assembling a batch
+// waits only on what is still in flight. Bounded by bytes (BatchOptions::fetch_ahead_bytes):
+// chunks fetched ahead are held (pinned) until the batches that read them have been assembled,
+// so the LRU cannot evict them first and nothing is fetched twice.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "batch_source.hpp"
+
+namespace lazycube::batch {
+
+class FetchAhead {
+ public:
+  // budget_bytes 0: off (start() does nothing).
+  FetchAhead(const BatchSource& source, std::uint64_t budget_bytes);
+  ~FetchAhead();
+  FetchAhead(const FetchAhead&) = delete;
+  FetchAhead& operator=(const FetchAhead&) = delete;
+
+  std::uint64_t budget() const { return budget_; }
+  // Starts walking `order` (which must outlive the walk: stop() before changing it) from shard
+  // position `from`. Stops a previous walk first.
+  void start(const EpochOrder& order, std::uint64_t from);
+  // Every window before shard position `position` has been assembled: holds of the windows
+  // before it are released, and the walk skips ahead to it if it fell behind.
+  void consumed(std::uint64_t position);
+  // Stops the walk, waits for the loads in flight and drops every hold.
+  void stop();
+
+ private:
+  // The loads of a stretch [begin, end) of shard positions, on their own thread.
+  struct Round {
+    std::uint64_t begin = 0, end = 0;
+    std::uint64_t bytes = 0;  // decoded bytes of its distinct units
+    std::vector<std::pair<ArrayPtr, std::vector<std::vector<std::uint64_t>>>> units;  // per array
+    std::vector<std::shared_ptr<const Buffer>> held;
+    std::thread loader;
+  };
+  void walk(const EpochOrder& order, std::uint64_t from);
+  void walk_rounds(const EpochOrder& order, std::uint64_t from);
+  std::unique_ptr<Round> plan_round(const EpochOrder& order, std::uint64_t from) const;
+  void release(std::deque<std::unique_ptr<Round>>& rounds);
+
+  const BatchSource& source_;
+  const std::uint64_t budget_;
+  std::uint64_t round_bytes_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::thread walker_;
+  bool stopping_ = false;
+  std::uint64_t consumed_ = 0;  // shard position the consumer has assembled up to
+  std::uint64_t held_ = 0;      // bytes of the rounds in `rounds_`
+  std::deque<std::unique_ptr<Round>> rounds_;  // in position order
+};
+
+}  // namespace lazycube::batch

@@ -1,0 +1,316 @@
+// Fetch-ahead (BatchOptions::fetch_ahead_bytes) over a store that adds latency to every request
+// and records them: many requests are in flight at once, chunk shuffle with an ample cache
+// fetches every chunk exactly once, the byte budget holds, one slow request does not stall
+// the ones behind it, every sampler and resumed states
+// give the same windows, and under nginx's fault mix (503, 429, dropped connections) the same
+// windows arrive.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "lazycube/batch/batch_generator.hpp"
+#include "lazycube/dataset/dataset.hpp"
+#include "lazycube/store/store.hpp"
+#include "nginx_server.hpp"
+#include "test_support.hpp"
+
+using namespace lazycube;
+using namespace lazycube::batch;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t kT = 64, kY = 32, kX = 32;  // 64 chunks of 1 x 32 x 32 float32 (4 KiB)
+constexpr std::uint64_t kChunkBytes = kY * kX * 4;
+
+float cell(std::uint64_t t, std::uint64_t y, std::uint64_t x) { return static_cast<float>(t * 10000 + y * 100 + x); }
+
+// A Zarr v2 array `v` (time, y, x), one uncompressed chunk per time step.
+void write_store(const std::filesystem::path& dir) {
+  const std::string zgroup = R"({"zarr_format": 2})";
+  const std::string zarray = R"({"zarr_format": 2, "shape": [64, 32, 32], "chunks": [1, 32, 32], "dtype": "<f4",
+                                 "compressor": null, "fill_value": null, "filters": null, "order": "C"})";
+  const std::string zattrs = R"({"_ARRAY_DIMENSIONS": ["time", "y", "x"]})";
+  test::write_file(dir / ".zgroup", zgroup);
+  fs::create_directories(dir / "v");
+  test::write_file(dir / "v" / ".zarray", zarray);
+  test::write_file(dir / "v" / ".zattrs", zattrs);
+  // Consolidated, as remote stores are (plain HTTP cannot list).
+  test::write_file(dir / ".zmetadata", R"({"zarr_consolidated_format": 1, "metadata": {".zgroup": )" + zgroup +
+                                           R"(, "v/.zarray": )" + zarray + R"(, "v/.zattrs": )" + zattrs + "}}");
+  std::vector<float> chunk(kY * kX);
+  for (std::uint64_t t = 0; t < kT; ++t) {
+    for (std::uint64_t y = 0; y < kY; ++y)
+      for (std::uint64_t x = 0; x < kX; ++x) chunk[y * kX + x] = cell(t, y, x);
+    test::write_file(dir / "v" / (std::to_string(t) + ".0.0"), chunk.data(), chunk.size() * 4);
+  }
+}
+
+// Wraps a store: every request waits `latency`, get_each runs up to `admission` requests at once
+// (threads), and the store records how many were in flight at most and how often each key was read.
+class LatencyStore final : public Store {
+ public:
+  LatencyStore(std::shared_ptr<Store> inner, std::chrono::milliseconds latency, std::size_t admission = 32)
+      : inner_(std::move(inner)), latency_(latency), admission_(admission) {}
+  // Requests for `key` take `latency` instead (a slow retry); completions of other requests
+  // while one is in flight are counted.
+  void slow_down(std::string key, std::chrono::milliseconds latency) {
+    slow_key_ = std::move(key);
+    slow_latency_ = latency;
+  }
+  int completed_while_slow() const { return completed_while_slow_.load(); }
+  std::string url() const override { return inner_->url(); }
+  bool prefers_batches() const override { return true; }
+  std::optional<Buffer> get(std::string_view key, ByteRange range) override {
+    const int now = ++in_flight_;
+    for (int seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {
+    }
+    const bool slow = !slow_key_.empty() && key == slow_key_;
+    if (slow) ++slow_in_flight_;
+    std::this_thread::sleep_for(slow ? slow_latency_ : latency_);
+    auto out = inner_->get(key, range);
+    --in_flight_;
+    if (slow) --slow_in_flight_;
+    else if (slow_in_flight_ > 0) ++completed_while_slow_;
+    std::lock_guard lock(mutex_);
+    ++reads_[std::string(key)];
+    return out;
+  }
+  void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
+    std::atomic<std::size_t> next{0};
+    std::mutex sink_mutex;
+    std::exception_ptr error;
+    std::vector<std::thread> workers;
+    for (std::size_t w = 0; w < std::min(admission_, requests.size()); ++w)
+      workers.emplace_back([&] {
+        for (std::size_t i; (i = next++) < requests.size();) {
+          try {
+            auto got = get(requests[i].key, requests[i].range);
+            std::lock_guard lock(sink_mutex);
+            if (!error) sink(i, std::move(got));
+          } catch (...) {
+            std::lock_guard lock(sink_mutex);
+            if (!error) error = std::current_exception();
+          }
+        }
+      });
+    for (auto& t : workers) t.join();
+    if (error) std::rethrow_exception(error);
+  }
+  std::optional<std::uint64_t> size(std::string_view key) override { return inner_->size(key); }
+  std::vector<std::string> list(std::string_view prefix) override { return inner_->list(prefix); }
+  std::vector<std::string> list_dir(std::string_view prefix) override { return inner_->list_dir(prefix); }
+
+  int max_in_flight() const { return max_in_flight_.load(); }
+  void reset_max_in_flight() { max_in_flight_ = 0; }
+  // Reads of each chunk key of `v` (metadata keys left out).
+  std::map<std::string, int> chunk_reads() const {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, int> out;
+    for (const auto& [k, n] : reads_)
+      if (k.rfind("v/", 0) == 0 && k.find("/.") == std::string::npos) out[k] = n;
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Store> inner_;
+  std::chrono::milliseconds latency_;
+  std::size_t admission_;
+  std::atomic<int> in_flight_{0}, max_in_flight_{0};
+  std::string slow_key_;
+  std::chrono::milliseconds slow_latency_{0};
+  std::atomic<int> slow_in_flight_{0}, completed_while_slow_{0};
+  mutable std::mutex mutex_;
+  std::map<std::string, int> reads_;
+};
+
+struct Fixture {
+  test::TempDir dir;
+  std::shared_ptr<LatencyStore> store;
+  Dataset ds;
+  int open_in_flight = 0;  // requests in flight at once while opening
+  explicit Fixture(int latency_ms = 10) {
+    write_store(dir.path());
+    store = std::make_shared<LatencyStore>(make_file_store(dir.str()), std::chrono::milliseconds(latency_ms));
+    ds = lazycube::open(Location{store, ""});
+    open_in_flight = store->max_in_flight();
+    store->reset_max_in_flight();
+  }
+};
+
+BatchOptions options(Shuffle shuffle, std::uint64_t cache_bytes, std::optional<std::uint64_t> fetch_ahead) {
+  BatchOptions o;
+  o.input_dims = {{"time", 1}, {"y", 8}, {"x", 8}};  // 16 windows per chunk, 1024 in all
+  o.batch_size = 8;
+  o.variables = {"v"};
+  o.shuffle = shuffle;
+  o.seed = 7;
+  o.cache = std::make_shared<ChunkCache>(cache_bytes);
+  o.fetch_ahead_bytes = fetch_ahead;
+  return o;
+}
+
+// Every value of every window is the one written there; returns the window ids seen.
+std::vector<std::uint64_t> check_batch(const Batch& b) {
+  const auto& x = b.arrays.at(0);
+  const float* v = reinterpret_cast<const float*>(x.data.get());
+  for (std::size_t k = 0; k < b.windows.size(); ++k) {
+    const auto& w = b.windows[k];
+    for (std::uint64_t y = 0; y < 8; ++y)
+      for (std::uint64_t xx = 0; xx < 8; ++xx) {
+        const float want = cell(w[0].start, w[1].start + y, w[2].start + xx);
+        const float got = v[k * 64 + y * 8 + xx];
+        if (got != want) {
+          ADD_FAILURE() << "window " << b.window_ids[k] << " at (" << y << ", " << xx << "): " << got << " != " << want;
+          return {};
+        }
+      }
+  }
+  return b.window_ids;
+}
+
+std::vector<std::uint64_t> run_epoch(BatchGenerator& g) {
+  std::vector<std::uint64_t> ids;
+  while (auto b = g.next()) {
+    auto seen = check_batch(*b);
+    ids.insert(ids.end(), seen.begin(), seen.end());
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST(FetchAhead, ChunkShuffleFetchesEveryChunkOnceWithManyRequestsInFlight) {
+  Fixture f;
+  BatchGenerator g(f.ds, options(Shuffle::Chunk, 64 << 20, std::nullopt));
+  const auto ids = run_epoch(g);
+  EXPECT_EQ(ids.size(), 1024u);
+  const auto reads = f.store->chunk_reads();
+  EXPECT_EQ(reads.size(), kT);
+  for (const auto& [key, n] : reads) EXPECT_EQ(n, 1) << key;
+  EXPECT_GE(f.store->max_in_flight(), 8) << "fetch-ahead should keep many requests in flight";
+  const CacheStats s = g.cache()->stats();
+  EXPECT_GT(s.fetched_ahead, kT / 2);
+  EXPECT_EQ(s.fetched_ahead_unused, 0u);
+  EXPECT_DOUBLE_EQ(s.read_amplification(), 1.0);
+}
+
+TEST(FetchAhead, OpeningSendsTheMetadataProbesAtOnce) {
+  Fixture f;
+  // zarr.json, .zarray, .zattrs, .zgroup and .zmetadata of the root in one round trip.
+  EXPECT_GE(f.open_in_flight, 4);
+}
+
+TEST(FetchAhead, OffLeavesOneChunkRequestInFlightUnderChunkShuffle) {
+  Fixture f;
+  BatchGenerator g(f.ds, options(Shuffle::Chunk, 64 << 20, 0));
+  EXPECT_EQ(run_epoch(g).size(), 1024u);
+  // A batch of 8 windows lies in one chunk group, or straddles two.
+  EXPECT_LE(f.store->max_in_flight(), 2);
+  EXPECT_EQ(g.cache()->stats().fetched_ahead, 0u);
+}
+
+TEST(FetchAhead, ByteBudgetHoldsUnderRandomShuffle) {
+  Fixture f(2);
+  const std::uint64_t cache = 16 * kChunkBytes, budget = 8 * kChunkBytes;
+  BatchGenerator g(f.ds, options(Shuffle::Random, cache, budget));
+  auto ids = run_epoch(g);
+  std::sort(ids.begin(), ids.end());
+  ASSERT_EQ(ids.size(), 1024u);
+  for (std::uint64_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], i);
+  const CacheStats s = g.cache()->stats();
+  EXPECT_GT(s.fetched_ahead, 0u);
+  // Held chunks stay within the fetch-ahead budget; the reader pins at most its own round
+  // (a batch of 8 windows: at most 8 chunks) beyond that.
+  EXPECT_LE(s.peak_bytes_cached, cache + budget + 8 * kChunkBytes);
+  EXPECT_LE(f.store->max_in_flight(), static_cast<int>(budget / kChunkBytes + 8));
+}
+
+TEST(FetchAhead, OneSlowRequestDoesNotStallTheRequestsBehindIt) {
+  Fixture f(5);
+  // The 5th chunk of the epoch's order takes 400 ms (as a retry after a backoff would).
+  BatchOptions o = options(Shuffle::Chunk, 64 << 20, 16 * kChunkBytes);  // rounds of 2 chunks
+  std::string slow;
+  {
+    BatchGenerator probe(f.ds, o);
+    auto b = probe.batch(4 * 16 / 8);  // batch 8: the 5th chunk group (16 windows per chunk)
+    slow = "v/" + std::to_string(b.windows.front()[0].start) + ".0.0";
+  }
+  f.store->slow_down(slow, std::chrono::milliseconds(400));
+  o.cache = std::make_shared<ChunkCache>(64 << 20);  // not the probe's, which holds that chunk
+  BatchGenerator g(f.ds, o);
+  EXPECT_EQ(run_epoch(g).size(), 1024u);
+  // While it was in flight the rounds after its own went on, up to the byte budget (16 chunks).
+  EXPECT_GE(f.store->completed_while_slow(), 8);
+  EXPECT_DOUBLE_EQ(g.cache()->stats().read_amplification(), 1.0);
+}
+
+TEST(FetchAhead, EverySamplerAndAResumedStateGiveTheSameWindows) {
+  Fixture f(1);
+  for (auto shuffle : {Shuffle::None, Shuffle::Random, Shuffle::Chunk}) {
+    BatchGenerator plain(f.ds, options(shuffle, 64 << 20, 0));
+    std::vector<std::uint64_t> want;
+    while (auto b = plain.next()) want.insert(want.end(), b->window_ids.begin(), b->window_ids.end());
+    BatchGenerator ahead(f.ds, options(shuffle, 64 << 20, 16 * kChunkBytes));
+    std::vector<std::uint64_t> got;
+    for (int i = 0; i < 20; ++i) {
+      auto b = ahead.next();
+      ASSERT_TRUE(b);
+      auto seen = check_batch(*b);
+      got.insert(got.end(), seen.begin(), seen.end());
+    }
+    // Resume in a fresh generator from the state after 20 batches.
+    BatchGenerator resumed(f.ds, options(shuffle, 16 * kChunkBytes, 4 * kChunkBytes));
+    resumed.restore(ahead.state());
+    const auto rest = run_epoch(resumed);
+    got.insert(got.end(), rest.begin(), rest.end());
+    EXPECT_EQ(got, want) << shuffle_name(shuffle);
+    // A second epoch (set_epoch) through fetch-ahead is the plain generator's second epoch.
+    plain.set_epoch(1);
+    ahead.set_epoch(1);
+    std::vector<std::uint64_t> want1, got1 = run_epoch(ahead);
+    while (auto b = plain.next()) want1.insert(want1.end(), b->window_ids.begin(), b->window_ids.end());
+    EXPECT_EQ(got1, want1) << shuffle_name(shuffle);
+  }
+}
+
+TEST(FetchAhead, PrefetchZeroAndXbatcherModeFetchAhead) {
+  Fixture f(2);
+  BatchOptions o = options(Shuffle::Random, 64 << 20, std::nullopt);
+  o.prefetch = 0;
+  BatchGenerator g(f.ds, o);
+  EXPECT_EQ(run_epoch(g).size(), 1024u);
+  EXPECT_GT(g.cache()->stats().fetched_ahead, 0u);
+
+  BatchOptions x;
+  x.input_dims = {{"time", 1}, {"y", 32}, {"x", 32}};
+  x.cache = std::make_shared<ChunkCache>(64 << 20);
+  BatchGenerator xg(f.ds, x);
+  std::uint64_t n = 0;
+  while (auto b = xg.next()) ++n;
+  EXPECT_EQ(n, kT);
+  EXPECT_GT(xg.cache()->stats().fetched_ahead, kT / 2);
+}
+
+TEST(FetchAheadNginx, FaultMixDeliversTheSameWindows) {
+  if (auto why = test::nginx_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  test::TempDir www;
+  write_store(www.path() / "s.zarr");
+  test::NginxServer server(www.path());
+  server.set_faults("latency_ms = 5, p503 = 0.10, p429 = 0.05, pdrop = 0.02, retry_after = 0");
+  OpenOptions oo;
+  oo.storage_options = {{"backoff", "0.01"}};
+  Dataset ds = lazycube::open(server.url() + "/s.zarr", oo);
+  for (auto shuffle : {Shuffle::Chunk, Shuffle::Random}) {
+    BatchGenerator g(ds, options(shuffle, 64 << 20, std::nullopt));
+    auto ids = run_epoch(g);
+    std::sort(ids.begin(), ids.end());
+    ASSERT_EQ(ids.size(), 1024u);
+    for (std::uint64_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], i);
+    EXPECT_GT(g.cache()->stats().fetched_ahead, 0u);
+  }
+}
