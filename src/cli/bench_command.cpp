@@ -21,6 +21,7 @@
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/util/diagnostics.hpp"
 #include "lazycube/util/text.hpp"
 
 namespace lazycube::cli {
@@ -110,7 +111,9 @@ int run_bench(const BenchArgs& args) {
   const auto t_construct = Clock::now();
   batch::BatchGenerator generator(std::move(ds), options);
   const auto t_constructed = Clock::now();
-  for (const auto& w : generator.warnings()) std::cerr << "lazycube bench: warning: " << w << "\n";
+  // The generator's own warnings (e.g. random shuffle's read amplification) are reported like
+  // the libraries': on stderr, or under "warnings" with --json.
+  for (const auto& w : generator.warnings()) diagnostics::warn(w);
   const std::uint64_t fetch_ahead_bytes = generator.fetch_ahead_bytes();
 
   const std::uint64_t per_epoch = generator.size();

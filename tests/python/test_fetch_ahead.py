@@ -119,5 +119,11 @@ def test_cli_bench_fetch_ahead_option(lazycube_cli):
     assert off["windows"] == on["windows"]
     default, _ = bench("--shuffle", "chunk")
     assert default["fetch_ahead_mb"] == 4  # half the cache
-    _, err = bench("--shuffle", "random", cache_mb=1)
-    assert "read amplification" in err and "shuffle 'chunk'" in err
+    out, _ = bench("--shuffle", "random", cache_mb=1)  # --json: the warning is in the JSON
+    assert any("read amplification" in w and "shuffle 'chunk'" in w for w in out["warnings"])
+    r = subprocess.run([str(lazycube_cli), "bench", str(REPO / "data" / "era5_sample_v2.zarr"),
+                        "--variables", "t2m", "--input-dims", "time=1,latitude=16,longitude=16",
+                        "--cache-mb", "1", "--shuffle", "random", "--max-batches", "2"],
+                       capture_output=True, text=True, check=True)
+    assert "lazycube: warning:" in r.stderr and "read amplification" in r.stderr
+    assert "warning" not in r.stdout
