@@ -190,7 +190,9 @@ def resolve_source(obj, storage_options=None, **open_args):
     """(Source or None, core dataset or None, xarray Dataset or None) for what the user passed:
     a URL or path (opened with `storage_options` / `open_args`), a ``lazycube.Dataset``, a
     ``_core.Dataset`` (no Source: usable in this process only), or an xarray Dataset opened with
-    ``engine="lazycube"`` (possibly narrowed with isel/sel or to some variables)."""
+    ``engine="lazycube"`` (possibly narrowed with isel/sel or to some variables) or opened by
+    another engine from a path lazycube reads (xarray_backend.foreign_source). TypeError for
+    anything else (in memory, dask-backed, computed)."""
     if isinstance(obj, (str, os.PathLike)):
         source = Source(obj, storage_options, **{k: v for k, v in open_args.items() if v is not None})
         return source, None, None
@@ -210,8 +212,15 @@ def resolve_source(obj, storage_options=None, **open_args):
         raise TypeError("lazycube takes a Dataset; for one variable pass ds[[name]] (a Dataset) "
                         "or variables=[name]")
     if xr is not None and isinstance(obj, xr.Dataset):
-        from .xarray_backend import source_of
-        core, source = source_of(obj)
+        from .xarray_backend import foreign_source, source_of
+        try:
+            core, source = source_of(obj)
+        except TypeError:
+            # opened by another engine from a path lazycube reads: reopened by lazycube
+            found = foreign_source(obj)
+            if found is None:
+                raise
+            core, source = found
         return source, core, obj
     raise TypeError("expected a URL, a lazycube Dataset or an xarray Dataset opened with "
                     "engine='lazycube', got %s" % type(obj).__name__)
