@@ -28,8 +28,8 @@ import numpy as np
 
 from .dataset import Dataset
 from .pipeline import Pipeline, resolve_source
-from .xbatcher_compat import (XarrayWindows, build_batch, cache_batch, cached_batch, placeholder,
-                              relayout as _relayout)
+from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batch, cached_batch,
+                              placeholder, relayout as _relayout, stack_levels)
 
 __all__ = ["BatchGenerator", "Batch"]
 
@@ -237,6 +237,7 @@ class BatchGenerator:
         self.cache_preprocess = extras["cache_preprocess"]
         self._finished = False
         self._template = None
+        self._views = False  # not looked at yet (_template_views)
         self._coords = None
 
     @property
@@ -432,6 +433,16 @@ class BatchGenerator:
             self._template = placeholder(base)
         return self._template
 
+    def _template_views(self):
+        """NumpyViews over the template when a batch is one window with nothing to stack (the
+        fast assembly of the xarray object), else None."""
+        if self._views is False:
+            template = self._xarray_template()
+            plain = not self._concat_input_dims and \
+                len(stack_levels(template, self._input_dims)) < 2
+            self._views = NumpyViews.of(template) if plain else None
+        return self._views
+
     def _coord_arrays(self):
         """Index coordinates (and their attrs) of the dataset, loaded once (stacked mode)."""
         if self._coords is None:
@@ -574,6 +585,10 @@ class Batch:
         dims = list(self._batch.window_dims)
         selectors = [{d: slice(int(s), int(s) + int(c)) for d, (s, c) in zip(dims, w)}
                      for w in self._batch.windows]
+        views = gen._template_views()
+        if views is not None:
+            # one window, nothing stacked: the template's window with the core's arrays
+            return views.isel(selectors[0], {a.name: a.numpy() for a in self._batch.arrays})
         out, levels, sizes = build_batch(template, selectors, gen.input_dims,
                                          gen.concat_input_dims)
         dataarray = not hasattr(out, "data_vars")

@@ -421,3 +421,14 @@ def test_tensor_conversion_as_xbatcher_loaders_do(ds_xy):
         t = torch.tensor(batch.to_array().squeeze(dim="variable").data)
         assert t.shape == (10, 5)
         np.testing.assert_array_equal(t.numpy(), ds_xy["x"].values[i * 10:(i + 1) * 10])
+
+
+def test_in_memory_batches_are_views_of_the_data(data):
+    # in-memory data is served without copying: a batch's values are a window of the arrays
+    obj = data[0]["3d"]
+    for target in (obj, obj["foo"]):
+        gen = lazycube.BatchGenerator(target, {"y": 10, "x": 20})
+        assert gen.reader == "xarray"
+        batch = gen[7]
+        values = batch["foo"].values if isinstance(batch, xr.Dataset) else batch.values
+        assert np.shares_memory(values, obj["foo"].values)
