@@ -355,6 +355,10 @@ class BatchGenerator:
     def __getitem__(self, idx):
         """xbatcher mode: batch ``idx`` as xbatcher returns it (``xarray.Dataset`` or
         ``DataArray``, through the cache when one is set). Stacked mode: a :class:`Batch`."""
+        windows = self._windows
+        if windows is not None and self.cache is None and type(idx) is int and \
+                0 <= idx < windows.size:
+            return windows.batch(idx)  # (the common case of the xarray reader, shortest path)
         idx = self._position(idx)
         if self.mode != "xbatcher":
             return self.batch(idx)

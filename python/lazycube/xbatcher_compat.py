@@ -142,6 +142,7 @@ class XarrayWindows:
         self.schema = _core.XbatcherSchema(sizes, self.input_dims, self.input_overlap or None,
                                            self.batch_dims or None, self.concat)
 
+        self.size = len(self.schema)
         self._views = None
         if not self.concat and len(stack_levels(obj, self.input_dims)) < 2:
             self._views = NumpyViews.of(obj)
@@ -151,7 +152,7 @@ class XarrayWindows:
         return list(self.schema.warnings)
 
     def __len__(self):
-        return len(self.schema)
+        return self.size
 
     def batch(self, index):
         sels = selectors(self.schema, index)
@@ -169,7 +170,8 @@ class NumpyViews:
     is assembled without xarray's generic indexing machinery -- several times faster for small
     windows, and ``identical`` to ``isel`` (tests/python/test_xbatcher_dropin.py)."""
 
-    __slots__ = ("_ds", "_dataarray", "_array_key", "_plan", "_coord_cache", "_indexes")
+    __slots__ = ("_ds", "_dataarray", "_array_key", "_plan", "_coord_cache", "_indexes",
+                 "_sizes", "_variable", "_construct")
 
     @classmethod
     def of(cls, obj):
@@ -186,34 +188,44 @@ class NumpyViews:
         return cls(ds, obj if dataarray else None)
 
     def __init__(self, ds, dataarray):
+        import xarray as xr
+        self._variable = xr.Variable
+        self._construct = xr.Dataset._construct_direct
         self._ds = ds
         self._dataarray = dataarray
         # a DataArray's variable in its temporary Dataset (xarray's private key)
         self._array_key = next(iter(ds.data_vars)) if dataarray is not None else None
         self._indexes = dict(ds.xindexes)
+        self._sizes = dict(ds.sizes)
         self._coord_cache = {}
-        # (name, variable, dims, is a 1-d index coordinate)
-        self._plan = [(name, var, var.dims, name in self._indexes and var.dims == (name,))
+        # (name, variable, dims, kind): "index" (a 1-d index coordinate), "cut" (sliced when a
+        # dim of it is), in ds.variables order (the order isel keeps)
+        self._plan = [(name, var, var.dims,
+                       "index" if name in self._indexes and var.dims == (name,) else "cut")
                       for name, var in ds.variables.items()]
 
     def _coordinate(self, name, sel):
         key = (name, sel.start, sel.stop, sel.step)
         hit = self._coord_cache.get(key)
-        if hit is None:
-            sub = self._ds.isel({name: sel})
-            hit = (sub.variables[name], sub.xindexes.get(name))
+        if hit is None:  # as Dataset.isel does it: the index sliced, its variable made from it
+            index = self._indexes[name].isel({name: sel})
+            if index is None:
+                hit = (self._ds.variables[name][sel], None)
+            else:
+                hit = (index.create_variables({name: self._ds.variables[name]})[name], index)
             self._coord_cache[key] = hit
         return hit
 
     def isel(self, sel, data=None):
-        """``obj.isel(sel)`` (slices only); ``data`` ({name: array of the window's shape})
-        replaces the values of those variables (the core's arrays on a placeholder template)."""
-        import xarray as xr
+        """``obj.isel(sel)`` for `sel` {dim: slice(start, stop)} (step 1, within the dims, as
+        the schema's patches are); ``data`` ({name: array of the window's shape}) replaces the
+        values of those variables (the core's arrays on a placeholder template)."""
         if data and self._dataarray is not None:
             data = {self._array_key: data[self._dataarray.name]}
         variables, indexes = {}, {}
-        for name, var, dims, is_index in self._plan:
-            if is_index:
+        make = self._variable
+        for name, var, dims, kind in self._plan:
+            if kind == "index":
                 if name in sel:
                     variables[name], index = self._coordinate(name, sel[name])
                 else:
@@ -221,19 +233,17 @@ class NumpyViews:
                 if index is not None:
                     indexes[name] = index
             elif data is not None and name in data:
-                variables[name] = xr.Variable(dims, data[name], var._attrs, var._encoding,
-                                              fastpath=True)
-            elif any(d in sel for d in dims):
-                key = tuple(sel.get(d, slice(None)) for d in dims)
-                variables[name] = xr.Variable(dims, var._data[key], var._attrs, var._encoding,
-                                              fastpath=True)
+                variables[name] = make(dims, data[name], var._attrs, var._encoding, fastpath=True)
             else:
-                variables[name] = var.copy(deep=False)
+                key = tuple(sel.get(d, slice(None)) for d in dims)
+                variables[name] = make(dims, var._data[key], var._attrs, var._encoding,
+                                       fastpath=True)
+        sizes = dict(self._sizes)
+        for d, s in sel.items():
+            sizes[d] = s.stop - s.start
         ds = self._ds
-        sizes = {d: len(range(*sel[d].indices(n))) if d in sel else n
-                 for d, n in ds.sizes.items()}
-        out = xr.Dataset._construct_direct(variables, set(ds._coord_names), sizes, ds._attrs,
-                                           indexes, ds._encoding)
+        out = self._construct(variables, set(ds._coord_names), sizes, ds._attrs, indexes,
+                              ds._encoding)
         if self._dataarray is not None:
             return self._dataarray._from_temp_dataset(out)
         return out
