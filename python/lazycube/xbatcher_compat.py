@@ -17,18 +17,14 @@ of the mapping (hit: the key ``"i/.zgroup"``), ``cache_preprocess`` applied befo
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import _core
 
-__all__ = ["build_batch", "selectors", "relayout", "placeholder", "XarrayWindows", "cached_batch",
+__all__ = ["build_batch", "relayout", "placeholder", "XarrayWindows", "cached_batch",
            "cache_batch"]
-
-
-def selectors(schema, index):
-    """Batch `index`'s patch selectors ({dim: slice}) from a ``_core.XbatcherSchema``."""
-    return [{d: slice(int(s), int(s) + int(c)) for d, (s, c) in patch.items()}
-            for patch in schema.patches(int(index))]
 
 
 def stack_levels(obj, input_dims):
@@ -155,7 +151,7 @@ class XarrayWindows:
         return self.size
 
     def batch(self, index):
-        sels = selectors(self.schema, index)
+        sels = self.schema.patches(index)  # [{dim: slice}]
         if self._views is not None:  # one patch, nothing to stack: obj.isel(sels[0])
             return self._views.isel(sels[0])
         out, _levels, _sizes = build_batch(self.obj, sels, self.input_dims, self.concat,
@@ -171,7 +167,7 @@ class NumpyViews:
     windows, and ``identical`` to ``isel`` (tests/python/test_xbatcher_dropin.py)."""
 
     __slots__ = ("_ds", "_dataarray", "_array_key", "_plan", "_coord_cache", "_indexes",
-                 "_sizes", "_variable", "_construct")
+                 "_sizes", "_whole", "_variable", "_construct")
 
     @classmethod
     def of(cls, obj):
@@ -197,11 +193,13 @@ class NumpyViews:
         self._array_key = next(iter(ds.data_vars)) if dataarray is not None else None
         self._indexes = dict(ds.xindexes)
         self._sizes = dict(ds.sizes)
+        self._whole = {d: slice(None) for d in self._sizes}
         self._coord_cache = {}
         # (name, variable, dims, kind): "index" (a 1-d index coordinate), "cut" (sliced when a
         # dim of it is), in ds.variables order (the order isel keeps)
         self._plan = [(name, var, var.dims,
-                       "index" if name in self._indexes and var.dims == (name,) else "cut")
+                       "index" if name in self._indexes and var.dims == (name,) else "cut",
+                       _key_getter(var.dims))
                       for name, var in ds.variables.items()]
 
     def _coordinate(self, name, sel):
@@ -224,7 +222,9 @@ class NumpyViews:
             data = {self._array_key: data[self._dataarray.name]}
         variables, indexes = {}, {}
         make = self._variable
-        for name, var, dims, kind in self._plan:
+        every = dict(self._whole)
+        every.update(sel)
+        for name, var, dims, kind, key_of in self._plan:
             if kind == "index":
                 if name in sel:
                     variables[name], index = self._coordinate(name, sel[name])
@@ -235,9 +235,8 @@ class NumpyViews:
             elif data is not None and name in data:
                 variables[name] = make(dims, data[name], var._attrs, var._encoding, fastpath=True)
             else:
-                key = tuple(sel.get(d, slice(None)) for d in dims)
-                variables[name] = make(dims, var._data[key], var._attrs, var._encoding,
-                                       fastpath=True)
+                variables[name] = make(dims, var._data[key_of(every)], var._attrs,
+                                       var._encoding, fastpath=True)
         sizes = dict(self._sizes)
         for d, s in sel.items():
             sizes[d] = s.stop - s.start
@@ -247,6 +246,14 @@ class NumpyViews:
         if self._dataarray is not None:
             return self._dataarray._from_temp_dataset(out)
         return out
+
+
+def _key_getter(dims):
+    """{dim: slice} -> the tuple of slices for `dims` (operator.itemgetter, always a tuple)."""
+    if len(dims) == 1:
+        dim = dims[0]
+        return lambda sel: (sel[dim],)
+    return operator.itemgetter(*dims) if dims else (lambda sel: ())
 
 
 def placeholder(obj):

@@ -320,11 +320,15 @@ void bind_batch(py::module_& m) {
       .def(
           "patches",
           [](const batch::XbatcherSchema& s, std::uint64_t b) {
-            // [{dim: (start, count)}, ...] in xbatcher's patch order
+            // [{dim: slice(start, stop)}, ...] in xbatcher's patch order: isel selectors
             py::list out;
             for (const auto& patch : s.patches(b)) {
               py::dict sel;
-              for (const auto& [dim, r] : patch) sel[py::str(dim)] = py::make_tuple(r.start, r.count);
+              for (const auto& [dim, r] : patch) {
+                py::object start = py::int_(r.start), stop = py::int_(r.start + r.count);
+                sel[py::str(dim)] = py::reinterpret_steal<py::object>(
+                    PySlice_New(start.ptr(), stop.ptr(), nullptr));
+              }
               out.append(std::move(sel));
             }
             return out;
