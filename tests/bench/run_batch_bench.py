@@ -313,7 +313,8 @@ def table_rows(report):
 
 def fmt_row(r):
     return [f"{r['windows']}", f"{r['windows_per_s']:.1f}", f"{r['mb_per_s']:.1f}",
-            f"{r['time_to_first_batch_s']:.3f}", f"{r['peak_rss_mb']:.0f}"]
+            "" if r["time_to_first_batch_s"] is None else f"{r['time_to_first_batch_s']:.3f}",
+            f"{r['peak_rss_mb']:.0f}"]
 
 
 def verdict(check):
