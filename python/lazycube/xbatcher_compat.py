@@ -152,8 +152,11 @@ class XarrayWindows:
 
     def batch(self, index):
         sels = self.schema.patches(index)  # [{dim: slice}]
-        if self._views is not None:  # one patch, nothing to stack: obj.isel(sels[0])
-            return self._views.isel(sels[0])
+        views = self._views
+        if views is not None and views.stale(self.obj):  # variables replaced since: look again
+            views = self._views = NumpyViews.of(self.obj)
+        if views is not None:  # one patch, nothing to stack: obj.isel(sels[0])
+            return views.isel(sels[0])
         out, _levels, _sizes = build_batch(self.obj, sels, self.input_dims, self.concat,
                                            self.preload)
         return out
@@ -167,7 +170,7 @@ class NumpyViews:
     windows, and ``identical`` to ``isel`` (tests/python/test_xbatcher_dropin.py)."""
 
     __slots__ = ("_ds", "_dataarray", "_array_key", "_plan", "_coord_cache", "_indexes",
-                 "_sizes", "_whole", "_variable", "_construct")
+                 "_sizes", "_whole", "_variable", "_construct", "_seen")
 
     @classmethod
     def of(cls, obj):
@@ -185,6 +188,7 @@ class NumpyViews:
 
     def __init__(self, ds, dataarray):
         import xarray as xr
+        self._seen = _structure(dataarray if dataarray is not None else ds)
         self._variable = xr.Variable
         self._construct = xr.Dataset._construct_direct
         self._ds = ds
@@ -201,6 +205,11 @@ class NumpyViews:
                        "index" if name in self._indexes and var.dims == (name,) else "cut",
                        _key_getter(var.dims))
                       for name, var in ds.variables.items()]
+
+    def stale(self, obj) -> bool:
+        """True when `obj`'s variables were replaced (ds[name] = ..., assign_coords in place)
+        after this was made: its plan no longer describes the object."""
+        return _structure(obj) != self._seen
 
     def _coordinate(self, name, sel):
         key = (name, sel.start, sel.stop, sel.step)
@@ -246,6 +255,13 @@ class NumpyViews:
         if self._dataarray is not None:
             return self._dataarray._from_temp_dataset(out)
         return out
+
+
+def _structure(obj):
+    """Identities of the containers xarray replaces when variables are added or replaced."""
+    if hasattr(obj, "data_vars"):
+        return (id(obj._variables), id(obj._coord_names))
+    return (id(obj._variable), id(obj._coords))
 
 
 def _key_getter(dims):

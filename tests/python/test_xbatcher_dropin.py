@@ -432,3 +432,20 @@ def test_in_memory_batches_are_views_of_the_data(data):
         batch = gen[7]
         values = batch["foo"].values if isinstance(batch, xr.Dataset) else batch.values
         assert np.shares_memory(values, obj["foo"].values)
+
+
+def test_in_memory_object_changed_after_construction(data):
+    # xbatcher reads the object at each batch: variables replaced later are what it batches
+    obj = data[0]["1d"].copy()
+    gen = lazycube.BatchGenerator(obj, {"x": 10})
+    first = gen[2]
+    obj["foo"] = obj["foo"] * 2
+    obj["baz"] = obj["bar"] + 1
+    again = gen[2]
+    xr.testing.assert_identical(again, obj.isel(x=slice(20, 30)))
+    np.testing.assert_array_equal(again["foo"].values, 2 * first["foo"].values)
+    da = data[0]["1d"]["foo"].copy()
+    gen = lazycube.BatchGenerator(da, {"x": 10})
+    gen[0]
+    da.coords["x"] = da["x"] * 10
+    xr.testing.assert_identical(gen[3], da.isel(x=slice(30, 40)))
