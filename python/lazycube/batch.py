@@ -503,8 +503,9 @@ def _lazycube_input(ds, storage_options, batch_size, concat, preload):
                         "engine='lazycube') or lazycube.open_dataset(url), or use batch_size=None"
                         % (type(ds).__name__, reason))
     if storage_options is not None:
-        raise ValueError("storage_options apply to opening a URL; this %s is already open"
-                         % type(ds).__name__)
+        raise ValueError("storage_options apply to opening a URL, or to reopening a Dataset "
+                         "another engine opened from one; this %s cannot be reopened (%s)"
+                         % (type(ds).__name__, reason))
     return None
 
 

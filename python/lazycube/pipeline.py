@@ -196,6 +196,18 @@ def resolve_source(obj, storage_options=None, **open_args):
     if isinstance(obj, (str, os.PathLike)):
         source = Source(obj, storage_options, **{k: v for k, v in open_args.items() if v is not None})
         return source, None, None
+    xr = sys.modules.get("xarray")
+    if xr is not None and isinstance(obj, xr.Dataset) and storage_options is not None \
+            and not any(v is not None for v in open_args.values()):
+        # storage options reopen what another engine opened (xarray does not keep them)
+        from .xarray_backend import foreign_source, source_of
+        try:
+            source_of(obj)
+        except TypeError:
+            found = foreign_source(obj, storage_options)
+            if found is not None:
+                return found[1], found[0], obj
+            raise
     given = sorted(k for k, v in dict(open_args, storage_options=storage_options).items()
                    if v is not None)
     if given:
@@ -207,7 +219,6 @@ def resolve_source(obj, storage_options=None, **open_args):
     core = getattr(obj, "_core", None)
     if isinstance(core, _core.Dataset):
         return getattr(obj, "source", None), core, None
-    xr = sys.modules.get("xarray")
     if xr is not None and isinstance(obj, xr.DataArray):
         raise TypeError("lazycube takes a Dataset; for one variable pass ds[[name]] (a Dataset) "
                         "or variables=[name]")

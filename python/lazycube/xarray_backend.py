@@ -446,9 +446,10 @@ def _same_values(a, b) -> bool:
     return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 
 
-def foreign_source(xds: xr.Dataset):
+def foreign_source(xds: xr.Dataset, storage_options=None):
     """(``_core.Dataset``, Source) for an xarray Dataset another engine (zarr, netcdf4,
-    h5netcdf, ...) opened from a path or URL lazycube reads (``encoding["source"]``), with the
+    h5netcdf, ...) opened from a path or URL lazycube reads (``encoding["source"]``; xarray
+    does not keep the storage options it was opened with: ``storage_options`` gives them), with the
     user's positional selection (recovered from the index coordinates) and data variables --
     or None when lazycube cannot give the same values (values in memory or computed, a
     selection it cannot recover, other dims, dtypes or coordinates)."""
@@ -458,10 +459,12 @@ def foreign_source(xds: xr.Dataset):
         return None
     if not all(_file_values(xds[n]) for n in names):
         return None
-    source = Source(path)
+    source = Source(path, storage_options)
     try:
         full = _open_once(source)
     except (_errors.Error, OSError, ValueError, KeyError):
+        if storage_options is not None:
+            raise  # reopening was asked for explicitly: say why it failed
         return None
     sizes = dict(full.dims)
     if any(n not in full.data_var_names() for n in names):

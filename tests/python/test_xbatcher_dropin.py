@@ -84,7 +84,8 @@ def _all_indices(n, limit=8):
 def check(obj, *args, expected_len=None, expected_dims=None, reader=None, **kwargs):
     """gen[i] and iteration are xbatcher's batches: same type, identical, same dims."""
     gen = lazycube.BatchGenerator(obj, *args, **kwargs)
-    ref = RefBatcher(obj, *args, **{k: v for k, v in kwargs.items() if k != "cache"})
+    ref = RefBatcher(obj, *args, **{k: v for k, v in kwargs.items()
+                                    if k not in ("cache", "storage_options")})
     assert gen.ds is obj
     assert len(gen) == len(ref)
     if expected_len is not None:
@@ -449,3 +450,17 @@ def test_in_memory_object_changed_after_construction(data):
     gen[0]
     da.coords["x"] = da["x"] * 10
     xr.testing.assert_identical(gen[3], da.isel(x=slice(30, 40)))
+
+
+def test_storage_options_reach_the_reopen(data):
+    # xarray does not keep the storage options a dataset was opened with: given to the
+    # generator, they are used to reopen it (and a failure to reopen is reported, not hidden)
+    obj = _form(data, "3d", "zarr").isel(time=slice(2, 6))
+    gen, _ = check(obj, {"x": 20}, storage_options={"anon": "true"}, reader="lazycube")
+    assert dict(gen.pipeline.source.storage_options) == {"anon": "true"}
+    assert pickle.loads(pickle.dumps(gen)).pipeline.source == gen.pipeline.source
+    with pytest.raises(ValueError, match="cannot be reopened"):
+        lazycube.BatchGenerator(data[0]["3d"], {"x": 20}, storage_options={"anon": "true"})
+    with pytest.raises(ValueError, match="storage_options"):  # lazycube-opened: nothing to reopen
+        lazycube.BatchGenerator(_form(data, "3d", "lazycube"), {"x": 20},
+                                storage_options={"anon": "true"})
