@@ -498,10 +498,10 @@ def _lazycube_input(ds, storage_options, batch_size, concat, preload):
         except TypeError as exc:
             reason = str(exc)
     if batch_size is not None:
-        raise TypeError("stacked batches (batch_size=N) read through lazycube's core, which does "
-                        "not read this %s (%s): open the data with xr.open_dataset(url, "
-                        "engine='lazycube') or lazycube.open_dataset(url), or use batch_size=None"
-                        % (type(ds).__name__, reason))
+        raise NotImplementedError(
+            "stacked batches (batch_size=N) read through lazycube's core, which does not read "
+            "this %s (%s): open the data with xr.open_dataset(url, engine='lazycube') or "
+            "lazycube.open_dataset(url), or use batch_size=None" % (type(ds).__name__, reason))
     if storage_options is not None:
         raise ValueError("storage_options apply to opening a URL, or to reopening a Dataset "
                          "another engine opened from one; this %s cannot be reopened (%s)"

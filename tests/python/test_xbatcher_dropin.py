@@ -289,7 +289,7 @@ def test_fast_batch_is_explicit(data):
     memory = lazycube.BatchGenerator(data[0]["3d"], {"y": 10, "x": 20})
     with pytest.raises(TypeError, match="in memory or dask-backed"):
         memory.batch(0)
-    with pytest.raises(TypeError, match="batch_size=None"):
+    with pytest.raises(NotImplementedError, match="batch_size=None"):
         lazycube.BatchGenerator(data[0]["3d"], {"y": 10, "x": 20}, batch_size=4)
     with pytest.raises(ValueError, match="shuffle"):
         lazycube.BatchGenerator(data[0]["3d"], {"y": 10, "x": 20}, shuffle=True)
