@@ -21,7 +21,7 @@ print("t2m at noon, corner mean:", float(noon.mean()))
 # 3. The same batches xbatcher would give (here: 16x16 spatial patches, every time step).
 gen = lazycube.BatchGenerator(ds, input_dims={"latitude": 16, "longitude": 16})
 print(len(gen), "xbatcher-compatible batches; the first:")
-print(gen[0].to_xarray())
+print(gen[0])  # an xarray.Dataset, identical to xbatcher's batch 0
 
 # 4. Training batches: 32 shuffled windows stacked as (sample, channel, time, lat, lon).
 train = lazycube.BatchGenerator(ds, input_dims={"time": 1, "latitude": 32, "longitude": 32},

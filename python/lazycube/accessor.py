@@ -1,8 +1,9 @@
-"""``ds.lazycube`` on xarray Datasets opened with ``engine="lazycube"``.
+"""``ds.lazycube`` / ``da.lazycube`` on xarray objects.
 
-``ds.lazycube.batches(input_dims, ...)`` mirrors xbatcher's ``ds.batch.generator(...)``: it
-returns a :class:`lazycube.BatchGenerator` over the Dataset (same arguments as the class, the
-Dataset taking the place of its first argument).
+``obj.lazycube.batches(input_dims, ...)`` mirrors xbatcher's ``obj.batch.generator(...)``: it
+returns a :class:`lazycube.BatchGenerator` over the Dataset or DataArray (same arguments as the
+class, the object taking the place of its first argument), with the reader the class chooses
+for it (lazycube's core for data it reads, xarray for in-memory or dask-backed data).
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import xarray as xr
 __all__ = ["LazycubeAccessor"]
 
 
+@xr.register_dataarray_accessor("lazycube")
 @xr.register_dataset_accessor("lazycube")
 class LazycubeAccessor:
-    def __init__(self, xarray_obj: xr.Dataset):
+    def __init__(self, xarray_obj):
         self._obj = xarray_obj
 
     def batches(self, *args, **kwargs):
-        """``lazycube.BatchGenerator(ds, *args, **kwargs)`` for this Dataset."""
+        """``lazycube.BatchGenerator(obj, *args, **kwargs)`` for this Dataset or DataArray."""
         from .batch import BatchGenerator
         return BatchGenerator(self._obj, *args, **kwargs)
 
@@ -30,4 +32,5 @@ class LazycubeAccessor:
         """The ``lazycube._core.Dataset`` this Dataset reads from (TypeError when lazycube does
         not back it)."""
         from .xarray_backend import core_dataset_of
-        return core_dataset_of(self._obj)[0]
+        obj = self._obj if isinstance(self._obj, xr.Dataset) else self._obj.to_dataset()
+        return core_dataset_of(obj)[0]

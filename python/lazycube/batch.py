@@ -2,11 +2,13 @@
 
 Two modes, chosen by ``batch_size``:
 
-* ``batch_size=None`` — **xbatcher compatibility**: xbatcher 0.4.0's arguments and semantics
-  (same number of batches, same patches in the same order). ``gen[i].to_xarray()`` is
-  ``identical`` to xbatcher's ``BatchGenerator(ds, ...)[i]`` (values, dims, coordinates incl. the
-  ``sample`` MultiIndex, ``input_batch`` and ``<dim>_input``, attributes);
-  ``gen[i].numpy()`` gives the same arrays without xarray, zero-copy.
+* ``batch_size=None`` — **xbatcher compatibility**: xbatcher 0.4.0's arguments, semantics and
+  outputs. ``gen[i]`` and iteration give what xbatcher gives for the same arguments -- an
+  ``xarray.Dataset`` for a Dataset, an ``xarray.DataArray`` for a DataArray -- ``identical`` to
+  xbatcher's batch (values, dims, coordinates incl. the ``sample`` MultiIndex, ``input_batch``
+  and ``<dim>_input``, attributes), with xbatcher's ``cache``/``cache_preprocess``. The fast
+  :class:`Batch` (zero-copy ``numpy()``, no xarray) is asked for explicitly: ``gen.batch(i)``
+  and ``gen.batches()``.
 * ``batch_size=N`` — **stacked**: N windows per batch, the variables stacked along ``channel``:
   ``x`` with dims ``(sample, channel, <input dims>, ...)`` (and ``y`` with a ``target``), with
   seeded shuffling (``"random"`` or chunk-aware ``"chunk"``), sharding over ranks and workers,
@@ -18,6 +20,7 @@ the iterating caller, through lazycube's chunk cache (``cache_bytes``).
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, Iterator, Mapping
 
@@ -25,6 +28,8 @@ import numpy as np
 
 from .dataset import Dataset
 from .pipeline import Pipeline, resolve_source
+from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batch, cached_batch,
+                              placeholder, relayout as _relayout, stack_levels)
 
 __all__ = ["BatchGenerator", "Batch"]
 
@@ -113,10 +118,17 @@ class BatchGenerator:
     off), ``dtype``, ``filter``
     (``{"variable": ..., "max_nan_fraction": ...}``), ``pinned``, ``storage_options`` (for a URL).
 
-    ``ds`` may be a lazycube Dataset, a URL, or an ``xarray.Dataset`` opened with
-    ``engine="lazycube"`` (possibly narrowed with ``isel``/``sel`` slices or to some
-    variables). An xarray Dataset that lazycube does not read (in memory, or from another
-    engine) is refused with a TypeError: reopen it with ``engine="lazycube"``.
+    ``ds`` may be a URL, a lazycube Dataset, or any ``xarray.Dataset`` / ``xarray.DataArray``;
+    the fastest reader is chosen for it (``gen.reader`` says which):
+
+    * ``"lazycube"`` -- data lazycube reads: a URL, ``lazycube.open_dataset``, xarray objects
+      opened with ``engine="lazycube"`` (narrowed with ``isel``/``sel`` or to some variables),
+      and objects another engine opened from a path lazycube reads (``encoding["source"]``),
+      which are reopened with the same selection and variables when that gives the same data.
+      Windows are read and assembled in C++, prefetched.
+    * ``"xarray"`` -- anything else (NumPy in memory, dask-backed data): the same windows cut
+      from the object itself with xarray (xbatcher mode only); dask-backed batches stay lazy
+      with ``preload_batch=False``.
 
     ``rank``/``world_size`` None (default): torch.distributed's rank and world size when a
     process group is initialised, else 0 and 1. ``gen.pipeline`` is the picklable description
@@ -146,8 +158,34 @@ class BatchGenerator:
                 raise ValueError("batch_size must be a positive integer or None "
                                  "(None: xbatcher-compatible batches)")
 
-        source, core, xds = resolve_source(ds, storage_options)
-        if variables is None and xds is not None:
+        found = _lazycube_input(ds, storage_options, batch_size, concat_input_dims,
+                                extras["preload_batch"])
+        if found is None:
+            # data lazycube does not read: xbatcher mode through xarray
+            lazycube_only = {k: v for k, v in dict(
+                target=target, shuffle=shuffle or None, filter=generator["filter"],
+                dtype=generator["dtype"], pinned=generator["pinned"] or None).items()
+                if v is not None}
+            if lazycube_only:
+                raise ValueError("%s need data lazycube reads (a URL, lazycube.open_dataset, or "
+                                 "an xarray object opened from a file or URL); this %s is in "
+                                 "memory or dask-backed" % (", ".join(sorted(lazycube_only)),
+                                                            type(ds).__name__))
+            obj = ds if variables is None or not hasattr(ds, "data_vars") else \
+                ds[[variables] if isinstance(variables, str) else list(variables)]
+            dims = generator_arguments(dict(input_dims=input_dims, input_overlap=input_overlap,
+                                            batch_dims=batch_dims))
+            self._setup_windows(ds, XarrayWindows(
+                obj, dims["input_dims"], dims["input_overlap"], dims["batch_dims"],
+                concat_input_dims, extras["preload_batch"]), extras)
+            for message in self._windows.warnings:
+                warnings.warn(message, UserWarning, stacklevel=2)
+            return
+        source, core, xds, xobj = found
+        if xobj is not None and not isinstance(xobj, type(xds)):
+            variables = [xobj.name]  # a DataArray: its variable
+            extras["dataarray"] = xobj.name
+        elif variables is None and xds is not None:
             all_vars = list((core if core is not None else source.open()).data_var_names())
             if set(xds.data_vars) != set(all_vars):
                 variables = [v for v in all_vars if v in set(xds.data_vars)]
@@ -159,37 +197,70 @@ class BatchGenerator:
             drop_last=bool(drop_last) if batch_size is not None else False,
             variables=variables, target=target, shuffle=shuffle, seed=int(seed),
             prefetch=int(prefetch), cache_bytes=cache_bytes))
-        self._setup(Pipeline(source, generator, rank, world_size, local=core), ds, xds, worker,
+        self._setup(Pipeline(source, generator, rank, world_size, local=core), ds, xobj, worker,
                     num_workers, extras)
         for message in self._core.warnings:
             warnings.warn(message, UserWarning, stacklevel=2)
 
-    def _setup(self, pipeline, ds, xds, worker, num_workers, extras):
+    def _setup(self, pipeline, ds, xobj, worker, num_workers, extras):
         """Builds this process's core generator from `pipeline` (the constructor, unpickling)."""
         g = pipeline.generator
         self.ds = ds
         self._pipeline = pipeline
+        self._windows = None
         self._worker, self._num_workers = worker, num_workers
         self._core = pipeline.build(worker, num_workers)
         self._core_ds = pipeline.dataset()
-        self._xds = xds
+        self._xobj = xobj  # the xarray object xbatcher would see (None: the whole source)
         self._input_dims = dict(g["input_dims"])
         self._input_overlap = dict(g["input_overlap"] or {})
         self._batch_dims = dict(g["batch_dims"] or {})
         self._concat_input_dims = g["concat_input_dims"]
         self._kwargs = g
+        self._set_extras(extras)
+
+    def _setup_windows(self, ds, windows, extras):
+        """xbatcher mode over an xarray object lazycube does not read (XarrayWindows)."""
+        self.ds = ds
+        self._pipeline = None
+        self._windows = windows
+        self._core = self._core_ds = None
+        self._xobj = windows.obj
+        self._input_dims = dict(windows.input_dims)
+        self._input_overlap = dict(windows.input_overlap)
+        self._batch_dims = dict(windows.batch_dims)
+        self._concat_input_dims = windows.concat
+        self._kwargs = {"batch_size": 0}
+        self._set_extras(extras)
+
+    def _set_extras(self, extras):
         self._extras = extras
         self._preload_batch = extras["preload_batch"]
         self.cache = extras["cache"]
         self.cache_preprocess = extras["cache_preprocess"]
         self._finished = False
         self._template = None
+        self._views = False  # not looked at yet (_template_views)
         self._coords = None
 
     @property
     def pipeline(self) -> Pipeline:
         """The picklable description this generator is built from (source, arguments, shard)."""
+        self._need_core("pipeline")
         return self._pipeline
+
+    @property
+    def reader(self) -> str:
+        """"lazycube" (read and assembled by lazycube's core) or "xarray" (in-memory or
+        dask-backed data, cut with xarray)."""
+        return "xarray" if self._windows is not None else "lazycube"
+
+    def _need_core(self, what):
+        if self._core is None:
+            raise TypeError(
+                "%s needs data lazycube reads (a URL, lazycube.open_dataset, or an xarray object "
+                "opened from a file or URL); this generator's data is in memory or dask-backed "
+                "and is batched through xarray" % what)
 
     # ---- xbatcher's read-only configuration --------------------------------------------
     @property
@@ -216,7 +287,7 @@ class BatchGenerator:
     @property
     def mode(self) -> str:
         """"xbatcher" (batch_size None) or "stacked"."""
-        return self._core.mode
+        return "xbatcher" if self._core is None else self._core.mode
 
     @property
     def batch_size(self):
@@ -224,46 +295,54 @@ class BatchGenerator:
 
     @property
     def total_windows(self) -> int:
+        self._need_core("total_windows")
         return self._core.total_windows
 
     @property
     def shard_windows(self) -> int:
+        self._need_core("shard_windows")
         return self._core.shard_windows
 
     @property
     def epoch(self) -> int:
-        return self._core.epoch
+        return 0 if self._core is None else self._core.epoch
 
     @property
     def warnings(self) -> list:
-        return list(self._core.warnings)
+        return self._windows.warnings if self._core is None else list(self._core.warnings)
 
     @property
     def core(self):
-        """The underlying ``lazycube._core.BatchGenerator``."""
+        """The underlying ``lazycube._core.BatchGenerator`` (None for the "xarray" reader)."""
         return self._core
 
     def set_epoch(self, epoch: int) -> None:
         """Starts epoch ``epoch`` from its beginning (its order depends on (seed, epoch))."""
+        self._need_core("set_epoch")
         self._core.set_epoch(int(epoch))
         self._finished = False
 
     def state(self) -> dict:
         """Resumable position (JSON-compatible dict)."""
+        self._need_core("state")
         return self._core.state()
 
     def restore(self, state: dict) -> None:
         """Continues from ``state()`` of a generator with the same data and configuration."""
+        self._need_core("restore")
         self._core.restore(state)
         self._finished = False
 
     def cache_stats(self) -> dict:
+        self._need_core("cache_stats")
         return self._core.cache_stats()
 
     def __len__(self) -> int:
-        return len(self._core)
+        return len(self._windows if self._core is None else self._core)
 
-    def __getitem__(self, idx) -> "Batch":
+    def _position(self, idx) -> int:
+        """xbatcher's index rules: an int (NotImplementedError otherwise), negative from the
+        end, IndexError "list index out of range" outside."""
         if isinstance(idx, np.integer):
             idx = int(idx)
         if not isinstance(idx, int):
@@ -274,11 +353,41 @@ class BatchGenerator:
             idx += n
         if not 0 <= idx < n:
             raise IndexError("list index out of range")
+        return idx
+
+    def __getitem__(self, idx):
+        """xbatcher mode: batch ``idx`` as xbatcher returns it (``xarray.Dataset`` or
+        ``DataArray``, through the cache when one is set). Stacked mode: a :class:`Batch`."""
+        windows = self._windows
+        if windows is not None and self.cache is None and type(idx) is int and \
+                0 <= idx < windows.size:
+            return windows.batch(idx)  # (the common case of the xarray reader, shortest path)
+        idx = self._position(idx)
+        if self.mode != "xbatcher":
+            return self.batch(idx)
+        hit = cached_batch(self.cache, idx, self._preload_batch)
+        if hit is not None:
+            return hit
+        if self._windows is not None:
+            out = self._windows.batch(idx)
+        else:
+            out = self.batch(idx).to_xarray()
+        if self.cache is not None:
+            out = cache_batch(self.cache, idx, out, self.cache_preprocess)
+        return out
+
+    def batch(self, idx) -> "Batch":
+        """Batch ``idx`` as a lazycube :class:`Batch` (any mode): zero-copy ``numpy()``,
+        ``to_xarray()``, the windows and layouts; read by lazycube's core."""
+        idx = self._position(idx)
+        self._need_core("batch()")
         return Batch(self, self._core.batch(idx, epoch=self.epoch), idx)
 
-    def __iter__(self) -> Iterator["Batch"]:
-        """One epoch, batches prefetched in the background. After a completed epoch a new
-        iteration replays the same epoch unless set_epoch() chose another."""
+    def batches(self) -> Iterator["Batch"]:
+        """One epoch of lazycube :class:`Batch` objects (any mode), prefetched in the
+        background. After a completed epoch a new iteration replays the same epoch unless
+        set_epoch() chose another."""
+        self._need_core("batches()")
         if self._finished:
             self._core.set_epoch(self._core.epoch)
             self._finished = False
@@ -289,37 +398,57 @@ class BatchGenerator:
                 return
             yield Batch(self, b, int(b.index))
 
+    def __iter__(self):
+        """One epoch: xbatcher mode yields what ``gen[i]`` gives, in index order; stacked mode
+        yields :class:`Batch` objects (see batches())."""
+        if self.mode != "xbatcher":
+            return self.batches()
+        if self._windows is not None or self.cache is not None:
+            return (self[i] for i in range(len(self)))
+        return (b.to_xarray() for b in self.batches())
+
     def __repr__(self) -> str:
-        return ("lazycube.BatchGenerator(mode=%r, input_dims=%r, input_overlap=%r, "
+        return ("lazycube.BatchGenerator(mode=%r, reader=%r, input_dims=%r, input_overlap=%r, "
                 "batch_dims=%r, concat_input_dims=%r, batches=%d)"
-                % (self.mode, self._input_dims, self._input_overlap, self._batch_dims,
-                   self._concat_input_dims, len(self)))
+                % (self.mode, self.reader, self._input_dims, self._input_overlap,
+                   self._batch_dims, self._concat_input_dims, len(self)))
 
     def __reduce__(self):
+        if self._windows is not None:  # the object itself travels (in memory, or dask)
+            return (_rebuild_windows, (self.ds, self._input_dims, self._input_overlap,
+                                       self._batch_dims, self._concat_input_dims, self._extras))
         # the pipeline (TypeError when its source is unknown) with this generator's position
         return (_rebuild, (self._pipeline.replace(state=self.state()), self._worker,
                            self._num_workers, self._extras))
 
     # ---- xarray views ---------------------------------------------------------------------
     def _xarray_template(self):
-        """The dataset xbatcher would see, with each data variable replaced by a zero-byte
+        """The object xbatcher would see, with each data variable replaced by a zero-byte
         placeholder of its shape and the coordinates loaded: xbatcher's selection, renaming,
         concat and stacking are replayed on it to obtain the batch's coordinates and dims."""
         if self._template is None:
-            import xarray as xr
             from .xarray_backend import to_xarray
-            base = self._xds if self._xds is not None else to_xarray(self._core_ds)
+            base = self._xobj
+            if base is None:
+                base = to_xarray(self._core_ds)
+                name = self._extras.get("dataarray")
+                if name is not None:
+                    base = base[name]
             keep = self._kwargs["variables"]
-            if keep is not None:
+            if keep is not None and hasattr(base, "data_vars"):
                 base = base.drop_vars([v for v in base.data_vars if v not in set(keep)])
-            placeholders = {name: np.broadcast_to(np.zeros((), dtype=bool), v.shape)
-                            for name, v in base.data_vars.items()}
-            template = base.copy(deep=False, data=placeholders)
-            for name, var in template.variables.items():
-                if name in template.coords:
-                    var.load()
-            self._template = template
+            self._template = placeholder(base)
         return self._template
+
+    def _template_views(self):
+        """NumpyViews over the template when a batch is one window with nothing to stack (the
+        fast assembly of the xarray object), else None."""
+        if self._views is False:
+            template = self._xarray_template()
+            plain = not self._concat_input_dims and \
+                len(stack_levels(template, self._input_dims)) < 2
+            self._views = NumpyViews.of(template) if plain else None
+        return self._views
 
     def _coord_arrays(self):
         """Index coordinates (and their attrs) of the dataset, loaded once (stacked mode)."""
@@ -336,6 +465,53 @@ class BatchGenerator:
         return self._coords
 
 
+def _is_dask_backed(obj) -> bool:
+    variables = obj.variables.values() if hasattr(obj, "data_vars") else [obj.variable]
+    return any(v.chunks is not None for v in variables)
+
+
+def _lazycube_input(ds, storage_options, batch_size, concat, preload):
+    """(Source, core dataset, xarray Dataset, xarray object xbatcher sees) when lazycube's core
+    reads `ds` (see BatchGenerator), or None when xbatcher mode must cut it with xarray."""
+    xr = sys.modules.get("xarray")
+    if xr is None or not isinstance(ds, (xr.Dataset, xr.DataArray)):
+        source, core, xds = resolve_source(ds, storage_options)
+        return source, core, xds, xds
+    dataarray = isinstance(ds, xr.DataArray)
+    reason = None
+    if batch_size is None and not preload and _is_dask_backed(ds):
+        reason = "preload_batch=False keeps dask-backed batches lazy"
+    elif dataarray and concat:
+        # xbatcher aligns a DataArray's patches on their <dim>_input index (outer join)
+        reason = "a DataArray in concat mode"
+    elif dataarray and not (isinstance(ds.name, str) and ds.name not in ds.coords):
+        reason = "a DataArray without a variable name"
+    if reason is None:
+        try:
+            if dataarray:
+                as_dataset = ds.to_dataset()
+                if isinstance(ds.encoding.get("source"), str):  # netcdf4 records it per variable
+                    as_dataset.encoding["source"] = ds.encoding["source"]
+            source, core, xds = resolve_source(as_dataset if dataarray else ds, storage_options)
+            if dataarray:
+                names = (core if core is not None else source.open()).data_var_names()
+                if ds.name not in names:
+                    raise TypeError("%r is not a variable of its source" % ds.name)
+            return source, core, xds, ds
+        except TypeError as exc:
+            reason = str(exc)
+    if batch_size is not None:
+        raise NotImplementedError(
+            "stacked batches (batch_size=N) read through lazycube's core, which does not read "
+            "this %s (%s): open the data with xr.open_dataset(url, engine='lazycube') or "
+            "lazycube.open_dataset(url), or use batch_size=None" % (type(ds).__name__, reason))
+    if storage_options is not None:
+        raise ValueError("storage_options apply to opening a URL, or to reopening a Dataset "
+                         "another engine opened from one; this %s cannot be reopened (%s)"
+                         % (type(ds).__name__, reason))
+    return None
+
+
 def _rebuild(pipeline, worker, num_workers, extras):
     gen = BatchGenerator.__new__(BatchGenerator)
     source = pipeline.source
@@ -348,63 +524,8 @@ def _rebuild(pipeline, worker, num_workers, extras):
     return gen
 
 
-# ---- xbatcher's batch construction, replayed on the placeholder template -----------------
-
-def _stack_levels(ds, input_dims):
-    return [d for d in ds.sizes if d not in input_dims]
-
-
-def _maybe_stack(ds, input_dims):
-    """xbatcher: >= 2 non-input dims are stacked (in .sizes order) into `sample`, then
-    transposed to (sample, *input_dims); otherwise the batch is left as it is."""
-    levels = _stack_levels(ds, input_dims)
-    if len(levels) < 2:
-        return ds, [], {}
-    sizes = {d: int(ds.sizes[d]) for d in levels}
-    stacked = ds.stack(sample=levels).transpose("sample", *input_dims)
-    return stacked, levels, sizes
-
-
-def _rename_inputs(patch, input_dims, suffix="_input"):
-    """xbatcher's concat preparation: each input dim becomes <dim>_input; an index coordinate
-    on it is re-attached under its own name as a plain coordinate along <dim>_input."""
-    out = patch.copy()
-    for dim in input_dims:
-        new = "%s%s" % (dim, suffix)
-        out = out.rename({dim: new})
-        if new in out.variables:
-            out = out.drop_vars(new)
-            out.coords[dim] = (new, patch[dim].data, patch[dim].attrs)
-    return out
-
-
-def _relayout(arr, src_dims, src_levels, dst_dims, dst_levels, level_sizes):
-    """arr (dims src_dims, `sample` = row-major stack of src_levels) re-laid out as dst_dims
-    with `sample` stacking dst_levels. A view when the layouts agree (the normal case)."""
-    if list(src_dims) == list(dst_dims) and list(src_levels) == list(dst_levels):
-        return arr
-    if sorted(src_levels) != sorted(dst_levels) or sorted(src_dims) != sorted(dst_dims):
-        raise RuntimeError("lazycube: batch layout %r/%r does not match xarray's %r/%r"
-                           % (src_dims, src_levels, dst_dims, dst_levels))
-    src_names, expanded = [], []
-    for axis, d in enumerate(src_dims):
-        if d == "sample":
-            src_names += list(src_levels)
-            expanded += [level_sizes[l] for l in src_levels]
-        else:
-            src_names.append(d)
-            expanded.append(arr.shape[axis])
-    dst_names = []
-    for d in dst_dims:
-        dst_names += list(dst_levels) if d == "sample" else [d]
-    moved = arr.reshape(expanded).transpose([src_names.index(n) for n in dst_names])
-    shape = []
-    for d in dst_dims:
-        if d == "sample":
-            shape.append(int(np.prod([level_sizes[l] for l in dst_levels])))
-        else:
-            shape.append(moved.shape[dst_names.index(d)])
-    return moved.reshape(shape)
+def _rebuild_windows(ds, input_dims, input_overlap, batch_dims, concat, extras):
+    return BatchGenerator(ds, input_dims, input_overlap, batch_dims, concat, **extras)
 
 
 class Batch:
@@ -457,46 +578,35 @@ class Batch:
         return "lazycube.Batch(index=%d, epoch=%d, %s)" % (self._index, self._batch.epoch, arrays)
 
     def to_xarray(self):
-        """xbatcher mode: the ``xarray.Dataset`` xbatcher 0.4.0 returns for this batch.
+        """xbatcher mode: the ``xarray.Dataset`` (``DataArray`` for a DataArray input) xbatcher
+        0.4.0 returns for this batch (``gen[i]`` is this, through the generator's ``cache``).
         Stacked mode: an ``xarray.Dataset`` with ``x`` (and ``y``) over (sample, channel, ...),
         ``channel`` labels, ``window_id`` and ``<dim>_start`` per window, and the window's labels
         ``window_<dim>`` over (sample, <dim>) for each window dim with an index coordinate."""
-        gen = self._gen
-        if gen.mode != "xbatcher":
+        if self._gen.mode != "xbatcher":
             return self._stacked_to_xarray()
-        if gen.cache is not None:
-            key = "%d/.zgroup" % self._index
-            if key in gen.cache:
-                import xarray as xr
-                cached = xr.open_zarr(gen.cache, group=str(self._index))
-                return cached.load() if gen.preload_batch else cached
-        out = self._xbatcher_to_xarray()
-        if gen.cache is not None:
-            if gen.cache_preprocess is not None:
-                out = gen.cache_preprocess(out)
-            out.to_zarr(gen.cache, group=str(self._index), mode="a")
-        return out
+        return self._xbatcher_to_xarray()
 
     def _xbatcher_to_xarray(self):
-        import xarray as xr
         gen = self._gen
         template = gen._xarray_template()
         dims = list(self._batch.window_dims)
         selectors = [{d: slice(int(s), int(s) + int(c)) for d, (s, c) in zip(dims, w)}
                      for w in self._batch.windows]
-        input_dims = list(gen.input_dims)
-        if gen.concat_input_dims:
-            patches = [_rename_inputs(template.isel(sel), input_dims) for sel in selectors]
-            joined = xr.concat(patches, dim="input_batch")
-            out, levels, sizes = _maybe_stack(joined, ["%s_input" % d for d in input_dims])
-        else:
-            out, levels, sizes = _maybe_stack(template.isel(selectors[0]), input_dims)
+        views = gen._template_views()
+        if views is not None:
+            # one window, nothing stacked: the template's window with the core's arrays
+            return views.isel(selectors[0], {a.name: a.numpy() for a in self._batch.arrays})
+        out, levels, sizes = build_batch(template, selectors, gen.input_dims,
+                                         gen.concat_input_dims)
+        dataarray = not hasattr(out, "data_vars")
+        names = [out.name] if dataarray else list(out.data_vars)
         data = {}
         for array, layout in zip(self._batch.arrays, self._batch.layouts):
             name = array.name
-            if name not in out.data_vars:
+            if name not in names:
                 raise RuntimeError("lazycube: batch variable %r is not in the dataset" % name)
-            want = out[name]
+            want = out if dataarray else out[name]
             values = _relayout(array.numpy(), list(layout["dims"]),
                                list(layout.get("sample_dims") or []), list(want.dims),
                                levels if "sample" in want.dims else [], sizes)
@@ -504,7 +614,9 @@ class Batch:
                 raise RuntimeError("lazycube: batch variable %r has shape %r, xarray expects %r"
                                    % (name, values.shape, want.shape))
             data[name] = values
-        missing = set(out.data_vars) - set(data)
+        if dataarray:
+            return out.copy(deep=False, data=data[out.name])
+        missing = set(names) - set(data)
         if missing:
             out = out.drop_vars(sorted(missing))
         return out.copy(deep=False, data=data)

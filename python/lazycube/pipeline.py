@@ -190,10 +190,24 @@ def resolve_source(obj, storage_options=None, **open_args):
     """(Source or None, core dataset or None, xarray Dataset or None) for what the user passed:
     a URL or path (opened with `storage_options` / `open_args`), a ``lazycube.Dataset``, a
     ``_core.Dataset`` (no Source: usable in this process only), or an xarray Dataset opened with
-    ``engine="lazycube"`` (possibly narrowed with isel/sel or to some variables)."""
+    ``engine="lazycube"`` (possibly narrowed with isel/sel or to some variables) or opened by
+    another engine from a path lazycube reads (xarray_backend.foreign_source). TypeError for
+    anything else (in memory, dask-backed, computed)."""
     if isinstance(obj, (str, os.PathLike)):
         source = Source(obj, storage_options, **{k: v for k, v in open_args.items() if v is not None})
         return source, None, None
+    xr = sys.modules.get("xarray")
+    if xr is not None and isinstance(obj, xr.Dataset) and storage_options is not None \
+            and not any(v is not None for v in open_args.values()):
+        # storage options reopen what another engine opened (xarray does not keep them)
+        from .xarray_backend import foreign_source, source_of
+        try:
+            source_of(obj)
+        except TypeError:
+            found = foreign_source(obj, storage_options)
+            if found is not None:
+                return found[1], found[0], obj
+            raise
     given = sorted(k for k, v in dict(open_args, storage_options=storage_options).items()
                    if v is not None)
     if given:
@@ -205,13 +219,19 @@ def resolve_source(obj, storage_options=None, **open_args):
     core = getattr(obj, "_core", None)
     if isinstance(core, _core.Dataset):
         return getattr(obj, "source", None), core, None
-    xr = sys.modules.get("xarray")
     if xr is not None and isinstance(obj, xr.DataArray):
         raise TypeError("lazycube takes a Dataset; for one variable pass ds[[name]] (a Dataset) "
                         "or variables=[name]")
     if xr is not None and isinstance(obj, xr.Dataset):
-        from .xarray_backend import source_of
-        core, source = source_of(obj)
+        from .xarray_backend import foreign_source, source_of
+        try:
+            core, source = source_of(obj)
+        except TypeError:
+            # opened by another engine from a path lazycube reads: reopened by lazycube
+            found = foreign_source(obj)
+            if found is None:
+                raise
+            core, source = found
         return source, core, obj
     raise TypeError("expected a URL, a lazycube Dataset or an xarray Dataset opened with "
                     "engine='lazycube', got %s" % type(obj).__name__)

@@ -25,7 +25,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from . import _core
+from . import _core, _errors
 from . import dataset as lazycube_dataset
 from .pipeline import Source
 
@@ -260,18 +260,24 @@ _REOPENED: list = []
 _REOPEN_LOCK = threading.Lock()
 
 
-def _reopened_backend(var: xr.DataArray):
-    """For a variable whose values xarray has loaded: its lazycube array, reopened from the
-    Source in its encoding, when its shape shows no selection (full extent on every dim)."""
-    source = var.encoding.get(_SOURCE_KEY)
-    if not isinstance(source, Source):
-        return None
+def _open_once(source):
+    """The _core.Dataset of `source`, opened once per process."""
     with _REOPEN_LOCK:
         core = next((c for s, c in _REOPENED if s == source), None)
     if core is None:
         core = source.open()
         with _REOPEN_LOCK:
             _REOPENED.append((source, core))
+    return core
+
+
+def _reopened_backend(var: xr.DataArray):
+    """For a variable whose values xarray has loaded: its lazycube array, reopened from the
+    Source in its encoding, when its shape shows no selection (full extent on every dim)."""
+    source = var.encoding.get(_SOURCE_KEY)
+    if not isinstance(source, Source):
+        return None
+    core = _open_once(source)
     name = var.name
     if name not in core:
         return None
@@ -387,6 +393,115 @@ def source_of(xds: xr.Dataset):
         source = source.isel(selection)
         if set(names) != set(core.data_var_names()):
             source = source.keep([v for v in core.data_var_names() if v in set(names)])
+    return core, source
+
+
+# ---- xarray Datasets another engine opened from a path lazycube reads --------------------
+
+# Layers of the dask graph xarray builds when it opens a file with chunks= and slices it
+# (isel): any other layer computes new values, which the file does not hold.
+_OPEN_LAYERS = ("original-open_dataset-", "open_dataset-", "getitem-")
+
+
+def _file_values(var) -> bool:
+    """True when `var`'s values are the file's, lazily selected: a backend array under
+    xarray's lazy indexing (basic or outer, not vectorized), or a dask graph of opening and
+    slicing only. Values in memory may have been changed, so they never qualify."""
+    data = var.variable._data
+    layers = getattr(getattr(data, "dask", None), "layers", None)
+    if layers is not None:
+        return all(str(name).startswith(_OPEN_LAYERS) for name in layers)
+    for _ in range(16):
+        if isinstance(data, BackendArray):
+            return True
+        if isinstance(data, indexing.LazilyVectorizedIndexedArray) or data is None:
+            return False
+        data = getattr(data, "array", None)
+    return False
+
+
+def _positions(have, want):
+    """The slice of `have` whose values are `want` (a contiguous, evenly stepped run), or None."""
+    want = np.asarray(want)
+    if want.size == 0 or have.dtype != want.dtype:
+        return None
+    starts = np.flatnonzero(have == want[0])
+    if starts.size != 1:
+        return None
+    start = int(starts[0])
+    if want.size == 1:
+        return slice(start, start + 1, 1)
+    nexts = np.flatnonzero(have == want[1])
+    if nexts.size != 1 or int(nexts[0]) <= start:
+        return None
+    step = int(nexts[0]) - start
+    sel = slice(start, start + step * (want.size - 1) + 1, step)
+    return sel if np.array_equal(have[sel], want) else None
+
+
+def _same_values(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+
+
+def foreign_source(xds: xr.Dataset, storage_options=None):
+    """(``_core.Dataset``, Source) for an xarray Dataset another engine (zarr, netcdf4,
+    h5netcdf, ...) opened from a path or URL lazycube reads (``encoding["source"]``; xarray
+    does not keep the storage options it was opened with: ``storage_options`` gives them), with the
+    user's positional selection (recovered from the index coordinates) and data variables --
+    or None when lazycube cannot give the same values (values in memory or computed, a
+    selection it cannot recover, other dims, dtypes or coordinates)."""
+    path = xds.encoding.get("source")
+    names = list(xds.data_vars)
+    if not isinstance(path, (str, os.PathLike)) or not names:
+        return None
+    if not all(_file_values(xds[n]) for n in names):
+        return None
+    source = Source(path, storage_options)
+    try:
+        full = _open_once(source)
+    except (_errors.Error, OSError, ValueError, KeyError):
+        if storage_options is not None:
+            raise  # reopening was asked for explicitly: say why it failed
+        return None
+    sizes = dict(full.dims)
+    if any(n not in full.data_var_names() for n in names):
+        return None
+    selection = {}
+    for dim in sizes:
+        if dim in xds.sizes and xds.sizes[dim] == sizes[dim]:
+            continue
+        if dim not in full or dim not in xds.coords:
+            return None  # no labels to find the selection by
+        have = np.asarray(full[dim].read())
+        want = xds[dim].values
+        if dim in xds.sizes:
+            sel = _positions(have, want)
+        else:  # dropped by an integer selection: a scalar coordinate remains
+            at = np.flatnonzero(have == want) if want.ndim == 0 else []
+            sel = int(at[0]) if len(at) == 1 else None
+        if sel is None:
+            return None
+        selection[dim] = sel
+    core = full.isel(selection) if selection else full
+    for name in names:
+        mine, theirs = core[name], xds[name]
+        if tuple(mine.dims) != tuple(theirs.dims) or tuple(mine.shape) != tuple(theirs.shape) \
+                or np.dtype(mine.dtype) != theirs.dtype:
+            return None
+        if theirs.ndim and theirs.size:  # one value, read both ways
+            corner = {d: slice(0, 1) for d in theirs.dims}
+            if not _same_values(mine.isel(corner).read(),
+                                theirs.isel(corner).values):
+                return None
+    for dim in xds.indexes:
+        if dim in core and dim in sizes and not _same_values(core[dim].read(), xds[dim].values):
+            return None
+    source = source.isel(selection)
+    if set(names) != set(core.data_var_names()):
+        source = source.keep([v for v in core.data_var_names() if v in set(names)])
     return core, source
 
 

@@ -11,6 +11,7 @@
 #include "convert.hpp"
 #include "lazycube/adapters/cuda.hpp"
 #include "lazycube/batch/batch_generator.hpp"
+#include "lazycube/batch/xbatcher_schema.hpp"
 #include "lazycube/error.hpp"
 
 namespace lazycube::python {
@@ -61,6 +62,30 @@ py::tuple str_tuple(const std::vector<std::string>& v) {
   return out;
 }
 
+batch::DimOverlaps to_overlaps(const py::handle& obj) {
+  batch::DimOverlaps out;
+  if (obj.is_none()) return out;
+  if (!py::isinstance<py::dict>(obj)) throw UsageError("input_overlap must be a dict of dim name -> overlap");
+  for (auto item : obj.cast<py::dict>()) out[py::str(item.first).cast<std::string>()] = as_int64(item.second);
+  return out;
+}
+
+// xbatcher's batch -> patches arithmetic over dim sizes alone, for data the core does not read
+// (in-memory or dask-backed xarray objects): lazycube.batch serves those windows itself.
+std::unique_ptr<batch::XbatcherSchema> make_schema(const py::object& dataset_dims,
+                                                   const py::object& input_dims,
+                                                   const py::object& input_overlap,
+                                                   const py::object& batch_dims,
+                                                   bool concat_input_dims) {
+  batch::XbatcherConfig c;
+  c.input_dims = to_dim_sizes(input_dims, "input_dims");
+  c.input_overlap = to_overlaps(input_overlap);
+  c.batch_dims = to_dim_sizes(batch_dims, "batch_dims");
+  c.concat_input_dims = concat_input_dims;
+  return std::make_unique<batch::XbatcherSchema>(to_dim_sizes(dataset_dims, "dataset_dims"),
+                                                 std::move(c));
+}
+
 std::unique_ptr<BatchGenerator> make_generator(
     const Dataset& dataset, const py::object& input_dims, const py::object& input_overlap,
     const py::object& batch_dims, bool concat_input_dims, std::uint64_t batch_size, bool drop_last,
@@ -71,10 +96,7 @@ std::unique_ptr<BatchGenerator> make_generator(
     std::size_t prefetch, const py::object& cache_bytes, bool pinned, const py::object& fetch_ahead_bytes) {
   BatchOptions o;
   o.input_dims = to_dim_sizes(input_dims, "input_dims");
-  if (!input_overlap.is_none()) {
-    for (auto item : input_overlap.cast<py::dict>())
-      o.input_overlap[py::str(item.first).cast<std::string>()] = as_int64(item.second);
-  }
+  o.input_overlap = to_overlaps(input_overlap);
   o.batch_dims = to_dim_sizes(batch_dims, "batch_dims");
   o.concat_input_dims = concat_input_dims;
   o.batch_size = batch_size;
@@ -292,6 +314,33 @@ void bind_batch(py::module_& m) {
         // The resolved options as state() records them (config), for reprs and debugging.
         return json_to_py(g.state().value("config", nlohmann::json::object()));
       });
+
+  py::class_<batch::XbatcherSchema>(m, "XbatcherSchema",
+                                    "xbatcher 0.4.0's batches as patch selectors over dim sizes "
+                                    "(the arithmetic of xbatcher mode, without a dataset).")
+      .def(py::init(&make_schema), py::arg("dataset_dims"), py::arg("input_dims"),
+           py::arg("input_overlap") = py::none(), py::arg("batch_dims") = py::none(),
+           py::arg("concat_input_dims") = false)
+      .def("__len__", [](const batch::XbatcherSchema& s) { return s.size(); })
+      .def(
+          "patches",
+          [](const batch::XbatcherSchema& s, std::uint64_t b) {
+            // [{dim: slice(start, stop)}, ...] in xbatcher's patch order: isel selectors
+            py::list out;
+            for (const auto& patch : s.patches(b)) {
+              py::dict sel;
+              for (const auto& [dim, r] : patch) {
+                py::object start = py::int_(r.start), stop = py::int_(r.start + r.count);
+                sel[py::str(dim)] = py::reinterpret_steal<py::object>(
+                    PySlice_New(start.ptr(), stop.ptr(), nullptr));
+              }
+              out.append(std::move(sel));
+            }
+            return out;
+          },
+          py::arg("b"))
+      .def_property_readonly("warnings",
+                             [](const batch::XbatcherSchema& s) { return str_list(s.warnings()); });
 }
 
 }  // namespace lazycube::python

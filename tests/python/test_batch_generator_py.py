@@ -235,7 +235,7 @@ def test_xbatcher_mode_numpy_dict(era5, ref):
     gen = lazycube.BatchGenerator(era5, {"latitude": 30, "longitude": 40})
     assert gen.mode == "xbatcher" and gen.batch_size is None
     assert len(gen) == 2 * 2
-    b = gen[3]
+    b = gen.batch(3)  # the fast Batch, asked for explicitly
     arrays = b.numpy()
     assert set(arrays) == {"t2m", "u10", "v10", "msl"}
     want = ref.isel(latitude=slice(30, 60), longitude=slice(40, 80))
@@ -243,11 +243,12 @@ def test_xbatcher_mode_numpy_dict(era5, ref):
         assert arr.shape == (96, 30, 40)
         np.testing.assert_array_equal(arr, want[name].values)
         assert np.shares_memory(arr, b.numpy()[name])
+    xr.testing.assert_identical(gen[3], b.to_xarray())  # gen[i]: xbatcher's xr.Dataset
 
 
 def test_variables_keep_subset_in_xbatcher_mode(era5, ref):
     gen = lazycube.BatchGenerator(era5, {"time": 48}, variables=["msl"])
-    out = gen[1].to_xarray()
+    out = gen[1]
     assert list(out.data_vars) == ["msl"]
     xr.testing.assert_identical(out, ref[["msl"]].isel(time=slice(48, 96))
                                 .stack(sample=["latitude", "longitude"]).transpose("sample", "time"))
