@@ -147,6 +147,23 @@ def _split_attrs_encoding(var, decode_coords: bool):
     return attrs, encoding
 
 
+def _calendar_left_to_xarray(var, attrs) -> bool:
+    """A CF time the core leaves undecoded: numbers with "<unit> since <date>" and a calendar
+    that datetime64 cannot represent (noleap, 360_day, julian, ...; the core decodes the
+    standard calendars itself, src/dataset/cf.cpp)."""
+    units, calendar = attrs.get("units"), attrs.get("calendar")
+    return (np.dtype(var.dtype).kind in "iuf" and isinstance(units, str) and " since " in units
+            and isinstance(calendar, str))
+
+
+def _decode_calendar_times(variable, name):
+    """xarray's own CF time decoding (cftime objects for non-standard calendars, lazily), so
+    that engine="lazycube" gives what engine="netcdf4"/"zarr" give for these times."""
+    from xarray.coding.times import CFDatetimeCoder
+
+    return CFDatetimeCoder().decode(variable, name=name)
+
+
 def _core_and_source(ds):
     """(_core.Dataset, Source or None) of a lazycube Dataset wrapper or a raw _core.Dataset."""
     if isinstance(ds, _core.Dataset):
@@ -183,7 +200,10 @@ def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
             encoding[_SOURCE_KEY] = source
         data = indexing.LazilyIndexedArray(LazycubeBackendArray(var, core, as_bool=as_bool,
                                                                 source=source))
-        variables[name] = xr.Variable(tuple(var.dims), data, attrs=attrs, encoding=encoding)
+        variable = xr.Variable(tuple(var.dims), data, attrs=attrs, encoding=encoding)
+        if decode and _calendar_left_to_xarray(var, attrs):
+            variable = _decode_calendar_times(variable, name)
+        variables[name] = variable
 
     dims = {name for name, _ in core.dims}
     if decode_coords:

@@ -19,8 +19,10 @@
 //   3. CFTimedeltaCoder: units in {days, hours, ..., nanoseconds} -> timedelta64[ns].
 //   4. CFDatetimeCoder: "<unit> since <date>" with a standard calendar -> datetime64[ns];
 //      NaN -> NaT. Non-standard calendars (noleap, 360_day, ...) stay undecoded with units and
-//      calendar kept in the attributes: xarray would produce cftime objects, which have no
-//      fixed-size representation here.
+//      calendar kept in the attributes: xarray produces cftime objects, which have no
+//      fixed-size representation here. The xarray engine (python/lazycube/xarray_backend.py)
+//      hands exactly these variables to xarray's own CFDatetimeCoder, so engine="lazycube"
+//      gives the cftime values engine="netcdf4"/"zarr" give.
 // Deviations: xarray turns masked booleans and strings into object arrays; here those keep
 // their dtype and only the fill attributes move to the encoding.
 #include "lazycube/dataset/cf.hpp"

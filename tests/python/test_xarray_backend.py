@@ -278,3 +278,35 @@ def test_shared_fixture_matches_zarr_engine(path):
     xr.testing.assert_equal(got, want)
     if got.attrs == want.attrs and all(got[v].attrs == want[v].attrs for v in want.variables):
         xr.testing.assert_identical(got, want)
+
+
+# ---- CF times in every calendar ---------------------------------------------------------------
+
+@pytest.mark.parametrize("calendar", ["noleap", "360_day", "julian", "all_leap", "standard"])
+@pytest.mark.parametrize("fmt", ["netcdf4", "zarr"])
+def test_times_in_every_cf_calendar_match_xarray(tmp_path, calendar, fmt):
+    """Non-standard calendars decode as xarray's own engines decode them (cftime objects, the
+    calendar and units in encoding); the standard one to datetime64, by lazycube's core."""
+    cftime = pytest.importorskip("cftime")
+    if fmt == "netcdf4":
+        pytest.importorskip("netCDF4")
+    times = xr.cftime_range("2000-02-26", periods=6, freq="D", calendar=calendar)
+    if calendar == "standard":
+        times = times.to_datetimeindex()
+    ds = xr.Dataset({"v": (("time",), np.arange(6, dtype=np.float32))}, coords={"time": times})
+    path = str(tmp_path / ("cube.nc" if fmt == "netcdf4" else "cube.zarr"))
+    encoding = {"time": {"units": "hours since 2000-01-01", "calendar": calendar}}
+    if fmt == "netcdf4":
+        ds.to_netcdf(path, encoding=encoding)
+    else:
+        ds.to_zarr(path, encoding=encoding)
+    want = xr.open_dataset(path, engine=fmt)
+    got = xr.open_dataset(path, engine="lazycube")
+    xr.testing.assert_identical(want, got)
+    assert got["time"].encoding["calendar"] == calendar
+    assert got["time"].encoding["units"] == "hours since 2000-01-01"
+    if calendar != "standard":
+        assert isinstance(got["time"].values[0], cftime.datetime)
+        # Label selection on the decoded index, as with xarray's engines.
+        pick = got["time"].values[3]
+        assert float(got.sel(time=pick)["v"]) == 3.0
