@@ -143,3 +143,17 @@ def test_cli_bench_opens_with_the_option(nc, lazycube_cli):
     # vr (int16, valid_range, nothing else): promoted to float32 only when it may be masked.
     assert x_dtype() == "<i2"
     assert x_dtype("--mask-valid-range") == "<f4"
+
+
+def test_batch_generator_from_a_url_masks_and_pickles_the_option(nc):
+    gen = lazycube.BatchGenerator(str(nc), {"x": 5}, batch_size=2, variables=["vr"], mask_valid_range=True)
+    clone = pickle.loads(pickle.dumps(gen))  # before iterating: pickling keeps the position
+    want = netcdf4_masked(nc, "vr")  # (time, x): windows along x, time taken whole
+    x = next(iter(gen)).numpy()
+    assert x.shape == (2, 1, 5, 4)  # (sample, channel, x, time)
+    np.testing.assert_array_equal(x[0, 0].astype("f8"), want[:, 0:5].T)
+    np.testing.assert_array_equal(x[1, 0].astype("f8"), want[:, 5:10].T)
+    assert clone.pipeline.source.mask_valid_range is True
+    np.testing.assert_array_equal(next(iter(clone)).numpy(), x)
+    plain = next(iter(lazycube.BatchGenerator(str(nc), {"x": 5}, batch_size=2, variables=["vr"]))).numpy()
+    assert plain.dtype == np.int16
