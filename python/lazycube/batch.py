@@ -27,7 +27,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from .dataset import Dataset
-from .pipeline import Pipeline, resolve_source
+from .pipeline import OPEN_ARGS, Pipeline, resolve_source
 from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batch, cached_batch,
                               placeholder, relayout as _relayout, stack_levels)
 
@@ -116,7 +116,9 @@ class BatchGenerator:
     ``worker``/``num_workers``, ``prefetch``, ``cache_bytes``, ``fetch_ahead_bytes`` (decoded
     chunks fetched ahead along the epoch's order; None: half the cache, at most 256 MiB; 0:
     off), ``dtype``, ``filter``
-    (``{"variable": ..., "max_nan_fraction": ...}``), ``pinned``, ``storage_options`` (for a URL).
+    (``{"variable": ..., "max_nan_fraction": ...}``), ``pinned``, ``storage_options`` and the
+    open arguments of :data:`lazycube.pipeline.OPEN_ARGS` (``decode_cf``, ``mask_valid_range``,
+    ...: for a URL).
 
     ``ds`` may be a URL, a lazycube Dataset, or any ``xarray.Dataset`` / ``xarray.DataArray``;
     the fastest reader is chosen for it (``gen.reader`` says which):
@@ -146,6 +148,7 @@ class BatchGenerator:
                       cache=more.pop("cache", None),
                       cache_preprocess=more.pop("cache_preprocess", None))
         storage_options = more.pop("storage_options", None)
+        open_args = {k: more.pop(k) for k in OPEN_ARGS if k in more}
         generator = {"dtype": more.pop("dtype", None), "filter": more.pop("filter", None),
                      "pinned": bool(more.pop("pinned", False)),
                      "fetch_ahead_bytes": more.pop("fetch_ahead_bytes", None)}
@@ -158,7 +161,7 @@ class BatchGenerator:
                 raise ValueError("batch_size must be a positive integer or None "
                                  "(None: xbatcher-compatible batches)")
 
-        found = _lazycube_input(ds, storage_options, batch_size, concat_input_dims,
+        found = _lazycube_input(ds, storage_options, open_args, batch_size, concat_input_dims,
                                 extras["preload_batch"])
         if found is None:
             # data lazycube does not read: xbatcher mode through xarray
@@ -470,12 +473,12 @@ def _is_dask_backed(obj) -> bool:
     return any(v.chunks is not None for v in variables)
 
 
-def _lazycube_input(ds, storage_options, batch_size, concat, preload):
+def _lazycube_input(ds, storage_options, open_args, batch_size, concat, preload):
     """(Source, core dataset, xarray Dataset, xarray object xbatcher sees) when lazycube's core
     reads `ds` (see BatchGenerator), or None when xbatcher mode must cut it with xarray."""
     xr = sys.modules.get("xarray")
     if xr is None or not isinstance(ds, (xr.Dataset, xr.DataArray)):
-        source, core, xds = resolve_source(ds, storage_options)
+        source, core, xds = resolve_source(ds, storage_options, **open_args)
         return source, core, xds, xds
     dataarray = isinstance(ds, xr.DataArray)
     reason = None
@@ -492,7 +495,8 @@ def _lazycube_input(ds, storage_options, batch_size, concat, preload):
                 as_dataset = ds.to_dataset()
                 if isinstance(ds.encoding.get("source"), str):  # netcdf4 records it per variable
                     as_dataset.encoding["source"] = ds.encoding["source"]
-            source, core, xds = resolve_source(as_dataset if dataarray else ds, storage_options)
+            source, core, xds = resolve_source(as_dataset if dataarray else ds, storage_options,
+                                               **open_args)
             if dataarray:
                 names = (core if core is not None else source.open()).data_var_names()
                 if ds.name not in names:

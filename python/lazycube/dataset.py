@@ -264,15 +264,19 @@ class Dataset:
         return "\n".join(lines)
 
 
-def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None):
+def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
+                 mask_valid_range=False):
     """Opens a Zarr v2/v3 store, a kerchunk reference set or a NetCDF/HDF5/GRIB file (local
     path, file://, http(s)://, s3://, gs:// or gcs://, reference://) lazily: only metadata is read.
     ``storage_options`` are fsspec-style options for the cloud stores (credentials,
     endpoint_url, ...; ``allowed_prefixes`` for reference sets). ``engine``: None (auto: "gdal"
     for .nc/.nc4/.cdf/.h5/.hdf5/.he5/.grib/.grib2/.grb/.grb2 or a local file with such a
-    signature, else "zarr"), "zarr" or "gdal"."""
+    signature, else "zarr"), "zarr" or "gdal". ``mask_valid_range=True`` masks stored values
+    outside a variable's ``valid_range`` / ``valid_min`` / ``valid_max`` to NaN (before
+    scale/offset, as netCDF4-python does; xarray never does) and moves those attributes to the
+    encoding."""
     source = Source(url, storage_options, decode_cf=decode_cf, consolidated=consolidated,
-                    engine=engine)
+                    engine=engine, mask_valid_range=mask_valid_range)
     return Dataset(source.open(), source)
 
 

@@ -4,7 +4,7 @@
   secrets (keys, tokens, passwords, ...) masked in ``repr``/``str``. They travel in a pickle
   (a worker process needs them) but are never shown.
 * :class:`Source` -- where the data is: URL, storage options, open arguments (``decode_cf``,
-  ``consolidated``, ``engine``), the positional selection the user applied (``isel``, and
+  ``mask_valid_range``, ``consolidated``, ``engine``: :data:`OPEN_ARGS`), the positional selection the user applied (``isel``, and
   ``sel`` recorded by position) and the data variables kept. ``Source.open()`` gives the same
   ``_core.Dataset`` in any process. ``lazycube.Dataset``, xarray Datasets opened with
   ``engine="lazycube"``, ``BatchGenerator`` and the torch datasets all carry one.
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from . import _core, _errors
 from ._options import normalize_storage_options
 
-__all__ = ["StorageOptions", "Source", "Pipeline", "resolve_shard", "resolve_source"]
+__all__ = ["StorageOptions", "Source", "OPEN_ARGS", "Pipeline", "resolve_shard", "resolve_source"]
 
 # Storage option keys whose values are secrets: a key containing one of these words.
 _SECRET_WORDS = ("secret", "key", "token", "password", "passwd", "credential", "sas", "signature",
@@ -96,20 +96,27 @@ def _indexer_value(v):
     return int(v)
 
 
+# The open arguments a Source carries besides the URL and storage options: the one list every
+# entry point taking a URL (torch datasets, ...) passes through to Source.
+OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine")
+
+
 class Source:
     """Where a dataset comes from, enough to open it again in any process (see module doc).
 
     ``selection`` is a tuple of positional selections (``{dim: int | slice}``) applied in turn
     after opening; ``variables`` the data variables kept (None: all)."""
 
-    __slots__ = ("url", "storage_options", "decode_cf", "consolidated", "engine", "selection",
-                 "variables")
+    __slots__ = ("url", "storage_options", "decode_cf", "mask_valid_range", "consolidated", "engine",
+                 "selection", "variables")
 
-    def __init__(self, url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
-                 selection=(), variables=None):
+    def __init__(self, url, storage_options=None, decode_cf=True, mask_valid_range=False,
+                 consolidated=None, engine=None, selection=(), variables=None):
         self.url = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
         self.storage_options = StorageOptions(storage_options)
         self.decode_cf = bool(decode_cf)
+        # CF valid_range / valid_min / valid_max masking (opt-in, netCDF4-python's rule).
+        self.mask_valid_range = bool(mask_valid_range)
         self.consolidated = None if consolidated is None else bool(consolidated)
         self.engine = engine
         self.selection = tuple({str(d): _indexer_value(v) for d, v in step.items()}
@@ -143,7 +150,8 @@ class Source:
         """The ``_core.Dataset`` (with the selection applied). Errors never show a secret."""
         try:
             core = _core.open(self.url, self.storage_options.core(), decode_cf=self.decode_cf,
-                              consolidated=self.consolidated, engine=self.engine)
+                              consolidated=self.consolidated, engine=self.engine,
+                              mask_valid_range=self.mask_valid_range)
             for step in self.selection:
                 core = core.isel(step)
             return core
@@ -168,6 +176,8 @@ class Source:
             parts.append("storage_options=%r" % (self.storage_options,))
         if not self.decode_cf:
             parts.append("decode_cf=False")
+        if self.mask_valid_range:
+            parts.append("mask_valid_range=True")
         for key in ("consolidated", "engine"):
             if getattr(self, key) is not None:
                 parts.append("%s=%r" % (key, getattr(self, key)))

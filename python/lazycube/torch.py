@@ -61,11 +61,11 @@ import torch.utils.data
 
 from . import _core
 from .batch import generator_arguments
-from .pipeline import Pipeline, keep_foreign, resolve_source
+from .pipeline import OPEN_ARGS, Pipeline, keep_foreign, resolve_source
 
 __all__ = ["BatchDataset", "WindowDataset"]
 
-_OPEN_KEYS = ("storage_options", "decode_cf", "consolidated", "engine")
+_OPEN_KEYS = ("storage_options",) + OPEN_ARGS
 
 
 def _pipeline_of(source, open_kwargs, kwargs, *, rank=None, world_size=None):
@@ -240,7 +240,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
     ``lazycube._core.BatchGenerator``); ``BatchDataset(ds_or_url, input_dims=..., batch_size=N,
     **generator_kwargs)`` builds one (``ds_or_url``: a URL, a lazycube Dataset, or an xarray
     Dataset opened with ``engine="lazycube"``; the open options ``storage_options``,
-    ``decode_cf`` and ``consolidated`` may be given too). ``target=`` accepts a variable
+    ``decode_cf``, ``mask_valid_range``, ``consolidated`` and ``engine`` may be given too). ``target=`` accepts a variable
     name, a list of names or ``{"variables": [...], "offset": {"time": 1}}``.
 
     Items: ``x`` with dims ``(sample, channel, window dims...)``, or ``(x, y)`` when a target

@@ -229,13 +229,13 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
     open_dataset_parameters = (
         "filename_or_obj", "drop_variables", "storage_options", "decode_cf", "consolidated",
         "group", "mask_and_scale", "decode_times", "decode_timedelta", "use_cftime",
-        "concat_characters", "decode_coords",
+        "concat_characters", "decode_coords", "mask_valid_range",
     )
 
     def open_dataset(self, filename_or_obj, *, drop_variables=None, storage_options=None,
                      decode_cf=None, consolidated=None, group=None, mask_and_scale=None,
                      decode_times=None, decode_timedelta=None, use_cftime=None,
-                     concat_characters=None, decode_coords=None):
+                     concat_characters=None, decode_coords=None, mask_valid_range=False):
         if isinstance(filename_or_obj, os.PathLike):
             filename_or_obj = os.fspath(filename_or_obj)
         if not isinstance(filename_or_obj, str):
@@ -259,7 +259,8 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
             raise ValueError(
                 "engine='lazycube' decodes CF conventions all-or-nothing: pass decode_cf=False "
                 "(or both mask_and_scale=False and decode_times=False) for raw values")
-        source = Source(url, storage_options, decode_cf=decode, consolidated=consolidated)
+        source = Source(url, storage_options, decode_cf=decode, consolidated=consolidated,
+                        mask_valid_range=mask_valid_range)
         ds = to_xarray(lazycube_dataset.Dataset(source.open(), source), drop_variables=drop_variables,
                        decode_coords=decode_coords is not False and decode, decode=decode)
         ds.encoding["source"] = filename_or_obj

@@ -30,6 +30,7 @@ struct InfoArgs {
   std::vector<std::string> options;  // storage options, KEY=VALUE
   bool stats = false;                // print the store's traffic counters afterwards
   std::string engine;                // "", "zarr" or "gdal"
+  bool mask_valid_range = false;     // OpenOptions::mask_valid_range
 };
 int run_info(const InfoArgs& args);
 
@@ -41,6 +42,7 @@ struct ReadArgs {
   std::string output;
   std::vector<std::string> options;  // storage options, KEY=VALUE
   std::string engine;                // "", "zarr" or "gdal"
+  bool mask_valid_range = false;     // OpenOptions::mask_valid_range
   ProgressMode progress = ProgressMode::Auto;
 };
 int run_read(const ReadArgs& args);
@@ -60,6 +62,7 @@ struct BenchArgs {
   std::optional<std::uint64_t> fetch_ahead_mb;  // MiB; 0: off; unset: from the cache budget
   bool json = false;
   std::vector<std::string> options;  // storage options, KEY=VALUE
+  bool mask_valid_range = false;     // OpenOptions::mask_valid_range
   ProgressMode progress = ProgressMode::Auto;
 };
 int run_bench(const BenchArgs& args);

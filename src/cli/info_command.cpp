@@ -110,6 +110,7 @@ int run_info(const InfoArgs& args) {
   OpenOptions options;
   options.storage_options = parse_storage_options(args.options);
   options.engine = args.engine;
+  options.mask_valid_range = args.mask_valid_range;
   if (!args.stats) {
     const Dataset ds = open(args.url, options);
     if (args.json) {

@@ -16,6 +16,12 @@ int fail(const std::string& message, int status) {
 }
 
 // --progress / --no-progress (ProgressMode::Auto when neither is given).
+// --mask-valid-range (info, read, bench): OpenOptions::mask_valid_range.
+void add_mask_valid_range_flag(CLI::App* cmd, bool& flag) {
+  cmd->add_flag("--mask-valid-range", flag,
+                "Mask stored values outside valid_range / valid_min / valid_max to NaN (CF, as netCDF4-python)");
+}
+
 void add_progress_flags(CLI::App* cmd, lazycube::cli::ProgressMode& mode) {
   using lazycube::cli::ProgressMode;
   auto* on = cmd->add_flag_callback(
@@ -44,6 +50,7 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   info_cmd->add_flag("--stats", info.stats, "Print the store's request/retry/latency counters afterwards");
+  add_mask_valid_range_flag(info_cmd, info.mask_valid_range);
 
   ReadArgs read;
   std::vector<std::string> isel;
@@ -59,6 +66,7 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   read_cmd->add_flag("--raw", read.raw, "Skip CF decoding: stored values and dtype");
+  add_mask_valid_range_flag(read_cmd, read.mask_valid_range);
   read_cmd->add_option("-o,--output", read.output, "Output .npy path")->required();
   add_progress_flags(read_cmd, read.progress);
 
@@ -93,6 +101,7 @@ int main(int argc, char** argv) {
                         "Decoded chunks fetched ahead along the epoch's order, in MiB (0: off; default: half the "
                         "cache budget, at most 256)");
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of text");
+  add_mask_valid_range_flag(bench_cmd, bench.mask_valid_range);
   add_progress_flags(bench_cmd, bench.progress);
   bench_cmd->add_option("--option", bench.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
       ->allow_extra_args(false)

@@ -1,4 +1,4 @@
-// lazycube read URL [VARIABLE] [--isel DIM=...]... [--raw] [--progress|--no-progress] -o OUT.npy
+// lazycube read URL [VARIABLE] [--isel DIM=...]... [--raw] [--mask-valid-range] [--progress|--no-progress] -o OUT.npy
 #include <algorithm>
 #include <iostream>
 
@@ -48,6 +48,7 @@ int run_read(const ReadArgs& args) {
   }
   OpenOptions options;
   options.decode_cf = !args.raw;
+  options.mask_valid_range = args.mask_valid_range;
   options.storage_options = parse_storage_options(args.options);
   options.engine = args.engine;
   const Dataset ds = open(args.url, options);

@@ -23,6 +23,10 @@
 //      fixed-size representation here. The xarray engine (python/lazycube/xarray_backend.py)
 //      hands exactly these variables to xarray's own CFDatetimeCoder, so engine="lazycube"
 //      gives the cftime values engine="netcdf4"/"zarr" give.
+//   5. Opt-in (OpenOptions::mask_valid_range, netCDF4-python's rule; xarray has none):
+//      valid_range [min, max], else valid_min / valid_max, move to the encoding; stored values
+//      outside them become NaN before scale/offset. The bounds are in stored units, cast to
+//      the stored type. No range is derived from _FillValue.
 // Deviations: xarray turns masked booleans and strings into object arrays; here those keep
 // their dtype and only the fill attributes move to the encoding.
 #include "lazycube/dataset/cf.hpp"
@@ -199,12 +203,15 @@ void store_float(std::byte* p, const DataType& t, double v) {
 struct MaskScale {
   bool mask = false, mask_f32 = false, scale = false, scale_f32 = false;
   bool has_scale = false, has_offset = false;
+  bool range = false;               // valid range: stored x outside [vmin, vmax] -> NaN
+  double vmin = 0, vmax = 0;
   std::span<const float> fills32;   // views of the plan's fill values: nothing copied per call
   std::span<const double> fills64;
   float scale32 = 1, offset32 = 0;
   double scale64 = 1, offset64 = 0;
 
   double operator()(double x) const {
+    if (range && (x < vmin || x > vmax)) x = std::numeric_limits<double>::quiet_NaN();
     if (mask) {
       bool hit = false;
       if (mask_f32) {
@@ -268,6 +275,7 @@ LAZYCUBE_VECTORIZE void mask_scale_loop(const std::byte* raw, std::uint64_t coun
 
 template <class In, class Out>
 bool mask_scale_fast(const std::byte* raw, std::uint64_t count, std::byte* out, const MaskScale& steps) {
+  if (steps.range) return false;  // opt-in valid range: the general per-element steps
   if (steps.mask && (steps.fills64.size() != 1 || steps.mask_f32 != std::is_same_v<MaskType<In>, float>)) return false;
   if (steps.scale && steps.scale_f32 != std::is_same_v<Out, float>) return false;
   const bool scale = steps.scale && steps.has_scale, offset = steps.scale && steps.has_offset;
@@ -340,6 +348,21 @@ std::int64_t float_to_timedelta_ns(double x, std::int64_t unit_ns) {
   return base * unit_ns + static_cast<std::int64_t>(frac * static_cast<double>(unit_ns));
 }
 
+// A valid_range / valid_min / valid_max bound as a number (a lone number or a 1-element list);
+// anything else is a MetadataError naming the variable and attribute.
+double range_bound(const nlohmann::json& v, const std::string& name, const char* key) {
+  const nlohmann::json& x = v.is_array() && v.size() == 1 ? v.front() : v;
+  if (!x.is_number())
+    throw MetadataError("variable '" + name + "': attribute " + key + " must be a number, got " + v.dump());
+  return x.get<double>();
+}
+
+// A bound cast to the stored type, as netCDF4-python compares them (numpy.array(bound, dtype)).
+double as_stored(double v, const DataType& t) {
+  if (t.kind == DTypeKind::Float) return t.itemsize == 4 ? static_cast<double>(static_cast<float>(v)) : v;
+  return std::isfinite(v) ? std::trunc(v) : v;
+}
+
 }  // namespace
 
 CfDecoding CfDecoding::identity(const DataType& stored, nlohmann::json attrs) {
@@ -406,6 +429,40 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
     d.mask_precision_ = stored.itemsize <= (stored.kind == DTypeKind::Float ? 4 : 2) ? Precision::F32 : Precision::F64;
     if (scaled) cur = unpacked;
     else if (stored.kind != DTypeKind::Float) cur = DataType::float_(stored.itemsize <= 2 ? 4 : 8);
+  }
+
+  // 1b. Valid range (opt-in), compared with the stored values.
+  if (inputs.mask_valid_range && is_real_numeric(stored)) {
+    const nlohmann::json range = move_attr(attrs, enc, "valid_range");
+    const nlohmann::json vmin = move_attr(attrs, enc, "valid_min");
+    const nlohmann::json vmax = move_attr(attrs, enc, "valid_max");
+    bool any = false;
+    if (!range.is_null()) {
+      if (!range.is_array() || range.size() != 2 || !range[0].is_number() || !range[1].is_number())
+        throw MetadataError("variable '" + inputs.name + "': attribute valid_range must be 2 numbers [min, max], got " +
+                            range.dump());
+      d.valid_min_ = range[0].get<double>();
+      d.valid_max_ = range[1].get<double>();
+      any = true;
+    }
+    // netCDF4-python: valid_range wins over valid_min / valid_max (still checked, then unused).
+    if (!vmin.is_null()) {
+      const double b = range_bound(vmin, inputs.name, "valid_min");
+      if (range.is_null()) d.valid_min_ = b;
+      any = true;
+    }
+    if (!vmax.is_null()) {
+      const double b = range_bound(vmax, inputs.name, "valid_max");
+      if (range.is_null()) d.valid_max_ = b;
+      any = true;
+    }
+    if (any) {
+      d.valid_min_ = as_stored(d.valid_min_, stored);
+      d.valid_max_ = as_stored(d.valid_max_, stored);
+      d.steps_ |= kValidRange;
+      if (scaled) cur = unpacked;
+      else if (stored.kind != DTypeKind::Float) cur = DataType::float_(stored.itemsize <= 2 ? 4 : 8);
+    }
   }
 
   // 2. Scale and offset.
@@ -517,11 +574,14 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
   steps.offset32 = static_cast<float>(steps.offset64);
   steps.fills64 = fill_values_;
   steps.fills32 = fill_values32_;
+  steps.range = (steps_ & kValidRange) != 0;
+  steps.vmin = valid_min_;
+  steps.vmax = valid_max_;
   if (!to_datetime && !to_timedelta && decoded_.kind == DTypeKind::Float) {
     if (decoded_.itemsize == 4 && decode_numbers_to<float>(stored_, raw.data(), count, out.data(), steps)) return;
     if (decoded_.itemsize == 8 && decode_numbers_to<double>(stored_, raw.data(), count, out.data(), steps)) return;
   }
-  const bool integer_times = !steps.mask && !steps.scale && pre_time_.kind != DTypeKind::Float;
+  const bool integer_times = !steps.mask && !steps.range && !steps.scale && pre_time_.kind != DTypeKind::Float;
   const bool time_f32 = pre_time_.kind == DTypeKind::Float && pre_time_.itemsize == 4;
 
   for (std::uint64_t i = 0; i < count; ++i) {

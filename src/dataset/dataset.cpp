@@ -43,7 +43,8 @@ std::vector<std::string> dims_of(const Array& array) {
   return names;
 }
 
-Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, int zarr_format) {
+Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, int zarr_format,
+                             bool mask_valid_range) {
   nlohmann::json attrs = array->attrs().is_object() ? array->attrs() : nlohmann::json::object();
   attrs.erase("_ARRAY_DIMENSIONS");
   std::vector<std::string> dims = dims_of(*array);
@@ -52,6 +53,8 @@ Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, i
     return Variable(std::move(name), std::move(array), std::move(dims), std::move(plan));
   }
   CfInputs inputs;
+  inputs.mask_valid_range = mask_valid_range;
+  inputs.name = name;
   if (zarr_format == 2 && array->has_fill_value() && !array->dtype().is_variable_length())
     inputs.array_fill_bytes = array->fill_value_bytes();
   CfDecoding plan = CfDecoding::plan(array->dtype(), attrs, inputs);

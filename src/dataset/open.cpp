@@ -42,11 +42,12 @@ Dataset open(const Location& location, const OpenOptions& options) {
     if (name.empty()) name = last_component(location.store->url());
     if (name.empty()) name = "data";
     variables.push_back(variable_from_array(name, hierarchy.array(hierarchy.array_names().front()),
-                                            options.decode_cf, hierarchy.zarr_format()));
+                                            options.decode_cf, hierarchy.zarr_format(),
+                                            options.mask_valid_range));
   } else {
     for (const auto& name : hierarchy.array_names())
       variables.push_back(variable_from_array(name, hierarchy.array(name), options.decode_cf,
-                                              hierarchy.zarr_format()));
+                                              hierarchy.zarr_format(), options.mask_valid_range));
   }
   return Dataset(std::move(variables), hierarchy.attrs());
 }

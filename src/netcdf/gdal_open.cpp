@@ -53,6 +53,7 @@ struct Walker {
   std::shared_ptr<GdalSource> source;
   std::string driver;
   bool decode_cf;
+  bool mask_valid_range;
   std::vector<Variable> variables;
   std::vector<std::string> skipped;
 
@@ -88,7 +89,7 @@ struct Walker {
     info.attrs = attributes_json(array.GetAttributes(kShowAll));
     add_driver_metadata(array, driver, info);
     auto arr = std::make_shared<GdalArray>(source, std::move(info));
-    variables.push_back(variable_from_array(name, std::move(arr), decode_cf, /*zarr_format=*/0));
+    variables.push_back(variable_from_array(name, std::move(arr), decode_cf, /*zarr_format=*/0, mask_valid_range));
   }
 };
 
@@ -121,7 +122,7 @@ Dataset open_gdal(std::string_view url, const OpenOptions& options) {
   // Metadata through this thread's handle (kept for this thread's reads).
   GdalHandle& handle = source->handle();
   GdalCallGuard guard;
-  Walker walker{source, source->driver_name(), options.decode_cf, {}, {}};
+  Walker walker{source, source->driver_name(), options.decode_cf, options.mask_valid_range, {}, {}};
   walker.walk(handle.root, "");
   if (walker.driver == "netCDF") check_classic_size(*source, walker.variables);
   nlohmann::json attrs = attributes_json(handle.root->GetAttributes(kShowAll));

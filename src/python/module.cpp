@@ -123,17 +123,20 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "open",
       [](const std::string& url, std::optional<std::map<std::string, std::string>> storage_options,
-         bool decode_cf, std::optional<bool> consolidated, std::optional<std::string> engine) {
+         bool decode_cf, std::optional<bool> consolidated, std::optional<std::string> engine,
+         bool mask_valid_range) {
         OpenOptions o;
         if (storage_options) o.storage_options = *storage_options;
         o.decode_cf = decode_cf;
         o.consolidated = consolidated;
         if (engine) o.engine = *engine;
+        o.mask_valid_range = mask_valid_range;
         py::gil_scoped_release release;
         return lazycube::open(url, o);
       },
       py::arg("url"), py::arg("storage_options") = py::none(), py::arg("decode_cf") = true,
       py::arg("consolidated") = py::none(), py::arg("engine") = py::none(),
+      py::arg("mask_valid_range") = false,
       "Opens a Zarr v2/v3 group or array, or (engine 'gdal', auto-detected by suffix or signature) a\n"
       "NetCDF/HDF5/GRIB file (local path, file://, http(s)://, s3://, gs:// or gcs://).");
 

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +22,12 @@ struct CfInputs {
   // The array's fill value acting as _FillValue (Zarr v2: xarray's zarr backend puts it in
   // the attributes; Zarr v3: only an explicit _FillValue attribute masks). Raw native bytes.
   std::optional<Buffer> array_fill_bytes;
+  // OpenOptions::mask_valid_range: valid_range / valid_min / valid_max (in stored units) mask
+  // values outside them to NaN, as netCDF4-python does (xarray never does). Only explicit
+  // attributes: no range is derived from _FillValue.
+  bool mask_valid_range = false;
+  // The variable's name, for errors about its attributes.
+  std::string name;
 };
 
 // The plan is also the element conversion of a decoded read (Array::read_converted): each
@@ -50,7 +58,7 @@ class CfDecoding final : public ElementConversion {
   void convert(const std::byte* raw, std::uint64_t count, std::byte* out) const override;
 
  private:
-  enum Step : unsigned { kMask = 1, kScale = 2, kDateTime = 4, kTimeDelta = 8 };
+  enum Step : unsigned { kMask = 1, kScale = 2, kDateTime = 4, kTimeDelta = 8, kValidRange = 16 };
   enum class Precision { F32, F64 };
 
   DataType stored_;
@@ -64,6 +72,10 @@ class CfDecoding final : public ElementConversion {
   std::vector<std::int64_t> fill_ints_;   // datetime/timedelta storage
   Buffer complex_fill_;                   // complex storage: exact bytes of the fill value
   Precision mask_precision_ = Precision::F64;
+  // Valid range (kValidRange): stored values outside [valid_min_, valid_max_] become NaN; the
+  // bounds are already cast to the stored type (netCDF4-python: numpy.array(attr, dtype)).
+  double valid_min_ = -std::numeric_limits<double>::infinity();
+  double valid_max_ = std::numeric_limits<double>::infinity();
   // Scale/offset (x * scale + offset in scale precision).
   std::optional<double> scale_factor_;
   std::optional<double> add_offset_;

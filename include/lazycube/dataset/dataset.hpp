@@ -27,6 +27,10 @@ struct OpenOptions {
   // Auto picks "gdal" for a NetCDF/HDF5/GRIB file suffix or a local file starting with such a
   // signature, else "zarr". Anything else is a UsageError listing the engines.
   std::string engine;
+  // Opt-in CF valid range (netCDF4-python's rule, never xarray's): with decode_cf, stored values
+  // outside valid_range / valid_min / valid_max become NaN and those attributes move to the
+  // encoding. Off: they stay attributes and nothing is masked.
+  bool mask_valid_range = false;
 };
 
 class Dataset {
@@ -77,8 +81,10 @@ Dataset open(const Location& location, const OpenOptions& options = {});
 
 // A variable over a whole array: dims from the metadata, _ARRAY_DIMENSIONS dropped from the
 // attributes, CF decoding planned when `decode_cf` (the fill value acts as _FillValue for
-// Zarr v2 only, as in xarray's zarr backend).
-Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, int zarr_format);
+// Zarr v2 only, as in xarray's zarr backend), valid range masking too when `mask_valid_range`
+// (OpenOptions::mask_valid_range).
+Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, int zarr_format,
+                             bool mask_valid_range = false);
 
 // Dim names for an array: metadata names, falling back to dim_0, dim_1, ...
 std::vector<std::string> dims_of(const Array& array);
