@@ -114,8 +114,8 @@ class BatchGenerator:
     ``target`` (``{"variables": [...], "offset": {"time": 1}}``), ``shuffle`` (False/True or
     "none"/"random"/"chunk"), ``seed``, ``drop_last``, ``rank``/``world_size``,
     ``worker``/``num_workers``, ``prefetch``, ``cache_bytes``, ``fetch_ahead_bytes`` (decoded
-    chunks fetched ahead along the epoch's order; None: half the cache, at most 256 MiB; 0:
-    off), ``dtype``, ``filter``
+    chunks fetched ahead along the epoch's order; None: the cache budget less the room
+    batches re-read chunks from, at most 256 MiB; 0: off), ``dtype``, ``filter``
     (``{"variable": ..., "max_nan_fraction": ...}``), ``pinned``, ``storage_options`` and the
     open arguments of :data:`lazycube.pipeline.OPEN_ARGS` (``decode_cf``, ``mask_valid_range``,
     ...: for a URL).

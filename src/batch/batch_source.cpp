@@ -49,7 +49,8 @@ NDArray window_labels(const NDArray& coord, const std::vector<IndexRange>& range
 
 }  // namespace
 
-std::vector<std::uint64_t> BatchSource::chunk_group_lengths(const Variable& first, std::size_t nvars) const {
+std::vector<std::uint64_t> BatchSource::chunk_group_lengths(const Variable& first, std::size_t nvars,
+                                                            std::uint64_t& working_set_bytes) const {
   // Chunk shuffle groups windows by the chunk their start falls in. A window crossing into the
   // next chunk needs that chunk too, which is evicted before its own group comes round unless
   // groups span several chunks: along dims where windows cross chunk boundaries, groups grow
@@ -94,6 +95,7 @@ std::vector<std::uint64_t> BatchSource::chunk_group_lengths(const Variable& firs
   }
   std::vector<std::uint64_t> lengths(ng);
   for (std::size_t g = 0; g < ng; ++g) lengths[g] = chunk[g] * k[g];
+  working_set_bytes = static_cast<std::uint64_t>(working_set());
   return lengths;
 }
 
@@ -109,13 +111,21 @@ BatchSource::BatchSource(Dataset dataset, BatchOptions options)
   std::set<std::string> windowed;
   for (const auto& [d, n] : options_.input_dims) windowed.insert(d);
   for (const auto& [d, n] : options_.batch_dims) windowed.insert(d);
-  // Read at once, each on its own thread (not the pool, which may have fewer workers than
-  // there are coordinates): over a remote store each read is a round trip.
-  std::vector<std::future<std::pair<std::string, NDArray>>> reads;
+  std::vector<std::pair<std::string, Variable>> coords;
   for (const auto& d : windowed)
     if (dataset_.contains(d) && dataset_.variable(d).dims() == std::vector<std::string>{d})
-      reads.push_back(std::async(std::launch::async, [this, d] { return std::pair(d, dataset_.variable(d).read()); }));
-  for (auto& r : reads) coord_values_.insert(r.get());
+      coords.emplace_back(d, dataset_.variable(d));
+  // Read at once, each on its own thread (not the pool, which may have fewer workers than
+  // there are coordinates): over a remote store each read is a round trip. Nothing waits for
+  // them before the first batch.
+  coord_values_ = std::async(std::launch::async, [coords = std::move(coords)] {
+                    std::vector<std::future<NDArray>> reads;
+                    for (const auto& [d, v] : coords)
+                      reads.push_back(std::async(std::launch::async, [&v = v] { return v.read(); }));
+                    std::map<std::string, NDArray> out;
+                    for (std::size_t i = 0; i < coords.size(); ++i) out.emplace(coords[i].first, reads[i].get());
+                    return out;
+                  }).share();
 }
 
 void BatchSource::resolve_stacked() {
@@ -201,7 +211,11 @@ void BatchSource::resolve_stacked() {
   out_dims_.insert(out_dims_.end(), other_dims_.begin(), other_dims_.end());
   for (const auto& [d, n] : o.input_dims) out_extent_.push_back(n);
   for (const auto& d : other_dims_) out_extent_.push_back(first.dim_size(d));
-  chunk_lengths_ = chunk_group_lengths(first, xvars_.size() + yvars_.size());
+  std::uint64_t group_bytes = 0;
+  chunk_lengths_ = chunk_group_lengths(first, xvars_.size() + yvars_.size(), group_bytes);
+  // Under chunk shuffle batches re-read the chunks of the group being consumed and of the one
+  // before (windows straddling the two): room for two groups is what the LRU must keep.
+  if (o.shuffle == Shuffle::Chunk) reuse_bytes_ = std::min(2 * group_bytes, cache_->budget() / 2);
   if (o.shuffle == Shuffle::Random) warn_random_reads(first);
 
   if (o.filter) {
@@ -335,13 +349,14 @@ void BatchSource::for_each_read(std::uint64_t id,
   }
 }
 
-std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes) {
-  return std::min<std::uint64_t>(cache_budget_bytes / 2, std::uint64_t{256} << 20);
+std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes) {
+  return std::min<std::uint64_t>(cache_budget_bytes - std::min(reuse_bytes, cache_budget_bytes), std::uint64_t{256} << 20);
 }
 
 std::uint64_t BatchSource::fetch_ahead_bytes() const {
   if (!cache_->enabled()) return 0;
-  return options_.fetch_ahead_bytes ? *options_.fetch_ahead_bytes : default_fetch_ahead_bytes(cache_->budget());
+  if (options_.fetch_ahead_bytes) return *options_.fetch_ahead_bytes;
+  return default_fetch_ahead_bytes(cache_->budget(), reuse_bytes_ ? *reuse_bytes_ : cache_->budget() / 4);
 }
 
 bool BatchSource::window_passes(std::uint64_t id) const {
@@ -400,9 +415,10 @@ BatchArray BatchSource::stack_channels(const std::string& name, const std::vecto
 }
 
 void BatchSource::attach_coords(Batch& batch) const {
+  const std::map<std::string, NDArray>& coord_values = coord_values_.get();
   for (std::size_t g = 0; g < batch.window_dims.size(); ++g) {
-    auto it = coord_values_.find(batch.window_dims[g]);
-    if (it == coord_values_.end()) continue;
+    auto it = coord_values.find(batch.window_dims[g]);
+    if (it == coord_values.end()) continue;
     std::vector<IndexRange> ranges;
     for (const auto& w : batch.windows) ranges.push_back(w[g]);
     batch.coords.emplace(it->first, window_labels(it->second, ranges));

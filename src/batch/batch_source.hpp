@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,7 +61,10 @@ class BatchSource {
                             bool target) const;
   void attach_coords(Batch& batch) const;
   // Chunk-shuffle group length along each grid dim (a multiple of the chunk length).
-  std::vector<std::uint64_t> chunk_group_lengths(const Variable& first, std::size_t nvars) const;
+  // `working_set_bytes`: decoded bytes of one group's chunks (and of the chunks its windows
+  // cross into).
+  std::vector<std::uint64_t> chunk_group_lengths(const Variable& first, std::size_t nvars,
+                                                 std::uint64_t& working_set_bytes) const;
   void resolve_stacked();
   void warn_random_reads(const Variable& first);
   void resolve_xbatcher();
@@ -84,13 +88,20 @@ class BatchSource {
   DataType xdtype_, ydtype_;
   std::unique_ptr<NanFilter> filter_;
   std::vector<std::uint64_t> chunk_lengths_;
+  // Cache room batches need to re-read chunks while fetch-ahead holds the rest (known under
+  // chunk shuffle; unset: a quarter of the cache).
+  std::optional<std::uint64_t> reuse_bytes_;
 
   // Compatibility mode.
   XbatcherSchema schema_;
   WindowGrid batch_grid_;
   std::vector<Variable> cvars_;
 
-  std::map<std::string, NDArray> coord_values_;  // dim -> its decoded index coordinate
+  // dim -> its decoded index coordinate. Read in the background from construction on, so that
+  // over a remote store the coordinates travel together with the first batch's chunks instead
+  // of costing the construction a round trip; the first batch waits for them (and reports a
+  // failed read).
+  std::shared_future<std::map<std::string, NDArray>> coord_values_;
 };
 
 }  // namespace lazycube::batch

@@ -12,6 +12,10 @@ constexpr std::uint64_t kMaxRoundPositions = 4096;
 // Rounds of about budget / kRoundsPerBudget bytes: several are in flight at once, so one slow
 // request (a retry with backoff) holds back only its own round, not the requests behind it.
 constexpr std::uint64_t kRoundsPerBudget = 8;
+// The first round of a walk is this fraction of a full one, and each next one twice the last:
+// the first batch's chunks then travel in a small round that the server answers first, not
+// among a full round's worth of bodies sharing the bandwidth.
+constexpr std::uint64_t kFirstRoundFraction = 16;
 }  // namespace
 
 FetchAhead::FetchAhead(const BatchSource& source, std::uint64_t budget_bytes)
@@ -27,13 +31,14 @@ void FetchAhead::start(const EpochOrder& order, std::uint64_t from) {
   walker_ = std::thread([this, &order, from] { walk(order, from); });
 }
 
-std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& order, std::uint64_t from) const {
+std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& order, std::uint64_t from,
+                                                          std::uint64_t bytes) const {
   auto round = std::make_unique<Round>();
   round->begin = from;
   std::vector<std::map<std::vector<std::uint64_t>, bool>> seen;  // per entry of round->units
   std::uint64_t p = from;
   const std::uint64_t last = std::min(order.size(), from + kMaxRoundPositions);
-  for (; p < last && round->bytes < round_bytes_; ++p) {
+  for (; p < last && round->bytes < bytes; ++p) {
     source_.for_each_read(order.window(p), [&](const ArrayPtr& array, const ArraySelection& sel) {
       std::size_t a = 0;
       while (a < round->units.size() && round->units[a].first != array) ++a;
@@ -64,6 +69,7 @@ void FetchAhead::walk(const EpochOrder& order, std::uint64_t from) {
 
 void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
   std::uint64_t pos = from;
+  std::uint64_t bytes = std::max<std::uint64_t>(1, round_bytes_ / kFirstRoundFraction);
   const std::shared_ptr<ChunkCache> cache = source_.cache();
   for (;;) {
     {
@@ -72,7 +78,8 @@ void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
       pos = std::max(pos, consumed_);  // fell behind the consumer: what it read is done
     }
     if (pos >= order.size()) return;
-    std::unique_ptr<Round> round = plan_round(order, pos);
+    std::unique_ptr<Round> round = plan_round(order, pos, bytes);
+    bytes = std::min(round_bytes_, 2 * bytes);
     if (round->units.empty() ||
         std::all_of(round->units.begin(), round->units.end(), [](const auto& u) { return u.second.empty(); }))
       return;  // backends without chunk access: nothing to fetch ahead

@@ -45,7 +45,7 @@ class FetchAhead {
   };
   void walk(const EpochOrder& order, std::uint64_t from);
   void walk_rounds(const EpochOrder& order, std::uint64_t from);
-  std::unique_ptr<Round> plan_round(const EpochOrder& order, std::uint64_t from) const;
+  std::unique_ptr<Round> plan_round(const EpochOrder& order, std::uint64_t from, std::uint64_t bytes) const;
   void release(std::deque<std::unique_ptr<Round>>& rounds);
 
   const BatchSource& source_;

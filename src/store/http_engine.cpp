@@ -554,7 +554,7 @@ Engine& Engine::global() {
   init_once();
   std::lock_guard lock(*g_mutex);
   if (!g_engine) {
-    std::size_t cap = 64;
+    std::size_t cap = kEngineMaxInFlight;
     if (const char* env = std::getenv("LAZYCUBE_HTTP_MAX_IN_FLIGHT"); env && std::atol(env) > 0)
       cap = static_cast<std::size_t>(std::atol(env));
     g_engine = new CurlEngine(cap);  // never destroyed: stores may still use it at exit

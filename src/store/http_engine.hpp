@@ -50,8 +50,14 @@ struct RetryPolicy {
   double deadline_s = 300.0;        // per request, across attempts
 };
 
+// Transfers the process-wide engine admits at once, all reads together. Above one read's own
+// cap (EngineOptions::max_in_flight, the `max_concurrency` option): fetch-ahead keeps several
+// reads going at once, and at an object store's 50 ms first-byte latency a stream of 256 KiB
+// chunks needs ~100-200 requests in flight to run at local decode speed.
+inline constexpr std::size_t kEngineMaxInFlight = 256;
+
 struct EngineOptions {
-  std::size_t max_in_flight = 64;
+  std::size_t max_in_flight = 64;  // one read's cap
   double connect_timeout_s = 10.0;
   double low_speed_time_s = 30.0;   // abort a transfer slower than 1 byte/s for this long
   double timeout_s = 0;             // whole-transfer timeout per attempt, 0 = none
@@ -64,11 +70,11 @@ class Counters;
 class Engine {
  public:
   // The process-wide engine; re-created after fork(). Its engine-wide cap on transfers in
-  // flight is $LAZYCUBE_HTTP_MAX_IN_FLIGHT (default 64). Do not keep the reference across a
+  // flight is $LAZYCUBE_HTTP_MAX_IN_FLIGHT (default kEngineMaxInFlight). Do not keep the reference across a
   // fork(): call global() for each operation.
   static Engine& global();
   // A private engine with its own event-loop thread (tests, special cases).
-  static std::unique_ptr<Engine> create(std::size_t max_in_flight = 64);
+  static std::unique_ptr<Engine> create(std::size_t max_in_flight = kEngineMaxInFlight);
   virtual ~Engine() = default;
 
   // Receives each final response of perform_each: the request's index and its response.

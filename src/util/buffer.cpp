@@ -12,8 +12,11 @@ namespace lazycube::detail {
 
 namespace {
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
-// Below this, plain aligned new (malloc's arenas suit small, short-lived buffers).
-constexpr std::size_t kMapThreshold = std::size_t{1} << 20;
+// Below this, plain aligned new (malloc's arenas suit small, short-lived buffers). glibc's own
+// initial mmap threshold: decoded chunks of a few hundred KiB (a 256 x 256 float32 map) are
+// mapped and pooled too, or, once glibc's adaptive threshold has grown past them, a stream of
+// them fragments its heaps and RSS grows ~50 % past what is live.
+constexpr std::size_t kMapThreshold = std::size_t{128} << 10;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 

@@ -1,9 +1,9 @@
 // Fetch-ahead (BatchOptions::fetch_ahead_bytes) over a store that adds latency to every request
 // and records them: many requests are in flight at once, chunk shuffle with an ample cache
 // fetches every chunk exactly once, the byte budget holds, one slow request does not stall
-// the ones behind it, every sampler and resumed states
-// give the same windows, and under nginx's fault mix (503, 429, dropped connections) the same
-// windows arrive.
+// the ones behind it, every sampler and resumed states give the same windows, the first batch
+// over a million windows arrives in a few round trips, and under nginx's fault mix (503, 429,
+// dropped connections) the same windows arrive.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -50,6 +50,46 @@ void write_store(const std::filesystem::path& dir) {
   }
 }
 
+// A consolidated Zarr v2 group whose windows of 1 x 2 x 2 (overlap 1) number over a million:
+// `v` (time 64, y 128, x 128) in chunks of 1 x 128 x 128, and the three index coordinates,
+// each its own array (over a remote store, a request each).
+void write_million_window_store(const std::filesystem::path& dir) {
+  constexpr std::uint64_t n = 128;
+  std::string meta = R"({"zarr_consolidated_format": 1, "metadata": {".zgroup": {"zarr_format": 2})";
+  auto add_array = [&](const std::string& name, const std::string& zarray, const std::string& dims,
+                       const std::vector<std::pair<std::string, std::string>>& chunks) {
+    const std::string zattrs = R"({"_ARRAY_DIMENSIONS": )" + dims + "}";
+    fs::create_directories(dir / name);
+    test::write_file(dir / name / ".zarray", zarray);
+    test::write_file(dir / name / ".zattrs", zattrs);
+    for (const auto& [key, bytes] : chunks) test::write_file(dir / name / key, bytes);
+    meta += R"(, ")" + name + R"(/.zarray": )" + zarray + R"(, ")" + name + R"(/.zattrs": )" + zattrs;
+  };
+  auto coord = [&](const std::string& name, std::uint64_t len) {
+    std::vector<double> values(len);
+    for (std::uint64_t i = 0; i < len; ++i) values[i] = static_cast<double>(i);
+    const std::string l = std::to_string(len);
+    add_array(name, R"({"zarr_format": 2, "shape": [)" + l + R"(], "chunks": [)" + l +
+                        R"(], "dtype": "<f8", "compressor": null, "fill_value": null, "filters": null, "order": "C"})",
+              R"([")" + name + R"("])",
+              {{"0", std::string(reinterpret_cast<const char*>(values.data()), len * 8)}});
+  };
+  std::vector<std::pair<std::string, std::string>> chunks;
+  std::vector<float> chunk(n * n);
+  for (std::uint64_t t = 0; t < kT; ++t) {
+    for (std::uint64_t i = 0; i < n * n; ++i) chunk[i] = static_cast<float>(t * 100000 + i);
+    chunks.emplace_back(std::to_string(t) + ".0.0", std::string(reinterpret_cast<const char*>(chunk.data()), n * n * 4));
+  }
+  add_array("v", R"({"zarr_format": 2, "shape": [64, 128, 128], "chunks": [1, 128, 128], "dtype": "<f4",
+                     "compressor": null, "fill_value": null, "filters": null, "order": "C"})",
+            R"(["time", "y", "x"])", chunks);
+  coord("time", kT);
+  coord("y", n);
+  coord("x", n);
+  test::write_file(dir / ".zgroup", R"({"zarr_format": 2})");
+  test::write_file(dir / ".zmetadata", meta + "}}");
+}
+
 // Wraps a store: every request waits `latency`, get_each runs up to `admission` requests at once
 // (threads), and the store records how many were in flight at most and how often each key was read.
 class LatencyStore final : public Store {
@@ -66,6 +106,7 @@ class LatencyStore final : public Store {
   std::string url() const override { return inner_->url(); }
   bool prefers_batches() const override { return true; }
   std::optional<Buffer> get(std::string_view key, ByteRange range) override {
+    const auto started = std::chrono::steady_clock::now();
     const int now = ++in_flight_;
     for (int seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {
     }
@@ -78,6 +119,7 @@ class LatencyStore final : public Store {
     else if (slow_in_flight_ > 0) ++completed_while_slow_;
     std::lock_guard lock(mutex_);
     ++reads_[std::string(key)];
+    timeline_.push_back({std::string(key), started, std::chrono::steady_clock::now()});
     return out;
   }
   void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
@@ -105,6 +147,24 @@ class LatencyStore final : public Store {
   std::vector<std::string> list(std::string_view prefix) override { return inner_->list(prefix); }
   std::vector<std::string> list_dir(std::string_view prefix) override { return inner_->list_dir(prefix); }
 
+  // Round trips of the requests that started before `until`: a request that started after
+  // another one had ended may have waited for it, so it is one round trip further along; the
+  // answer is the longest such chain.
+  int round_trips_before(std::chrono::steady_clock::time_point until) const {
+    std::lock_guard lock(mutex_);
+    std::vector<Request> rs;
+    for (const auto& r : timeline_)
+      if (r.start < until) rs.push_back(r);
+    std::sort(rs.begin(), rs.end(), [](const Request& a, const Request& b) { return a.start < b.start; });
+    std::vector<int> depth(rs.size(), 1);
+    int most = 0;
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j)
+        if (rs[j].end <= rs[i].start) depth[i] = std::max(depth[i], depth[j] + 1);
+      most = std::max(most, depth[i]);
+    }
+    return most;
+  }
   int max_in_flight() const { return max_in_flight_.load(); }
   void reset_max_in_flight() { max_in_flight_ = 0; }
   // Reads of each chunk key of `v` (metadata keys left out).
@@ -124,8 +184,13 @@ class LatencyStore final : public Store {
   std::string slow_key_;
   std::chrono::milliseconds slow_latency_{0};
   std::atomic<int> slow_in_flight_{0}, completed_while_slow_{0};
+  struct Request {
+    std::string key;
+    std::chrono::steady_clock::time_point start, end;
+  };
   mutable std::mutex mutex_;
   std::map<std::string, int> reads_;
+  std::vector<Request> timeline_;
 };
 
 struct Fixture {
@@ -203,6 +268,36 @@ TEST(FetchAhead, OpeningSendsTheMetadataProbesAtOnce) {
   Fixture f;
   // zarr.json, .zarray, .zattrs, .zgroup and .zmetadata of the root in one round trip.
   EXPECT_GE(f.open_in_flight, 4);
+}
+
+TEST(FetchAhead, FirstBatchOverAMillionWindowsInThreeRoundTrips) {
+  // Open (the metadata probes together), then the coordinates together with the first batch's
+  // chunks: two round trips; three allow for a probe that follows up on another.
+  test::TempDir dir;
+  write_million_window_store(dir.path());
+  for (auto shuffle : {Shuffle::Random, Shuffle::Chunk, Shuffle::None}) {
+    auto store = std::make_shared<LatencyStore>(make_file_store(dir.str()), std::chrono::milliseconds(40), 64);
+    Dataset ds = lazycube::open(Location{store, ""});
+    BatchOptions o;
+    o.input_dims = {{"time", 1}, {"y", 2}, {"x", 2}};
+    o.input_overlap = {{"y", 1}, {"x", 1}};
+    o.batch_size = 16;
+    o.variables = {"v"};
+    o.shuffle = shuffle;
+    o.cache = std::make_shared<ChunkCache>(64 << 20);
+    BatchGenerator g(ds, o);
+    ASSERT_GE(g.total_windows(), 1000000u);
+    auto b = g.next();
+    const auto first = std::chrono::steady_clock::now();
+    ASSERT_TRUE(b);
+    ASSERT_EQ(b->coords.count("y"), 1u) << "the first batch carries its coordinate labels";
+    const float* v = reinterpret_cast<const float*>(b->arrays.at(0).data.get());
+    const auto& w = b->windows.front();
+    EXPECT_EQ(v[0], static_cast<float>(w[0].start * 100000 + w[1].start * 128 + w[2].start));
+    const int trips = store->round_trips_before(first);
+    EXPECT_LE(trips, 3) << shuffle_name(shuffle) << ": " << trips << " round trips";
+    EXPECT_GE(trips, 2) << shuffle_name(shuffle);  // open, then data: the count sees them
+  }
 }
 
 TEST(FetchAhead, OffLeavesOneChunkRequestInFlightUnderChunkShuffle) {

@@ -68,16 +68,17 @@ struct BatchOptions {
 
   std::size_t prefetch = 2;            // batches assembled ahead of the caller (0: on demand)
   // Decoded bytes of chunks fetched ahead along the epoch's order and held until their batch
-  // is assembled (docs/batching.md "Fetch-ahead"); 0: off; unset: default_fetch_ahead_bytes of
-  // the cache budget.
+  // is assembled (docs/batching.md "Fetch-ahead"); 0: off; unset: default_fetch_ahead_bytes.
   std::optional<std::uint64_t> fetch_ahead_bytes;
   std::shared_ptr<ChunkCache> cache;   // nullptr: ChunkCache::global()
   BatchAllocator allocator;            // nullptr: lazycube's own (huge-page) allocation
 };
 
-// The fetch-ahead budget when BatchOptions::fetch_ahead_bytes is unset: half the cache
-// budget, at most 256 MiB (0 when the cache is off).
-std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes);
+// The fetch-ahead budget when BatchOptions::fetch_ahead_bytes is unset: the cache budget less
+// `reuse_bytes`, the room batches need to re-read chunks (under chunk shuffle two chunk
+// groups' chunks, at most half the cache; otherwise a quarter of the cache), at most 256 MiB.
+// Chunks fetched ahead are held in the cache, so the two together stay within its budget.
+std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes);
 
 // One contiguous C-order array of a batch.
 struct BatchArray {
