@@ -22,7 +22,7 @@ APT_PACKAGES=(
   libblosc-dev libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev libisal-dev libbz2-dev liblzma-dev
   libgtest-dev libcli11-dev libgdal-dev gdal-bin
   python3-dev python3-numpy python3-zarr python3-numcodecs python3-xarray python3-pytest
-  python3-dask python3-netcdf4 python3-fsspec python3-aiohttp
+  python3-dask python3-netcdf4 python3-h5netcdf python3-fsspec python3-aiohttp
   pybind11-dev python3-pybind11 python3-setuptools python3-pip python3-wheel
   python3-torch libtorch-dev python3-tqdm
   libcurl4-openssl-dev nginx libnginx-mod-http-lua

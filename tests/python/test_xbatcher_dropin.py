@@ -55,9 +55,10 @@ def data(tmp_path_factory):
     return out, paths
 
 
-FORMS = ["memory", "dask", "zarr", "zarr_dask", "netcdf4", "lazycube"]
+FORMS = ["memory", "dask", "zarr", "zarr_dask", "netcdf4", "h5netcdf", "lazycube"]
 EXPECTED_READER = {"memory": "xarray", "dask": "xarray", "zarr": "lazycube",
-                   "zarr_dask": "lazycube", "netcdf4": "lazycube", "lazycube": "lazycube"}
+                   "zarr_dask": "lazycube", "netcdf4": "lazycube", "h5netcdf": "lazycube",
+                   "lazycube": "lazycube"}
 
 
 def _form(data, name, form):
@@ -74,6 +75,9 @@ def _form(data, name, form):
             return xr.open_dataset(paths[name, "zarr"], engine="zarr", chunks={})
         if form == "netcdf4":
             return xr.open_dataset(paths[name, "nc"], engine="netcdf4")
+        if form == "h5netcdf":
+            pytest.importorskip("h5netcdf", reason="h5netcdf is not installed (python3-h5netcdf)")
+            return xr.open_dataset(paths[name, "nc"], engine="h5netcdf")
         return xr.open_dataset(paths[name, "zarr"], engine="lazycube")
 
 
@@ -247,7 +251,7 @@ def test_file_backed_dask_reopened_when_preloading(data):
 
 # ---- which reader: reopened only when the values are the file's -----------------------------
 
-@pytest.mark.parametrize("form", ["zarr", "zarr_dask", "netcdf4"])
+@pytest.mark.parametrize("form", ["zarr", "zarr_dask", "netcdf4", "h5netcdf"])
 def test_other_engines_reopened_with_selection(data, form):
     obj = _form(data, "3d", form)
     for sub in (obj.isel(time=slice(2, 8), y=slice(10, 40))[["foo"]],
