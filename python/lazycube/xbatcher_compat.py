@@ -79,9 +79,10 @@ def relayout(arr, src_dims, src_levels, dst_dims, dst_levels, level_sizes):
     if sorted(src_levels) != sorted(dst_levels) or sorted(src_dims) != sorted(dst_dims):
         raise RuntimeError("lazycube: batch layout %r/%r does not match xarray's %r/%r"
                            % (src_dims, src_levels, dst_dims, dst_levels))
+    # `sample` is the stacked dim only when there are levels (a data dim may be called sample)
     src_names, expanded = [], []
     for axis, d in enumerate(src_dims):
-        if d == "sample":
+        if d == "sample" and src_levels:
             src_names += list(src_levels)
             expanded += [level_sizes[l] for l in src_levels]
         else:
@@ -89,11 +90,11 @@ def relayout(arr, src_dims, src_levels, dst_dims, dst_levels, level_sizes):
             expanded.append(arr.shape[axis])
     dst_names = []
     for d in dst_dims:
-        dst_names += list(dst_levels) if d == "sample" else [d]
+        dst_names += list(dst_levels) if d == "sample" and dst_levels else [d]
     moved = arr.reshape(expanded).transpose([src_names.index(n) for n in dst_names])
     shape = []
     for d in dst_dims:
-        if d == "sample":
+        if d == "sample" and dst_levels:
             shape.append(int(np.prod([level_sizes[l] for l in dst_levels])))
         else:
             shape.append(moved.shape[dst_names.index(d)])
@@ -209,7 +210,7 @@ class NumpyViews:
     def stale(self, obj) -> bool:
         """True when `obj`'s variables were replaced (ds[name] = ..., assign_coords in place)
         after this was made: its plan no longer describes the object."""
-        return _structure(obj) != self._seen
+        return any(a is not b for a, b in zip(_structure(obj), self._seen))
 
     def _coordinate(self, name, sel):
         key = (name, sel.start, sel.stop, sel.step)
@@ -231,6 +232,7 @@ class NumpyViews:
             data = {self._array_key: data[self._dataarray.name]}
         variables, indexes = {}, {}
         make = self._variable
+        sizes_of = lambda sel, d: (sel[d].stop - sel[d].start) if d in sel else self._sizes[d]  # noqa: E731
         every = dict(self._whole)
         every.update(sel)
         for name, var, dims, kind, key_of in self._plan:
@@ -242,7 +244,12 @@ class NumpyViews:
                 if index is not None:
                     indexes[name] = index
             elif data is not None and name in data:
-                variables[name] = make(dims, data[name], var._attrs, var._encoding, fastpath=True)
+                values = data[name]
+                want = tuple(sizes_of(sel, d) for d in dims)
+                if values.shape != want:  # the core's array must be the window isel would cut
+                    raise RuntimeError("lazycube: batch variable %r has shape %s, xarray expects "
+                                       "%s for dims %s" % (name, values.shape, want, dims))
+                variables[name] = make(dims, values, var._attrs, var._encoding, fastpath=True)
             else:
                 variables[name] = make(dims, var._data[key_of(every)], var._attrs,
                                        var._encoding, fastpath=True)
@@ -258,10 +265,12 @@ class NumpyViews:
 
 
 def _structure(obj):
-    """Identities of the containers xarray replaces when variables are added or replaced."""
+    """The containers xarray replaces when variables are added or replaced. Kept themselves,
+    not their id(): a replaced container nobody else holds is freed, and a new one may get
+    its id."""
     if hasattr(obj, "data_vars"):
-        return (id(obj._variables), id(obj._coord_names))
-    return (id(obj._variable), id(obj._coords))
+        return (obj._variables, obj._coord_names)
+    return (obj._variable, obj._coords)
 
 
 def _key_getter(dims):

@@ -238,9 +238,12 @@ XbatcherLayout XbatcherSchema::layout(const std::vector<std::string>& var_dims,
       if (var_has(name)) out.dims.push_back(name);
     }
   }
+  // `sample` is the stacked dim only when dims were stacked: a data dim may be called `sample`
+  // too (a table of samples x features), and is then a dim like any other.
+  const bool stacked_sample = !out.sample_dims.empty();
   for (const auto& name : out.dims) {
     const std::vector<std::string> levels =
-        name == kSample ? out.sample_dims : std::vector<std::string>{name};
+        name == kSample && stacked_sample ? out.sample_dims : std::vector<std::string>{name};
     std::uint64_t size = 1;
     for (const auto& level : levels) {
       out.source_axes.push_back(source_axis(level));
