@@ -72,6 +72,17 @@ struct Batch {
   std::condition_variable cv;
 };
 
+// The Range header's value after "bytes=" ("" for a full read).
+std::string range_text(const ByteRange& range) {
+  switch (range.kind) {
+    case ByteRange::Kind::Full: return {};
+    case ByteRange::Kind::Range: return std::to_string(range.offset) + "-" + std::to_string(range.offset + range.length - 1);
+    case ByteRange::Kind::Offset: return std::to_string(range.offset) + "-";
+    case ByteRange::Kind::Suffix: return "-" + std::to_string(range.length);
+  }
+  return {};
+}
+
 std::string describe_request(const Request& r) {
   std::string s = r.method + " " + redact_url(r.url);
   if (r.range.kind != ByteRange::Kind::Full) s += " (" + r.range.describe() + ")";
@@ -297,6 +308,19 @@ class CurlEngine final : public Engine {
                   (t->last_error.empty() ? "" : "; last error: " + t->last_error));
       return;
     }
+    // A signer sees (and signs) the final URL and headers, Range included.
+    std::string url = r.url;
+    std::vector<std::string> signed_headers;
+    if (r.signer && !r.sigv4) {
+      signed_headers = r.headers;
+      if (const std::string range = range_text(r.range); !range.empty()) signed_headers.push_back("Range: bytes=" + range);
+      try {
+        r.signer->sign(r.method, url, signed_headers);
+      } catch (const std::exception& ex) {
+        fail(t, describe_request(r) + ": " + ex.what());
+        return;
+      }
+    }
     CURL* e = t->easy = take_handle();
     if (!e) {
       fail(t, describe_request(r) + ": cannot create a curl handle");
@@ -307,7 +331,7 @@ class CurlEngine final : public Engine {
     t->resp_headers.clear();
     t->errbuf[0] = 0;
     t->started = now;
-    curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
     curl_easy_setopt(e, CURLOPT_PRIVATE, t);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
@@ -330,19 +354,12 @@ class CurlEngine final : public Engine {
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(left_ms)));
     if (r.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     if (!b.options.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, b.options.ca_file.c_str());
-    std::string range;
-    switch (r.range.kind) {
-      case ByteRange::Kind::Full: break;
-      case ByteRange::Kind::Range:
-        range = std::to_string(r.range.offset) + "-" + std::to_string(r.range.offset + r.range.length - 1);
-        break;
-      case ByteRange::Kind::Offset: range = std::to_string(r.range.offset) + "-"; break;
-      case ByteRange::Kind::Suffix: range = "-" + std::to_string(r.range.length); break;
-    }
-    if (!range.empty()) curl_easy_setopt(e, CURLOPT_RANGE, range.c_str());  // copied by libcurl
+    const bool signer = r.signer && !r.sigv4;
+    if (const std::string range = range_text(r.range); !range.empty() && !signer)
+      curl_easy_setopt(e, CURLOPT_RANGE, range.c_str());  // copied by libcurl
     curl_slist_free_all(t->headers);
     t->headers = nullptr;
-    for (const auto& h : r.headers) t->headers = curl_slist_append(t->headers, h.c_str());
+    for (const auto& h : signer ? signed_headers : r.headers) t->headers = curl_slist_append(t->headers, h.c_str());
     if (r.sigv4) {
       const SigV4& s = *r.sigv4;
       const std::string provider = "aws:amz:" + s.region + ":" + s.service;

@@ -28,12 +28,24 @@ struct SigV4 {
   std::string session_token;  // adds x-amz-security-token when set
 };
 
+// Signs each attempt of a request just before it is sent (a retry is signed again: dates and
+// tokens must be fresh): Azure SharedKey, a refreshed OAuth2 bearer token. `headers` holds the
+// request's headers ("Name: value") including its Range header; the signer adds to them and may
+// rewrite `url`. Runs on the engine's thread: keep it short (a token refresh is the exception);
+// an exception fails the request with its message (no secrets in it).
+class Signer {
+ public:
+  virtual ~Signer() = default;
+  virtual void sign(const std::string& method, std::string& url, std::vector<std::string>& headers) const = 0;
+};
+
 struct Request {
   std::string method = "GET";  // GET or HEAD
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   ByteRange range;                   // sent as a Range header unless Full
   std::optional<SigV4> sigv4;
+  std::shared_ptr<const Signer> signer;  // per-attempt signing (see Signer); with sigv4: unused
 };
 
 struct Response {

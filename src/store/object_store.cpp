@@ -142,6 +142,7 @@ class ObjectStore final : public Store {
     req.url = std::move(url);
     req.headers = c_.headers;
     req.sigv4 = c_.sigv4;
+    req.signer = c_.signer;
     return req;
   }
 

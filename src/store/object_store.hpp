@@ -19,6 +19,7 @@ struct ObjectStoreConfig {
   std::string prefix;    // key prefix inside the bucket, no leading/trailing '/'
   std::string base_url;  // the bucket's URL without trailing '/': objects are base_url + "/" + key
   std::optional<http::SigV4> sigv4;   // sign every request (SigV4 header auth)
+  std::shared_ptr<const http::Signer> signer;  // or sign each attempt (http::Signer)
   std::vector<std::string> headers;   // sent with every request ("Name: value")
   std::vector<std::string> secrets;   // strings never to appear in a message
   std::string auth_description;       // how requests authenticate, for error messages (no secrets)
