@@ -230,7 +230,7 @@ class ObjectStore final : public Store {
       if (delimited) add("delimiter", "/");
       q += "&list-type=2";
       if (q[0] == '&') q[0] = '?';
-      if (c_.list_page_size > 0) add("max-keys", std::to_string(c_.list_page_size));
+      if (c_.transfer.list_page_size > 0) add("max-keys", std::to_string(c_.transfer.list_page_size));
       if (!prefix.empty()) add("prefix", prefix);
       auto responses = perform({base_request("GET", c_.base_url + "/" + q)});
       auto& r = responses[0];

@@ -88,6 +88,8 @@ const Entry kOptions[] = {
      [](const Arg& a, StorageOptions& o) { o.transfer.coalesce_gap = static_cast<std::uint64_t>(a.integer(0, kMaxBytes)); }},
     {{"coalesce_max", kNetwork, "bytes", "largest merged request (default 16777216)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.coalesce_max = static_cast<std::uint64_t>(a.integer(0, kMaxBytes)); }},
+    {{"list_page_size", kCloud, "integer", "keys per listing request (default: the server's, 1000 on S3)"},
+     [](const Arg& a, StorageOptions& o) { o.transfer.list_page_size = static_cast<int>(a.integer(1, 1000000)); }},
     {{"anon", kCloud, "bool", "never sign requests (default: sign when credentials are found)"},
      [](const Arg& a, StorageOptions& o) { o.anon = a.boolean(); }},
     {{"key", kCloud, "string", "access key id (S3; GCS HMAC)"},

@@ -35,6 +35,7 @@ struct TransferOptions {
   http::RetryPolicy retry;
   std::uint64_t coalesce_gap = 64 * 1024;         // merge ranges of one object this close...
   std::uint64_t coalesce_max = 16 * 1024 * 1024;  // ...into requests at most this long
+  int list_page_size = 0;                         // keys per listing page; 0: the server's default
 };
 
 struct StorageOptions {

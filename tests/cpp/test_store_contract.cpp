@@ -4,7 +4,9 @@
 // the shared conformance fixtures read remotely, value for value identical to the local read.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
@@ -158,6 +160,36 @@ TEST_P(StoreContract, ListsLikeTheFileStore) {
   EXPECT_EQ(keys, (std::vector<std::string>{"a/b.txt", "a/c/d.txt", "blob.bin"}));
   EXPECT_EQ(loc_.store->list_dir(loc_.path), (std::vector<std::string>{"a", "blob.bin"}));
   EXPECT_EQ(loc_.store->list_dir(key("a")), (std::vector<std::string>{"b.txt", "c"}));
+}
+
+// Listing in pages of two keys: the continuation tokens are followed to the end.
+TEST_P(StoreContract, ListsAcrossPages) {
+  if (!b_->lists) GTEST_SKIP() << "plain HTTP does not list";
+  StoreOptions paged = b_->options;
+  if (GetParam() != "file") paged["list_page_size"] = "2";
+  const Location loc = open_location(b_->contract_url, paged);
+  std::vector<std::string> keys;
+  const std::uint64_t before = loc.store->stats().requests;
+  for (const auto& k : loc.store->list(loc.path)) keys.push_back(loc.path.empty() ? k : k.substr(loc.path.size() + 1));
+  EXPECT_EQ(keys, (std::vector<std::string>{"a/b.txt", "a/c/d.txt", "blob.bin"}));
+  if (GetParam() != "file") EXPECT_GE(loc.store->stats().requests - before, 2u) << "three keys, two a page";
+  EXPECT_EQ(loc.store->list_dir(loc.path), (std::vector<std::string>{"a", "blob.bin"}));
+}
+
+// Sixteen threads reading different ranges of one object at once get their own bytes.
+TEST_P(StoreContract, ConcurrentReadsGetTheirOwnBytes) {
+  const std::string blob = blob_bytes();
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 4; ++k) {
+        const std::uint64_t off = static_cast<std::uint64_t>(t * 50 + k * 7);
+        if (text(loc_.store->get(key("blob.bin"), ByteRange::range(off, 33))) != blob.substr(off, 33)) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 class FixtureContract : public StoreContract {
