@@ -12,11 +12,6 @@
 
 #include "test_codec_helpers.hpp"
 
-namespace lazycube::codec {
-// Names the parameterised cases after the codec.
-inline void PrintTo(const RegisteredCodec& c, std::ostream* os) { *os << c.id; }
-}  // namespace lazycube::codec
-
 namespace lazycube::codec::testing {
 namespace {
 
@@ -257,15 +252,8 @@ TEST_P(RegisteredCodecs, DecodeEnforcesTheExpectedSize) {
   });
 }
 
-std::string case_name(const ::testing::TestParamInfo<RegisteredCodec>& info) {
-  std::string name = info.param.id;
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(Registry, RegisteredCodecs, ::testing::ValuesIn(registered_codecs()),
-                         case_name);
+                         codec_case_name);
 
 TEST(CodecRegistry, EveryCodecSourceFileRegistersACodec) {
   // A file under src/codec that defines a codec class must have registered a codec (adding a
