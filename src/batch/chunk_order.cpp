@@ -111,5 +111,8 @@ std::unique_ptr<const SampleOrder> make_chunk(const SampleOrderContext& c) {
 }  // namespace lazycube::batch
 
 LAZYCUBE_REGISTER_SAMPLE_ORDER(chunk) {
-  registry.add({.name = "chunk", .make = lazycube::batch::make_chunk, .listed = 2});
+  registry.add({.name = "chunk",
+                .make = lazycube::batch::make_chunk,
+                .reads = lazycube::batch::ChunkReads::ChunkGroups,
+                .listed = 2});
 }

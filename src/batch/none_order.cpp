@@ -22,5 +22,8 @@ std::unique_ptr<const SampleOrder> make_sequential(const SampleOrderContext& c) 
 }  // namespace lazycube::batch
 
 LAZYCUBE_REGISTER_SAMPLE_ORDER(none) {
-  registry.add({.name = "none", .make = lazycube::batch::make_sequential, .listed = 0});
+  registry.add({.name = "none",
+                .make = lazycube::batch::make_sequential,
+                .reads = lazycube::batch::ChunkReads::InOrder,
+                .listed = 0});
 }

@@ -22,5 +22,8 @@ std::unique_ptr<const SampleOrder> make_random(const SampleOrderContext& c) {
 }  // namespace lazycube::batch
 
 LAZYCUBE_REGISTER_SAMPLE_ORDER(random) {
-  registry.add({.name = "random", .make = lazycube::batch::make_random, .listed = 1});
+  registry.add({.name = "random",
+                .make = lazycube::batch::make_random,
+                .reads = lazycube::batch::ChunkReads::Scattered,
+                .listed = 1});
 }

@@ -36,9 +36,19 @@ struct SampleOrderContext {
   const std::vector<std::uint64_t>& chunk_lengths;
 };
 
+// How an order's reads fall on the data's chunks, which the batch source plans for.
+enum class ChunkReads {
+  InOrder,      // along the grid: each chunk is needed during one stretch of the epoch
+  Scattered,    // anywhere: a chunk is fetched again after its eviction (warned about when the
+                // data exceeds the cache)
+  ChunkGroups,  // one chunk group after another: the cache keeps two groups' chunks; batches
+                // of windows (stacked mode) only
+};
+
 struct SampleOrderEntry {
   const char* name = nullptr;  // a string literal: Shuffle values point at it
   std::unique_ptr<const SampleOrder> (*make)(const SampleOrderContext&) = nullptr;
+  ChunkReads reads = ChunkReads::Scattered;
   // Place in the choices that help and errors list (lower first; ties by name).
   int listed = 100;
 };
