@@ -26,6 +26,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from . import _core
 from .dataset import Dataset
 from .pipeline import OPEN_ARGS, MemorySource, Pipeline, resolve_source
 from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batch, cached_batch,
@@ -33,16 +34,17 @@ from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batc
 
 __all__ = ["BatchGenerator", "Batch"]
 
-_SHUFFLE = {False: "none", None: "none", "none": "none", True: "random", "random": "random",
-            "chunk": "chunk"}
+# The window orders the core registers ("none", "random", "chunk", ...); True means "random".
+_ORDERS = tuple(_core.shuffle_orders())
+_SHUFFLE = {False: "none", None: "none", True: "random", **{name: name for name in _ORDERS}}
 
 
 def _shuffle_mode(shuffle) -> str:
     try:
         return _SHUFFLE[shuffle]
     except (KeyError, TypeError):
-        raise ValueError("shuffle must be False/True or one of 'none', 'random', 'chunk'; got %r"
-                         % (shuffle,)) from None
+        raise ValueError("shuffle must be False/True or one of %s; got %r"
+                         % (", ".join(map(repr, _ORDERS)), shuffle)) from None
 
 
 def _target_args(target):

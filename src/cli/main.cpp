@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "lazycube/batch/sampler.hpp"
 #include "lazycube/error.hpp"
 
 namespace {
@@ -35,6 +36,13 @@ void add_progress_flags(CLI::App* cmd, lazycube::cli::ProgressMode& mode) {
       "longer than a second)");
   auto* off = cmd->add_flag_callback("--no-progress", [&mode] { mode = ProgressMode::Off; }, "Never show a progress bar");
   on->excludes(off);
+}
+
+// The registered window orders, for --shuffle.
+std::vector<std::string> shuffle_orders() {
+  std::vector<std::string> names;
+  for (const lazycube::batch::Shuffle s : lazycube::batch::registered_shuffles()) names.emplace_back(s.name());
+  return names;
 }
 
 }  // namespace
@@ -84,7 +92,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--batch-size", bench.batch_size, "Windows per batch (stacked on a leading sample dim)")
       ->capture_default_str();
   bench_cmd->add_option("--shuffle", bench.shuffle, "Window order: none, random or chunk (chunk-grouped random)")
-      ->check(CLI::IsMember({"none", "random", "chunk"}))
+      ->check(CLI::IsMember(shuffle_orders()))
       ->capture_default_str();
   bench_cmd->add_option("--seed", bench.seed, "Shuffle seed (each epoch derives its own order from it)")
       ->capture_default_str();
