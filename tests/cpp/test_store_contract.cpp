@@ -128,6 +128,25 @@ TEST_P(StoreContract, GetRangesSuffixOffsetAndMissingKeys) {
   EXPECT_THROW(s.get(key("blob.bin"), ByteRange::range(2000, 4)), StoreError);
 }
 
+// A read starting exactly at the object's end is empty on every backend (as the file store
+// does); one starting past the end is an error on every backend.
+TEST_P(StoreContract, ReadStartingAtTheEndIsEmpty) {
+  Store& s = *loc_.store;
+  for (const ByteRange r : {ByteRange::from(1000), ByteRange::range(1000, 4)}) {
+    SCOPED_TRACE(r.describe());
+    auto at_end = s.get(key("blob.bin"), r);
+    ASSERT_TRUE(at_end.has_value());
+    EXPECT_EQ(at_end->size(), 0u);
+    auto many = s.get_many({{key("blob.bin"), r}, {key("blob.bin"), ByteRange::range(0, 4)}});
+    ASSERT_TRUE(many[0].has_value());
+    EXPECT_EQ(many[0]->size(), 0u);
+    EXPECT_EQ(text(many[1]), blob_bytes().substr(0, 4));
+  }
+  EXPECT_THROW(s.get(key("blob.bin"), ByteRange::from(1001)), StoreError);
+  EXPECT_THROW(s.get(key("blob.bin"), ByteRange::range(1001, 4)), StoreError);
+  EXPECT_FALSE(s.get(key("missing.bin"), ByteRange::from(1000)).has_value());
+}
+
 TEST_P(StoreContract, GetManyMixesRequestKinds) {
   const std::string blob = blob_bytes();
   auto r = loc_.store->get_many({{key("blob.bin"), ByteRange::range(0, 8)},
