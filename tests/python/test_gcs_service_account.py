@@ -1,62 +1,30 @@
-"""GCS service accounts through the Python package and the CLI: a throwaway RSA key in a key JSON
-whose token_uri is tests/servers/gcs_token_server.py (it verifies the RS256 JWT), and nginx
-standing in for GCS's XML API, admitting only tokens that server issued."""
+"""GCS service accounts through the Python package and the CLI, against
+the loopback stand-in of gcs_service_account_fixture.py (a token server that verifies the RS256
+JWT, nginx admitting only the tokens it issued)."""
 
-import json
-import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+import gcs_service_account_fixture as gsa
 from conftest import REPO, import_lazycube
-
-sys.path.insert(0, str(REPO / "tests" / "servers"))
-import nginx  # noqa: E402
 
 lazycube = import_lazycube()
 LOCAL = REPO / "data" / "era5_sample_v2.zarr"
 URL = "gs://bkt/era5.zarr"
 
 
-def rsa_key(path):
-    subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out",
-                    str(path)], check=True, capture_output=True)
-    return path.read_text()
-
-
 @pytest.fixture(scope="module")
 def gcs(tmp_path_factory):
-    reason = nginx.unavailable_reason()
+    reason = gsa.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not installed")
-    pytest.importorskip("cryptography", reason="python3-cryptography (the token server verifies JWTs with it)")
     tmp = tmp_path_factory.mktemp("gcs")
-    private = rsa_key(tmp / "key.pem")
-    subprocess.run(["openssl", "pkey", "-in", str(tmp / "key.pem"), "-pubout", "-out", str(tmp / "public.pem")],
-                   check=True, capture_output=True)
-    issued = tmp / "issued-tokens"
-    issued.write_text("")
-    server = subprocess.Popen([sys.executable, str(REPO / "tests" / "servers" / "gcs_token_server.py"),
-                               str(tmp / "public.pem"), str(issued)], stdout=subprocess.PIPE)
-    try:
-        port = int(server.stdout.readline())
-        fields = {"type": "service_account", "private_key_id": "k1", "private_key": private,
-                  "client_email": "reader@lazycube-test.iam.gserviceaccount.com",
-                  "token_uri": "http://127.0.0.1:%d/token" % port}
-        (tmp / "key.json").write_text(json.dumps(fields))
-        (tmp / "wrong-key.json").write_text(json.dumps(dict(fields, private_key=rsa_key(tmp / "wrong.pem"))))
-        (tmp / "www" / "bkt").mkdir(parents=True)
-        (tmp / "www" / "bkt" / "era5.zarr").symlink_to(LOCAL)
-        with nginx.NginxServer(tmp / "nginx", tmp / "www") as s:
-            s.set_faults("bearer_tokens = '%s'" % issued)
-            yield {"endpoint": s.url, "key": tmp / "key.json", "wrong_key": tmp / "wrong-key.json"}
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    (tmp / "www" / "bkt").mkdir(parents=True)
+    (tmp / "www" / "bkt" / "era5.zarr").symlink_to(LOCAL)
+    with gsa.serving(tmp, tmp / "www") as g:
+        yield g
 
 
 def cli(exe, *args):
@@ -87,3 +55,4 @@ def test_cli_info_with_a_key_file(lazycube_cli, gcs):
     r = cli(lazycube_cli, "info", URL, "--option", "token=%s" % gcs["wrong_key"], "--option", "endpoint_url=%s" % gcs["endpoint"])
     assert r.returncode != 0
     assert "invalid_grant" in r.stderr and "PRIVATE KEY" not in r.stderr
+
