@@ -4,6 +4,9 @@ openssl CLI) and nginx serving ROOT's buckets, admitting only the tokens that se
 
     with serving(tmp, www) as gcs:   # www/BUCKET/... is what gs://BUCKET/... reads
         gcs["endpoint"], gcs["key"], gcs["wrong_key"]   # endpoint_url, key files
+
+The module fixture `gcs` serves the bundled ERA5 sample as gs://bkt/era5.zarr (import it into a
+test module: `from gcs_service_account_fixture import gcs`).
 """
 
 import contextlib
@@ -13,7 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
+ERA5 = HERE.parents[1] / "data" / "era5_sample_v2.zarr"
+URL = "gs://bkt/era5.zarr"
 SERVERS = HERE.parent / "servers"
 if str(SERVERS) not in sys.path:
     sys.path.insert(0, str(SERVERS))
@@ -63,3 +70,15 @@ def serving(tmp, www):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory):
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    tmp = tmp_path_factory.mktemp("gcs")
+    (tmp / "www" / "bkt").mkdir(parents=True)
+    (tmp / "www" / "bkt" / "era5.zarr").symlink_to(ERA5)
+    with serving(tmp, tmp / "www") as g:
+        yield g

@@ -7,24 +7,10 @@ import subprocess
 import numpy as np
 import pytest
 
-import gcs_service_account_fixture as gsa
-from conftest import REPO, import_lazycube
+from gcs_service_account_fixture import ERA5 as LOCAL, URL, gcs  # noqa: F401,F811 (gcs: a fixture)
+from conftest import import_lazycube
 
 lazycube = import_lazycube()
-LOCAL = REPO / "data" / "era5_sample_v2.zarr"
-URL = "gs://bkt/era5.zarr"
-
-
-@pytest.fixture(scope="module")
-def gcs(tmp_path_factory):
-    reason = gsa.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    tmp = tmp_path_factory.mktemp("gcs")
-    (tmp / "www" / "bkt").mkdir(parents=True)
-    (tmp / "www" / "bkt" / "era5.zarr").symlink_to(LOCAL)
-    with gsa.serving(tmp, tmp / "www") as g:
-        yield g
 
 
 def cli(exe, *args):
