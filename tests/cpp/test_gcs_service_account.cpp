@@ -9,6 +9,9 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include <thread>
+
+#include "../../src/store/gcs_token.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
 #include "moto_fixture.hpp"
@@ -206,6 +209,22 @@ TEST_F(GcsServiceAccount, TokensAreRefreshedDuringALongRead) {
   EXPECT_EQ(s.errors, 0u);
   EXPECT_EQ(s.retries, 0u);
   EXPECT_EQ(w_->gcs->access_log().find(" 401 ", log_before), std::string::npos);
+}
+
+// Concurrent callers share one exchange (single flight); a token is reused until it is due.
+TEST_F(GcsServiceAccount, ConcurrentCallersShareOneExchange) {
+  auto source = std::make_shared<cloud::GcsTokenSource>(cloud::read_gcs_service_account_key(w_->key_json.string()),
+                                                        cloud::kGcsReadOnlyScope, TransferOptions{});
+  std::vector<std::string> tokens(8);
+  std::vector<std::thread> threads;
+  for (auto& t : tokens) threads.emplace_back([&source, &t] { t = source->token(); });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(source->exchanges(), 1u);
+  for (const auto& t : tokens) EXPECT_EQ(t, tokens[0]);
+  EXPECT_EQ(source->token(), tokens[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(kTokenLifetime * 500) + 100));
+  EXPECT_NE(source->token(), tokens[0]);  // half the lifetime gone: renewed
+  EXPECT_EQ(source->exchanges(), 2u);
 }
 
 TEST_F(GcsServiceAccount, WrongKeyIsAClearAuthErrorWithoutSecrets) {
