@@ -1,5 +1,6 @@
 // One contract every store backend must honour, run against real servers on 127.0.0.1:
-// file, http (nginx), s3 (moto) and gcs (the XML API path through an endpoint override to moto).
+// file, http (nginx), s3 (moto) and gcs (the XML API path through an endpoint override to moto,
+// with a service account's tokens from tests/servers/gcs_token_server.py).
 // get / ranges incl. suffix and offset / missing keys / get_many / listing, and every array of
 // the shared conformance fixtures read remotely, value for value identical to the local read.
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
+#include "gcs_token_fixture.hpp"
 #include "moto_fixture.hpp"
 #include "nginx_server.hpp"
 #include "test_support.hpp"
@@ -85,6 +87,14 @@ std::optional<Backend> backend(const std::string& name, std::string& skip, bool 
   const std::string scheme = name == "s3" ? "s3://" : "gs://";
   StoreOptions options{{"endpoint_url", moto->endpoint}};
   if (name == "s3") options["anon"] = "true";
+  if (name == "gcs") {  // a service account's tokens on every request (moto does not check them)
+    static std::unique_ptr<test::GcsServiceAccountKeys> keys;
+    if (!keys) {
+      if (skip = test::gcs_token_server_unavailable_reason(); !skip.empty()) return std::nullopt;
+      keys = std::make_unique<test::GcsServiceAccountKeys>(3600);
+    }
+    options["token"] = keys->key_json().string();
+  }
   return Backend{scheme + bucket + "/contract", fixtures_dir().empty() ? "" : scheme + bucket + "/fixtures", options, true};
 }
 
