@@ -44,7 +44,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("public_key")
     ap.add_argument("tokens_file")
-    ap.add_argument("--expires-in", type=float, default=3600)
+    ap.add_argument("--expires-in", type=float, default=3600.0)
     ap.add_argument("--scope", default=None)
     args = ap.parse_args()
     with open(args.public_key, "rb") as f:
@@ -123,7 +123,8 @@ def main():
                 with open(args.tokens_file, "a") as f:
                     f.write("%s %.3f\n" % (token, time.time() + args.expires_in))
                 stats["issued"] += 1
-            self.reply(200, {"access_token": token, "expires_in": args.expires_in, "token_type": "Bearer"})
+            lifetime = int(args.expires_in) if args.expires_in.is_integer() else args.expires_in  # Google: an int
+            self.reply(200, {"access_token": token, "expires_in": lifetime, "token_type": "Bearer"})
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     print(port, flush=True)
