@@ -44,6 +44,10 @@ def _is_secret(key: str) -> bool:
     return any(w in k for w in _SECRET_WORDS)
 
 
+def _is_key_file(key: str, value: str) -> bool:
+    return key == "token" and (value.endswith(".json") or os.path.isfile(value))
+
+
 class StorageOptions(Mapping):
     """Storage options, normalised once (``_options.normalize_storage_options``): an immutable
     mapping of strings whose secret values ``repr``/``str`` mask."""
@@ -71,8 +75,9 @@ class StorageOptions(Mapping):
         return dict(self._items) or None
 
     def secrets(self):
-        """The secret values (to keep them out of messages)."""
-        return [v for k, v in self._items.items() if _is_secret(k) and v]
+        """The secret values (to keep them out of messages). A gs:// ``token`` naming a
+        service-account key file is a path, not a secret: messages about the file name it."""
+        return [v for k, v in self._items.items() if _is_secret(k) and v and not _is_key_file(k, v)]
 
     def scrub(self, text: str) -> str:
         """`text` with every secret value replaced by ***."""

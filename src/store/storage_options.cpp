@@ -96,7 +96,7 @@ const Entry kOptions[] = {
      [](const Arg& a, StorageOptions& o) { o.key = a.value; }},
     {{"secret", kCloud, "string", "secret access key (S3; GCS HMAC)"},
      [](const Arg& a, StorageOptions& o) { o.secret = a.value; }},
-    {{"token", kCloud, "string", "S3: session token; GCS: OAuth2 bearer token"},
+    {{"token", kCloud, "string", "S3: session token; GCS: OAuth2 bearer token, or the path of a service-account key file (JSON)"},
      [](const Arg& a, StorageOptions& o) { o.token = a.value; }},
     {{"endpoint_url", kCloud, "URL", "custom endpoint, path-style ENDPOINT/BUCKET/KEY"},
      [](const Arg& a, StorageOptions& o) {

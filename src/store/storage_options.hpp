@@ -43,7 +43,7 @@ struct StorageOptions {
   std::optional<bool> anon;   // true: never sign; false: sign when credentials are found
   std::string key;            // access key id (S3, GCS HMAC)
   std::string secret;         // secret access key (S3, GCS HMAC)
-  std::string token;          // S3: session token; GCS: OAuth2 bearer token
+  std::string token;          // S3: session token; GCS: OAuth2 bearer token or key-file path
   std::string endpoint_url;   // custom endpoint (path-style addressing), no trailing '/'
   std::string region_name;
   std::string profile;        // AWS profile name (overrides AWS_PROFILE)

@@ -1,5 +1,6 @@
 // One contract every store backend must honour, run against real servers on 127.0.0.1:
-// file, http (nginx), s3 (moto) and gcs (the XML API path through an endpoint override to moto).
+// file, http (nginx), s3 (moto) and gcs (the XML API path through an endpoint override to moto,
+// with a service account's tokens from tests/servers/gcs_token_server.py).
 // get / ranges incl. suffix and offset / missing keys / get_many / listing, and every array of
 // the shared conformance fixtures read remotely, value for value identical to the local read.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
+#include "gcs_token_fixture.hpp"
 #include "moto_fixture.hpp"
 #include "nginx_server.hpp"
 #include "test_support.hpp"
@@ -87,6 +89,14 @@ std::optional<Backend> backend(const std::string& name, std::string& skip, bool 
   const std::string scheme = name == "s3" ? "s3://" : "gs://";
   StoreOptions options{{"endpoint_url", moto->endpoint}};
   if (name == "s3") options["anon"] = "true";
+  if (name == "gcs") {  // a service account's tokens on every request (moto does not check them)
+    static std::unique_ptr<test::GcsServiceAccountKeys> keys;
+    if (!keys) {
+      if (skip = test::gcs_token_server_unavailable_reason(); !skip.empty()) return std::nullopt;
+      keys = std::make_unique<test::GcsServiceAccountKeys>(3600);
+    }
+    options["token"] = keys->key_json().string();
+  }
   return Backend{scheme + bucket + "/contract", fixtures_dir().empty() ? "" : scheme + bucket + "/fixtures", options, true};
 }
 
@@ -128,6 +138,25 @@ TEST_P(StoreContract, GetRangesSuffixOffsetAndMissingKeys) {
   EXPECT_EQ(s.size(key("blob.bin")), std::optional<std::uint64_t>(1000));
   EXPECT_FALSE(s.size(key("nope")).has_value());
   EXPECT_THROW(s.get(key("blob.bin"), ByteRange::range(2000, 4)), StoreError);
+}
+
+// A read starting exactly at the object's end is empty on every backend (as the file store
+// does); one starting past the end is an error on every backend.
+TEST_P(StoreContract, ReadStartingAtTheEndIsEmpty) {
+  Store& s = *loc_.store;
+  for (const ByteRange r : {ByteRange::from(1000), ByteRange::range(1000, 4)}) {
+    SCOPED_TRACE(r.describe());
+    auto at_end = s.get(key("blob.bin"), r);
+    ASSERT_TRUE(at_end.has_value());
+    EXPECT_EQ(at_end->size(), 0u);
+    auto many = s.get_many({{key("blob.bin"), r}, {key("blob.bin"), ByteRange::range(0, 4)}});
+    ASSERT_TRUE(many[0].has_value());
+    EXPECT_EQ(many[0]->size(), 0u);
+    EXPECT_EQ(text(many[1]), blob_bytes().substr(0, 4));
+  }
+  EXPECT_THROW(s.get(key("blob.bin"), ByteRange::from(1001)), StoreError);
+  EXPECT_THROW(s.get(key("blob.bin"), ByteRange::range(1001, 4)), StoreError);
+  EXPECT_FALSE(s.get(key("missing.bin"), ByteRange::from(1000)).has_value());
 }
 
 TEST_P(StoreContract, GetManyMixesRequestKinds) {
