@@ -8,13 +8,10 @@ with its own account and key, stopped by PID.
 
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from script_server import HERE, ScriptServer
+
 REPO = HERE.parent.parent
 ACCOUNT = "lazycubeacct"
 # base64 of "lazycube-azurite-test-key-0123456789" (the C++ fixture's account and key too)
@@ -38,27 +35,13 @@ def unavailable_reason():
     return None
 
 
-class AzuriteServer:
+class AzuriteServer(ScriptServer):
     def __init__(self, directory):
-        self.proc = subprocess.Popen(["bash", str(HERE / "start_azurite.sh"), str(directory), ACCOUNT, KEY],
-                                     stdout=subprocess.PIPE)
-        line = self.proc.stdout.readline().decode().strip()
-        if not line:
-            self.stop()
-            raise RuntimeError("start_azurite.sh printed no port")
-        self.port = int(line)
+        super().__init__("start_azurite.sh", [directory, ACCOUNT, KEY], "Azurite")
         self.account, self.key = ACCOUNT, KEY
         self.endpoint = "http://127.0.0.1:%d/%s" % (self.port, ACCOUNT)
         self.connection_string = ("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;BlobEndpoint=%s;"
                                   % (ACCOUNT, KEY, self.endpoint))
-        for _ in range(1500):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.01)
-        self.stop()
-        raise RuntimeError("Azurite did not start")
 
     def client(self):
         from azure.storage.blob import BlobServiceClient
@@ -72,14 +55,3 @@ class AzuriteServer:
             if path.is_file():
                 cc.upload_blob("%s/%s" % (prefix, path.relative_to(directory).as_posix()), path.read_bytes(),
                                overwrite=True)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=10)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
