@@ -6,21 +6,12 @@
 #pragma once
 
 #include <curl/curl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <chrono>
 #include <memory>
-#include <thread>
 
 #include "../../src/store/azure_protocol.hpp"
 #include "../../src/store/http_util.hpp"
+#include "script_server.hpp"
 #include "test_support.hpp"
 
 namespace lazycube::test {
@@ -44,37 +35,7 @@ class AzuriteServer {
   // base64 of "lazycube-azurite-test-key-0123456789": the account's SharedKey.
   static constexpr const char* kKey = "bGF6eWN1YmUtYXp1cml0ZS10ZXN0LWtleS0wMTIzNDU2Nzg5";
 
-  AzuriteServer() {
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    const std::string script = std::string(LAZYCUBE_SOURCE_DIR) + "/tests/servers/start_azurite.sh";
-    const std::string dir = (dir_.path() / "azurite").string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the test process
-      ::dup2(fds[1], 1);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      ::execl("/bin/bash", "bash", script.c_str(), dir.c_str(), kAccount, kKey, static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    std::string line;
-    char c;
-    while (::read(fds[0], &c, 1) == 1 && c != '\n') line += c;
-    ::close(fds[0]);
-    if (line.empty()) {
-      stop();
-      throw std::runtime_error("start_azurite.sh printed no port");
-    }
-    port_ = std::stoi(line);
-    for (int i = 0; i < 1500 && !accepting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!accepting()) {
-      stop();
-      throw std::runtime_error("Azurite did not start within 15 s");
-    }
-  }
-  ~AzuriteServer() { stop(); }
+  AzuriteServer() : server_("start_azurite.sh", {(dir_.path() / "azurite").string(), kAccount, kKey}, 15) {}
 
   // The process-wide server with container kContainer created; nullptr + `skip` (the reason)
   // when Azurite cannot run here.
@@ -94,11 +55,9 @@ class AzuriteServer {
     skip = reason;
     return server.get();
   }
-  AzuriteServer(const AzuriteServer&) = delete;
-  AzuriteServer& operator=(const AzuriteServer&) = delete;
 
   // The account's Blob endpoint (path-style).
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_) + "/" + kAccount; }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(server_.port()) + "/" + kAccount; }
   std::string connection_string(const std::string& key = kKey) const {
     return "DefaultEndpointsProtocol=http;AccountName=" + std::string(kAccount) + ";AccountKey=" + key +
            ";BlobEndpoint=" + endpoint() + ";";
@@ -156,29 +115,9 @@ class AzuriteServer {
   }
 
  private:
-  bool accepting() const {
-    int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(s);
-    return ok;
-  }
-  void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      pid_ = -1;
-    }
-  }
-
   TempDir dir_;
   mutable std::string last_error_;
-  pid_t pid_ = -1;
-  int port_ = 0;
+  ScriptServer server_;
 };
 
 #define LAZYCUBE_REQUIRE_AZURITE()                                                   \
