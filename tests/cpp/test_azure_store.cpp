@@ -285,6 +285,23 @@ TEST_F(Azure, NetcdfOverVsiazEqualsLocal) {
             lazycube::test::read_file(src.path() / "fixture_nc4.nc"));
 }
 
+// A kerchunk reference set whose targets are az:// blobs: the reference store opens them through
+// the registry with the same storage options.
+TEST_F(Azure, KerchunkTargetsOnAzure) {
+  TempDir dir;
+  lazycube::test::write_file(dir.path() / "refs.json",
+                             R"({"version": 1, "refs": {"greeting": ["az://lazycube/objects/hello.txt", 7, 5],
+                                 "whole": ["az://lazycube/objects/hello.txt"]}})");
+  StoreOptions o = conn();
+  o["allowed_prefixes"] = "az://lazycube/objects/";
+  const Location loc = open_location((dir.path() / "refs.json").string(), o);
+  EXPECT_EQ(text(loc.store->get("greeting")), "azure");
+  EXPECT_EQ(text(loc.store->get("whole")), "hello, azure");
+  // Without the prefix allowed, the target is refused.
+  const Location strict = open_location((dir.path() / "refs.json").string(), conn());
+  EXPECT_THROW(strict.store->get("greeting"), StoreError);
+}
+
 // The registry: one entry per scheme, messages generated from it.
 TEST(BackendRegistry, SchemesAreRegisteredOnce) {
   std::set<std::string> seen;
