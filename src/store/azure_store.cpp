@@ -3,6 +3,7 @@
 // List Blobs (markers).
 #include "azure_store.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "azure_protocol.hpp"
@@ -39,9 +40,14 @@ std::string AzureSettings::describe() const {
 
 AzureSettings resolve_azure_settings(const ParsedUrl& url, const StorageOptions& o) {
   AzureSettings s;
-  const std::string text = url.canonical();
-  // The URL: [container@host/]path or host/container/path (https).
-  std::string rest = url.rest;
+  std::string text = url.canonical();
+  text.erase(std::min(text.find('?'), text.size()));  // for messages: a query may hold a SAS
+  // The URL: [container@host/]path or host/container/path (https), then ?SAS (a signed URL).
+  std::string rest = url.rest, url_sas;
+  if (const auto q = rest.find('?'); q != std::string::npos) {
+    url_sas = rest.substr(q + 1);
+    rest.erase(q);
+  }
   std::string host;
   if (url.scheme == "https") {
     const auto slash = rest.find('/');
@@ -110,6 +116,7 @@ AzureSettings resolve_azure_settings(const ParsedUrl& url, const StorageOptions&
     }
     s.source = source;
   };
+  use("", url_sas, "the URL");
   use(o.account_key, o.sas_token, "options");
   use(field("AccountKey"), field("SharedAccessSignature"), conn_source);
   use(env("AZURE_STORAGE_ACCOUNT_KEY"), env("AZURE_STORAGE_SAS_TOKEN"), "the environment");

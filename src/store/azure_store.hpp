@@ -30,7 +30,8 @@ struct AzureSettings {
 //   account: the URL's host → `account_name` → the connection string's AccountName →
 //     AZURE_STORAGE_ACCOUNT_NAME;
 //   connection string: `connection_string` → AZURE_STORAGE_CONNECTION_STRING;
-//   credentials (unless `anon`): `account_key`, `sas_token` → the connection string's AccountKey,
+//   credentials (unless `anon`): the URL's query string (a signed URL: ...?sv=...&sig=...) →
+//     `account_key`, `sas_token` → the connection string's AccountKey,
 //     SharedAccessSignature → AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_TOKEN → anonymous;
 //   endpoint: the URL's host → the connection string's BlobEndpoint → PROTOCOL://ACCOUNT.blob.SUFFIX.
 // Throws StoreError naming what is missing (never a secret).

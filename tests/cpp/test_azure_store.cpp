@@ -180,6 +180,13 @@ TEST_F(Azure, UrlFormsResolveToTheSameBlob) {
   EXPECT_EQ(c.account, "myacct");
   EXPECT_EQ(c.container, "data");
   EXPECT_EQ(c.prefix, "a/b.zarr");
+  // A signed URL: its query string is the SAS (never shown).
+  const auto signed_url = cloud::resolve_azure_settings(
+      parse_url_scheme("https://myacct.blob.core.windows.net/data/a.zarr?sv=2021-08-06&sig=SECRETSIG"), none);
+  EXPECT_EQ(signed_url.prefix, "a.zarr");
+  EXPECT_EQ(signed_url.auth, cloud::AzureSettings::Auth::Sas);
+  EXPECT_EQ(signed_url.sas_token, "sv=2021-08-06&sig=SECRETSIG");
+  EXPECT_EQ(signed_url.describe().find("SECRETSIG"), std::string::npos);
   EXPECT_EQ(parse_url_scheme("abfs://x/y").kind, UrlKind::Az);
   EXPECT_EQ(parse_url_scheme("ABFSS://x/y").scheme, "az");
   EXPECT_EQ(parse_url_scheme("https://example.com/x").kind, UrlKind::Https);  // other hosts stay plain HTTP

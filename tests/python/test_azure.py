@@ -95,6 +95,11 @@ def test_sas_token_from_azure_sdk(server, monkeypatch):
     remote = lazycube.open_dataset(url("v2"), consolidated=False,
                                    storage_options={"sas_token": "?" + sas, "connection_string": endpoint_only})
     assert list(remote.variables) == list(lazycube.open_dataset(str(SAMPLES["v2"])).variables)
+    # A signed URL: the SAS as its query string.
+    remote = lazycube.open_dataset(url("v3") + "?" + sas, storage_options={"connection_string": endpoint_only})
+    assert_same_as_local(remote, lazycube.open_dataset(str(SAMPLES["v3"])))
+    sig = [p for p in sas.split("&") if p.startswith("sig=")][0][4:]
+    assert sig not in repr(remote.source) and sig not in str(remote["t2m"].source)
     # From the environment, and from a connection string's SharedAccessSignature.
     monkeypatch.setenv("AZURE_STORAGE_SAS_TOKEN", sas)
     monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", endpoint_only)
