@@ -144,14 +144,17 @@ std::string SharedKeySigner::string_to_sign(const std::string& method, const std
 
 void SharedKeySigner::sign(const std::string& method, std::string& url, std::vector<std::string>& headers) const {
   headers.push_back("x-ms-date: " + http_date_now());
-  const std::string text = string_to_sign(method, url, headers);
+  headers.push_back("Authorization: SharedKey " + account_ + ":" +
+                    base64_encode(hmac_sha256(key_, string_to_sign(method, url, headers))));
+}
+
+std::string hmac_sha256(std::string_view key, std::string_view text) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
-  if (!HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()), reinterpret_cast<const unsigned char*>(text.data()),
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(text.data()),
             text.size(), mac, &mac_len))
     throw StoreError("HMAC-SHA256 failed (OpenSSL)");
-  headers.push_back("Authorization: SharedKey " + account_ + ":" +
-                    base64_encode(std::string_view(reinterpret_cast<const char*>(mac), mac_len)));
+  return std::string(reinterpret_cast<const char*>(mac), mac_len);
 }
 
 void SasSigner::sign(const std::string&, std::string& url, std::vector<std::string>&) const {

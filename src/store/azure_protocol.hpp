@@ -56,6 +56,10 @@ s3::ListPage parse_list_page(std::string_view xml);
 // '=' (naming its position, never its text).
 std::map<std::string, std::string> parse_connection_string(std::string_view text);
 
+// HMAC-SHA256 of `text` under `key` (raw bytes in, raw bytes out): SharedKey requests and SAS
+// signatures.
+std::string hmac_sha256(std::string_view key, std::string_view text);
+
 std::string base64_encode(std::string_view bytes);
 // Throws StoreError naming `what` when `text` is not base64.
 std::string base64_decode(std::string_view text, const std::string& what);
