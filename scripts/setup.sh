@@ -26,8 +26,12 @@ APT_PACKAGES=(
   pybind11-dev python3-pybind11 python3-setuptools python3-pip python3-wheel
   python3-torch libtorch-dev python3-tqdm
   libcurl4-openssl-dev libssl-dev openssl python3-cryptography nginx libnginx-mod-http-lua
-  libsimdjson-dev libhdf5-dev
+  libsimdjson-dev libhdf5-dev python3-azure
 )
+
+# npm packages, installed into the git-ignored $REPO_ROOT/.tools/npm (never globally): the Azure
+# Blob Storage emulator the az:// tests start on 127.0.0.1 (tests/servers/start_azurite.sh).
+NPM_PACKAGES=(azurite@3)
 
 # Debian's interpreter: it is the one with numpy/zarr/pytest (the PATH python3 may be another).
 PYTHON=/usr/bin/python3
@@ -115,6 +119,21 @@ else
       exit 1
     fi
   fi
+fi
+
+# ---- 1b. npm tools (Node.js from the machine; Debian's nodejs + npm when there is none) ----
+npm_prefix="$REPO_ROOT/.tools/npm"
+if [[ ! -x "$npm_prefix/node_modules/.bin/azurite-blob" ]]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    log "npm is missing: installing Debian's nodejs and npm"
+    as_root=()
+    [[ "$(id -u)" != 0 ]] && command -v sudo >/dev/null 2>&1 && as_root=(sudo)
+    run "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm
+  fi
+  log "installing ${NPM_PACKAGES[*]} into $npm_prefix"
+  run npm install --prefix "$npm_prefix" --no-audit --no-fund --loglevel=error "${NPM_PACKAGES[@]}"
+else
+  log "npm tools are installed in $npm_prefix"
 fi
 
 [[ "$do_build" == 1 ]] || exit 0

@@ -267,7 +267,8 @@ class Dataset:
 def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
                  mask_valid_range=False):
     """Opens a Zarr v2/v3 store, a kerchunk reference set or a NetCDF/HDF5/GRIB file (local
-    path, file://, http(s)://, s3://, gs:// or gcs://, reference://) lazily: only metadata is read.
+    path, file://, http(s)://, s3://, gs:// or gcs://, az:// (abfs[s]://), reference://) lazily:
+    only metadata is read.
     ``storage_options`` are fsspec-style options for the cloud stores (credentials,
     endpoint_url, ...; ``allowed_prefixes`` for reference sets). ``engine``: None (auto: "gdal"
     for .nc/.nc4/.cdf/.h5/.hdf5/.he5/.grib/.grib2/.grb/.grb2 or a local file with such a

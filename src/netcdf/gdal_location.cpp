@@ -4,6 +4,8 @@
 
 #include <cpl_vsi.h>
 
+#include "../store/azure_store.hpp"
+#include "../store/backend_registry.hpp"
 #include "../store/credentials.hpp"
 #include "../store/storage_options.hpp"
 #include "../store/url_scheme.hpp"
@@ -90,6 +92,27 @@ GdalOptions gs_options(const StorageOptions& o) {
   return out;
 }
 
+// As our az:// store (cloud::resolve_azure_settings): account, endpoint (a connection string's
+// BlobEndpoint: Azurite), SharedKey, SAS or anonymous.
+GdalOptions az_options(const cloud::AzureSettings& s, const std::string& url) {
+  if (s.account.empty())
+    throw StoreError("the gdal engine needs the Azure account name for '" + url +
+                     "' (account_name, AccountName in the connection string, or AZURE_STORAGE_ACCOUNT_NAME)");
+  GdalOptions out;
+  out.emplace_back("AZURE_STORAGE_ACCOUNT", s.account);
+  if (s.endpoint_from_connection_string) {
+    const auto [host, https] = split_endpoint(s.endpoint);
+    out.emplace_back("CPL_AZURE_ENDPOINT", host);
+    out.emplace_back("CPL_AZURE_USE_HTTPS", https ? "YES" : "NO");
+  }
+  switch (s.auth) {
+    case cloud::AzureSettings::Auth::SharedKey: out.emplace_back("AZURE_STORAGE_ACCESS_KEY", s.account_key); break;
+    case cloud::AzureSettings::Auth::Sas: out.emplace_back("AZURE_STORAGE_SAS_TOKEN", s.sas_token); break;
+    case cloud::AzureSettings::Auth::Anonymous: out.emplace_back("AZURE_NO_SIGN_REQUEST", "YES"); break;
+  }
+  return out;
+}
+
 // bucket/key of "s3://bucket/key"; StoreError when either is missing.
 std::string bucket_and_key(const ParsedUrl& parsed, std::string_view url) {
   std::string rest = parsed.rest;
@@ -115,13 +138,19 @@ GdalLocation gdal_location(std::string_view url, const StoreOptions& options) {
   }
   if (!parsed.is_remote())
     throw StoreError("unsupported URL scheme '" + parsed.scheme + "' in '" + loc.url + "' for the gdal engine (" +
-                     remote_schemes_text() + ")");
+                     registered_schemes_text() + ")");
   const StorageOptions o = parse_storage_options(options, parsed.kind);
   if (parsed.is_http()) {
     loc.path = "/vsicurl/" + loc.url;
   } else if (parsed.kind == UrlKind::S3) {
     loc.path = "/vsis3/" + bucket_and_key(parsed, url);
     loc.options = s3_options(o);
+  } else if (parsed.kind == UrlKind::Az) {
+    const cloud::AzureSettings s = cloud::resolve_azure_settings(parsed, o);
+    if (s.container.empty() || s.prefix.empty())
+      throw StoreError("no container or blob name in '" + loc.url + "' (a file inside a container is needed)");
+    loc.path = "/vsiaz/" + s.container + "/" + s.prefix;
+    loc.options = az_options(s, loc.url);
   } else {
     loc.path = "/vsigs/" + bucket_and_key(parsed, url);
     loc.options = gs_options(o);
@@ -131,9 +160,11 @@ GdalLocation gdal_location(std::string_view url, const StoreOptions& options) {
   // Existing GDAL readers of other datasets keep working: only this path's options change.
   // What GDAL cached about the path (existence, size, blocks) was fetched with the previous
   // options: drop it, so that these credentials are the ones checked.
+  // GDAL 3.6 looks /vsiaz/ options up by container ("/vsiaz/CONTAINER"): set them there.
+  const std::string option_path = parsed.kind == UrlKind::Az ? loc.path.substr(0, loc.path.find('/', 7)) : loc.path;
+  VSIClearPathSpecificOptions(option_path.c_str());
+  for (const auto& [k, v] : loc.options) VSISetPathSpecificOption(option_path.c_str(), k.c_str(), v.c_str());
   VSICurlPartialClearCache(loc.path.c_str());
-  VSIClearPathSpecificOptions(loc.path.c_str());
-  for (const auto& [k, v] : loc.options) VSISetPathSpecificOption(loc.path.c_str(), k.c_str(), v.c_str());
   return loc;
 }
 

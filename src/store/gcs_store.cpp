@@ -1,6 +1,7 @@
 // gs://bucket/prefix (also gcs://) through GCS's XML API (S3-compatible requests on
 // storage.googleapis.com): anonymous, OAuth2 bearer token, a service account's refreshed tokens
 // (gcs_token.hpp), or HMAC keys signed with SigV4.
+#include "backend_registry.hpp"
 #include "credentials.hpp"
 #include "object_store.hpp"
 
@@ -35,3 +36,15 @@ std::shared_ptr<Store> make_gcs_store(const std::string& bucket, const std::stri
 }
 
 }  // namespace lazycube::cloud
+
+namespace lazycube {
+
+void register_gs_backend(BackendRegistry& r) {
+  r.add({UrlKind::Gs, {"gs", "gcs"}, {}, [](const ParsedUrl& url, const StoreOptions& options) {
+           const auto [bucket, prefix] = cloud::bucket_and_prefix(url);
+           return Location{cloud::make_gcs_store(bucket, prefix, options), ""};
+         },
+         "gs:// (gcs://)"});
+}
+
+}  // namespace lazycube

@@ -2,6 +2,8 @@
 // over plain HTTP, so Zarr hierarchies need consolidated metadata.
 #include "storage_options.hpp"
 
+#include "backend_registry.hpp"
+
 #include "http_coalesce.hpp"
 #include "http_counters.hpp"
 #include "http_engine.hpp"
@@ -121,6 +123,19 @@ class HttpStore final : public Store {
 std::shared_ptr<Store> make_http_store(const std::string& url, const StoreOptions& options) {
   const ParsedUrl parsed = parse_url_scheme(url);
   return std::make_shared<HttpStore>(url, parse_storage_options(options, parsed.is_http() ? parsed.kind : UrlKind::Http).transfer);
+}
+
+}  // namespace lazycube
+
+namespace lazycube {
+
+void register_http_backend(BackendRegistry& r) {
+  r.add({UrlKind::Http, {"http", "https"}, {}, [](const ParsedUrl& url, const StoreOptions& options) {
+           std::string root = url.canonical();
+           while (root.size() > 8 && root.back() == '/') root.pop_back();
+           return Location{make_http_store(root, options), ""};
+         },
+         "http(s)://"});
 }
 
 }  // namespace lazycube

@@ -1,4 +1,5 @@
-// The S3-protocol Store: GET/HEAD objects, ListObjectsV2 listings, errors mapped to StoreError.
+// The HTTP-object Store: GET/HEAD objects, paginated listings (S3 ListObjectsV2 or Azure List
+// Blobs), errors mapped to StoreError.
 #include "object_store.hpp"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "http_counters.hpp"
 #include "http_util.hpp"
 #include "lazycube/error.hpp"
+#include "azure_protocol.hpp"
 #include "s3_protocol.hpp"
 
 namespace lazycube::cloud {
@@ -37,6 +39,7 @@ class ObjectStore final : public Store {
   }
 
   bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
+    if (!absolute_suffix(key, range)) return false;
     if (range.kind == ByteRange::Kind::Range && range.length == 0) {
       auto n = size(key);  // a zero-length range has no Range header form: check existence
       if (!n) return false;
@@ -45,7 +48,8 @@ class ObjectStore final : public Store {
       return true;
     }
     auto responses = perform({object_request("GET", key, range)});
-    return finish_get(key, range, responses[0], out);
+    const Got got = finish_get(key, range, responses[0], out);
+    return got == Got::CheckEnd ? read_at_end(key, range, out) : got == Got::Bytes;
   }
 
   // Coalesces nearby ranges of one object (coalesce_gap / coalesce_max) into fewer requests,
@@ -54,11 +58,13 @@ class ObjectStore final : public Store {
     std::vector<ByteRequest> batched;
     std::vector<std::size_t> index;  // batched[j] is requests[index[j]]
     for (std::size_t i = 0; i < requests.size(); ++i) {
-      const auto& r = requests[i];
-      if (r.range.kind == ByteRange::Kind::Range && r.range.length == 0) {
+      ByteRequest r = requests[i];
+      if (!absolute_suffix(r.key, r.range)) {
+        sink(i, std::nullopt);
+      } else if (r.range.kind == ByteRange::Kind::Range && r.range.length == 0) {
         sink(i, get(r.key, r.range));
       } else {
-        batched.push_back(r);
+        batched.push_back(std::move(r));
         index.push_back(i);
       }
     }
@@ -68,16 +74,24 @@ class ObjectStore final : public Store {
     for (const auto& f : plan.fetches) fetches.push_back(object_request("GET", f.key, f.range));
     const auto name = [this](std::string_view key) { return describe(key); };
     const ByteSink to_caller = [&](std::size_t j, std::optional<Buffer>&& bytes) { sink(index[j], std::move(bytes)); };
+    std::vector<std::size_t> check_end;  // fetches answered 416 without the object's size
     redacted([&] {
       http::Engine::global().perform_each(fetches, c_.transfer.retry, c_.transfer.engine, &counters_,
                                           [&](std::size_t f, http::Response&& response) {
         Buffer b;
-        if (finish_get(plan.fetches[f].key, plan.fetches[f].range, response, b))
-          http::deliver(plan, f, std::move(b), batched, name, to_caller);
-        else
-          http::deliver(plan, f, std::nullopt, batched, name, to_caller);
+        const Got got = finish_get(plan.fetches[f].key, plan.fetches[f].range, response, b);
+        if (got == Got::CheckEnd) check_end.push_back(f);
+        else if (got == Got::Bytes) http::deliver(plan, f, std::move(b), batched, name, to_caller);
+        else http::deliver(plan, f, std::nullopt, batched, name, to_caller);
       });
     });
+    for (const std::size_t f : check_end) {
+      Buffer b;
+      if (read_at_end(plan.fetches[f].key, plan.fetches[f].range, b))
+        http::deliver(plan, f, std::move(b), batched, name, to_caller);
+      else
+        http::deliver(plan, f, std::nullopt, batched, name, to_caller);
+    }
   }
 
   std::optional<std::uint64_t> size(std::string_view key) override {
@@ -170,34 +184,50 @@ class ObjectStore final : public Store {
     }
   }
 
-  bool finish_get(std::string_view key, const ByteRange& range, http::Response& r, Buffer& out) {
-    if (r.status == 404) return false;
+  // A GET's outcome: bytes in `out`, a missing object, or a 416 that does not say whether the
+  // read starts exactly at the object's end (S3 and Azure send no "bytes */N"): read_at_end.
+  enum class Got { Bytes, Missing, CheckEnd };
+
+  Got finish_get(std::string_view key, const ByteRange& range, http::Response& r, Buffer& out) {
+    if (r.status == 404) return Got::Missing;
     if (r.status == 416) {
       // Range not satisfiable: an empty object read from 0 / by suffix is empty. Otherwise the
       // file store's rule (detail::resolve_range): a read starting exactly at the end is empty,
-      // one starting past it an error. The size comes from the reply when it says it.
+      // one starting past it an error. The size comes from the reply when it says it (else a
+      // HEAD, after the batch: read_at_end).
       if (range.kind == ByteRange::Kind::Suffix || range.offset == 0) {
         out.resize(0);
-        return true;
+        return Got::Bytes;
       }
-      std::optional<std::uint64_t> n = unsatisfied_size(r);
-      if (!n) n = size(key);
-      if (!n) return false;  // deleted in between
+      const std::optional<std::uint64_t> n = unsatisfied_size(r);
+      if (!n) return Got::CheckEnd;
       if (detail::resolve_range(range, *n, describe(key)).length != 0)
         throw StoreError(describe(key) + ": HTTP 416 for " + range.describe() + " of an object of " +
                          std::to_string(*n) + " bytes");
       out.resize(0);
-      return true;
+      return Got::Bytes;
     }
     if (r.status == 200 && range.kind != ByteRange::Kind::Full) {
       // The server ignored the Range header: cut the range out of the whole object.
       auto rr = detail::resolve_range(range, r.body.size(), describe(key));
       out.resize(rr.length);
       if (rr.length) std::memmove(out.data(), r.body.data() + rr.offset, rr.length);
-      return true;
+      return Got::Bytes;
     }
     if (r.status != 200 && r.status != 206) fail(r, describe(key));
     out = std::move(r.body);
+    return Got::Bytes;
+  }
+
+  // After a 416 without the object's size: empty when `range` starts exactly at the end
+  // (asked with HEAD), else StoreError; false when the object is gone.
+  bool read_at_end(std::string_view key, const ByteRange& range, Buffer& out) {
+    const auto n = size(key);
+    if (!n) return false;
+    if (*n != range.offset)
+      throw StoreError(describe(key) + ": " + range.describe() + " starts past the end of the object (" +
+                       std::to_string(*n) + " bytes)");
+    out.resize(0);
     return true;
   }
 
@@ -215,8 +245,20 @@ class ObjectStore final : public Store {
     }
   }
 
+  // Servers without suffix ranges (Azure: no "bytes=-N"): the suffix becomes an absolute range
+  // of the object's size (one HEAD). False when the object is missing.
+  bool absolute_suffix(std::string_view key, ByteRange& range) {
+    if (c_.suffix_ranges || range.kind != ByteRange::Kind::Suffix) return true;
+    const auto n = size(key);
+    if (!n) return false;
+    const std::uint64_t len = std::min<std::uint64_t>(range.length, *n);
+    range = len == 0 ? ByteRange::range(0, 0) : ByteRange::range(*n - len, len);
+    return true;
+  }
+
   [[noreturn]] void fail(const http::Response& r, const std::string& what) const {
-    const auto err = s3::parse_error_body(body_text(r.body));
+    auto err = s3::parse_error_body(body_text(r.body));
+    if (auto it = r.headers.find("x-ms-error-code"); err.code.empty() && it != r.headers.end()) err.code = it->second;
     // 401/403, and the 400s S3 answers for bad session tokens or malformed credentials.
     const bool auth = r.status == 401 || r.status == 403 ||
                       (r.status == 400 && (err.code == "InvalidToken" || err.code == "ExpiredToken" ||
@@ -233,40 +275,49 @@ class ObjectStore final : public Store {
     throw StoreError(msg);
   }
 
-  // ListObjectsV2 over every page; calls `emit(key_or_prefix, is_prefix)` with keys relative to
-  // the store root.
+  // The URL of one listing page (ListObjectsV2 or List Blobs).
+  std::string list_page_url(const std::string& prefix, bool delimited, const std::string& token) const {
+    if (c_.dialect == ListDialect::Azure)
+      return c_.base_url + azure::list_page_query(prefix, delimited, token, c_.transfer.list_page_size);
+    // Query parameters in sorted order (as SigV4's canonical form wants them).
+    std::string q;
+    auto add = [&](const char* k, const std::string& v) {
+      q += q.empty() ? '?' : '&';
+      q += k;
+      q += '=';
+      q += http::percent_encode(v, false);
+    };
+    if (!token.empty()) add("continuation-token", token);
+    if (delimited) add("delimiter", "/");
+    q += "&list-type=2";
+    if (q[0] == '&') q[0] = '?';
+    if (c_.transfer.list_page_size > 0) add("max-keys", std::to_string(c_.transfer.list_page_size));
+    if (!prefix.empty()) add("prefix", prefix);
+    return c_.base_url + "/" + q;
+  }
+
+  // Every page of the listing; calls `emit(key_or_prefix, is_prefix)` with keys relative to the
+  // store root.
   template <class Emit>
   void list_objects(const std::string& rel_prefix, bool delimited, Emit&& emit) {
+    if (c_.bucket.empty()) throw StoreError("listing " + url() + " needs a container in the URL");
     const std::string root = c_.prefix.empty() ? std::string() : c_.prefix + "/";
     const std::string prefix = root + rel_prefix;
     std::string token;
     for (int page_no = 0;; ++page_no) {
-      // Query parameters in sorted order (as SigV4's canonical form wants them).
-      std::string q;
-      auto add = [&](const char* k, const std::string& v) {
-        q += q.empty() ? '?' : '&';
-        q += k;
-        q += '=';
-        q += http::percent_encode(v, false);
-      };
-      if (!token.empty()) add("continuation-token", token);
-      if (delimited) add("delimiter", "/");
-      q += "&list-type=2";
-      if (q[0] == '&') q[0] = '?';
-      if (c_.transfer.list_page_size > 0) add("max-keys", std::to_string(c_.transfer.list_page_size));
-      if (!prefix.empty()) add("prefix", prefix);
-      auto responses = perform({base_request("GET", c_.base_url + "/" + q)});
+      auto responses = perform({base_request("GET", list_page_url(prefix, delimited, token))});
       auto& r = responses[0];
       const std::string what = "listing " + url() + (rel_prefix.empty() ? "/" : "/" + rel_prefix);
       if (r.status != 200) fail(r, what);
-      auto page = s3::parse_list_page(body_text(r.body));
+      auto page = c_.dialect == ListDialect::Azure ? azure::parse_list_page(body_text(r.body))
+                                                   : s3::parse_list_page(body_text(r.body));
       for (auto& k : page.keys)
         if (k.size() > root.size() && k.compare(0, root.size(), root) == 0) emit(k.substr(root.size()), false);
       for (auto& p : page.prefixes)
         if (p.size() > root.size() && p.compare(0, root.size(), root) == 0) emit(p.substr(root.size()), true);
       if (!page.truncated) break;
       if (page.next_token == token || page_no > 1000000)
-        throw StoreError(what + ": listing does not advance (continuation token repeats)");
+        throw StoreError(what + ": listing does not advance (continuation token or marker repeats)");
       token = std::move(page.next_token);
     }
   }
@@ -276,6 +327,17 @@ class ObjectStore final : public Store {
 };
 
 }  // namespace
+
+std::pair<std::string, std::string> bucket_and_prefix(const ParsedUrl& url) {
+  const std::string& rest = url.rest;
+  const auto slash = rest.find('/');
+  std::string bucket = rest.substr(0, slash);
+  std::string prefix = slash == std::string::npos ? std::string() : rest.substr(slash + 1);
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  while (!prefix.empty() && prefix.front() == '/') prefix.erase(0, 1);
+  if (bucket.empty()) throw StoreError("no bucket in '" + url.canonical() + "'");
+  return {std::move(bucket), std::move(prefix)};
+}
 
 std::shared_ptr<Store> make_object_store(ObjectStoreConfig config) {
   return std::make_shared<ObjectStore>(std::move(config));

@@ -1,6 +1,6 @@
-// URL → (store, node path). Local paths, file://, http(s)://, s3://, gs:// (gcs://) and kerchunk
-// reference sets (reference://URL, or a .json file whose content is one); schemes are told
-// apart by parse_url_scheme (url_scheme.hpp).
+// URL → (store, node path). Kerchunk reference sets (reference://URL, or a .json file whose
+// content is one) are recognised here; every other URL opens through its backend in the
+// registry (backend_registry.hpp). The local "file" and the "reference" backends register here.
 #include <sys/stat.h>
 
 #include <fstream>
@@ -8,7 +8,7 @@
 
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
-#include "object_store.hpp"
+#include "backend_registry.hpp"
 #include "reference_spec.hpp"
 #include "reference_store.hpp"
 #include "url_scheme.hpp"
@@ -16,19 +16,6 @@
 namespace lazycube {
 
 namespace {
-
-// s3://bucket/prefix and gs://bucket/prefix: the prefix becomes the store root.
-Location open_object_store_url(const ParsedUrl& parsed, std::string_view url, const StoreOptions& options) {
-  const std::string& rest = parsed.rest;
-  const auto slash = rest.find('/');
-  const std::string bucket = rest.substr(0, slash);
-  std::string prefix = slash == std::string::npos ? std::string() : rest.substr(slash + 1);
-  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  while (!prefix.empty() && prefix.front() == '/') prefix.erase(0, 1);
-  if (bucket.empty()) throw StoreError("no bucket in '" + std::string(url) + "'");
-  if (parsed.kind == UrlKind::S3) return {cloud::make_s3_store(bucket, prefix, options), ""};
-  return {cloud::make_gcs_store(bucket, prefix, options), ""};
-}
 
 // The local path of a plain path or file:// URL; nullopt for remote URLs.
 std::optional<std::string> local_path_of(std::string_view url) {
@@ -116,17 +103,14 @@ Location open_location(std::string_view url, const StoreOptions& options) {
     }
   }
   // allowed_prefixes only matters to reference sets; other stores ignore it.
-  const StoreOptions plain = refs::without_reference_options(options);
-  if (parsed.is_object_store()) return open_object_store_url(parsed, url, plain);
-  if (parsed.is_http()) {
-    while (path.size() > 8 && path.back() == '/') path.pop_back();
-    return {make_http_store(path, plain), ""};
-  }
-  if (parsed.kind == UrlKind::Unsupported)
-    throw StoreError("unsupported URL scheme '" + parsed.scheme + "' in '" + std::string(url) + "' (this build reads " +
-                     remote_schemes_text() + " and reference:// URLs)");
-  // Local paths take no storage options; they are ignored (like fsspec's local filesystem).
-  path = parsed.rest;
+  return open_registered(parsed, refs::without_reference_options(options));
+}
+
+namespace {
+
+// Local paths take no storage options; they are ignored (like fsspec's local filesystem).
+Location open_local(const ParsedUrl& parsed, const StoreOptions&) {
+  std::string path = parsed.rest;
   if (path.empty()) throw NotFound("empty path");
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   struct stat st {};
@@ -134,6 +118,16 @@ Location open_location(std::string_view url, const StoreOptions& options) {
   if (!S_ISDIR(st.st_mode))
     throw NotFound(path + " is a file, not a Zarr store directory");
   return {make_file_store(path), ""};
+}
+
+}  // namespace
+
+void register_file_backend(BackendRegistry& r) { r.add({UrlKind::File, {"file"}, {}, &open_local, "local paths, file://"}); }
+
+void register_reference_backend(BackendRegistry& r) {
+  r.add({UrlKind::Reference, {"reference"}, {},
+         [](const ParsedUrl& url, const StoreOptions& options) { return open_reference_url(url.rest, options); },
+         "reference://"});
 }
 
 }  // namespace lazycube

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "backend_registry.hpp"
 #include "lazycube/error.hpp"
 #include "url_scheme.hpp"
 
@@ -109,7 +110,7 @@ TargetUrl parse_absolute(std::string_view url, const std::string& what) {
   }
   if (!parsed.is_local() && !parsed.is_remote())
     refuse(what, "unsupported scheme '" + parsed.scheme + "' in '" + std::string(url) + "' (targets may be " +
-                     remote_schemes_text() + " URLs)");
+                     registered_schemes_text() + " URLs)");
   const std::string& scheme = parsed.scheme;
   const std::string_view rest = parsed.rest;
   const std::size_t slash = rest.find('/');

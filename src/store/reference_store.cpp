@@ -9,7 +9,7 @@
 
 #include "byte_range.hpp"
 #include "lazycube/error.hpp"
-#include "object_store.hpp"
+#include "backend_registry.hpp"
 #include "reference_access.hpp"
 #include "reference_spec.hpp"
 #include "url_scheme.hpp"
@@ -206,9 +206,7 @@ class ReferenceStore final : public Store {
     auto& store = stores_[root];
     if (!store) {
       if (t.is_local()) store = make_file_store(root);
-      else if (const ParsedUrl p = parse_url_scheme(root); p.is_http()) store = make_http_store(root, target_options_);
-      else if (p.kind == UrlKind::S3) store = cloud::make_s3_store(t.authority, "", target_options_);
-      else store = cloud::make_gcs_store(t.authority, "", target_options_);
+      else store = open_registered(parse_url_scheme(root), target_options_).store;
     }
     resolved_[index] = std::make_unique<OpenTarget>(OpenTarget{store, object});
     return *resolved_[index];

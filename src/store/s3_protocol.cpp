@@ -107,8 +107,6 @@ std::string xml_element(std::string_view xml, std::string_view name, std::size_t
   return {};
 }
 
-namespace {
-
 // The raw (undecoded) inner text of each <name>…</name> block, in order.
 std::vector<std::string_view> blocks(std::string_view xml, std::string_view name) {
   std::vector<std::string_view> out;
@@ -141,8 +139,6 @@ std::string without_blocks(std::string_view xml, std::string_view name) {
   out.append(xml.substr(pos));
   return out;
 }
-
-}  // namespace
 
 ListPage parse_list_page(std::string_view xml) {
   if (xml.find("<ListBucketResult") == std::string_view::npos)

@@ -1,5 +1,6 @@
 // Pieces of the S3 REST protocol (also spoken by GCS's XML API): URI encoding, the
-// ListObjectsV2 result and error bodies (parsed minimally: only the elements we use).
+// ListObjectsV2 result and error bodies (parsed minimally: only the elements we use). The XML
+// helpers and the <Error> parser serve Azure's dialect too (azure_protocol.hpp).
 #pragma once
 
 #include <string>
@@ -14,6 +15,13 @@ std::string xml_decode(std::string_view text);
 // The text of the first <name>…</name> element at or after `from` (decoded), or empty.
 // `from` is moved past the element when found; `found` tells an empty element from none.
 std::string xml_element(std::string_view xml, std::string_view name, std::size_t& from, bool* found = nullptr);
+
+// The raw (undecoded) inner text of each <name>…</name> block, in order ("<Blob>" does not match
+// "<BlobPrefix>").
+std::vector<std::string_view> blocks(std::string_view xml, std::string_view name);
+
+// `xml` with every <name>…</name> block cut out (to read top-level elements only).
+std::string without_blocks(std::string_view xml, std::string_view name);
 
 struct ListPage {
   std::vector<std::string> keys;      // <Contents><Key>

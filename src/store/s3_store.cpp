@@ -1,6 +1,7 @@
 // s3://bucket/prefix: AWS S3 or an S3-compatible endpoint, SigV4-signed unless anonymous.
 #include <cstdlib>
 
+#include "backend_registry.hpp"
 #include "credentials.hpp"
 #include "object_store.hpp"
 
@@ -39,3 +40,15 @@ std::shared_ptr<Store> make_s3_store(const std::string& bucket, const std::strin
 }
 
 }  // namespace lazycube::cloud
+
+namespace lazycube {
+
+void register_s3_backend(BackendRegistry& r) {
+  r.add({UrlKind::S3, {"s3"}, {}, [](const ParsedUrl& url, const StoreOptions& options) {
+           const auto [bucket, prefix] = cloud::bucket_and_prefix(url);
+           return Location{cloud::make_s3_store(bucket, prefix, options), ""};
+         },
+         "s3://"});
+}
+
+}  // namespace lazycube

@@ -21,7 +21,7 @@ std::optional<bool> parse_bool(std::string_view text) {
   return std::nullopt;
 }
 
-constexpr unsigned kNetwork = kHttpBackend | kS3Backend | kGsBackend;
+constexpr unsigned kNetwork = kHttpBackend | kS3Backend | kGsBackend | kAzBackend;
 constexpr unsigned kCloud = kS3Backend | kGsBackend;
 
 // One option being parsed: its name, text and the scheme it is for (messages).
@@ -88,9 +88,9 @@ const Entry kOptions[] = {
      [](const Arg& a, StorageOptions& o) { o.transfer.coalesce_gap = static_cast<std::uint64_t>(a.integer(0, kMaxBytes)); }},
     {{"coalesce_max", kNetwork, "bytes", "largest merged request (default 16777216)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.coalesce_max = static_cast<std::uint64_t>(a.integer(0, kMaxBytes)); }},
-    {{"list_page_size", kCloud, "integer", "keys per listing request (default: the server's, 1000 on S3)"},
+    {{"list_page_size", kCloud | kAzBackend, "integer", "keys per listing request (default: the server's, 1000 on S3)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.list_page_size = static_cast<int>(a.integer(1, 1000000)); }},
-    {{"anon", kCloud, "bool", "never sign requests (default: sign when credentials are found)"},
+    {{"anon", kCloud | kAzBackend, "bool", "never sign requests (default: sign when credentials are found)"},
      [](const Arg& a, StorageOptions& o) { o.anon = a.boolean(); }},
     {{"key", kCloud, "string", "access key id (S3; GCS HMAC)"},
      [](const Arg& a, StorageOptions& o) { o.key = a.value; }},
@@ -109,6 +109,15 @@ const Entry kOptions[] = {
      [](const Arg& a, StorageOptions& o) { o.profile = a.value; }},
     {{"requester_pays", kCloud, "bool", "S3: bill the requester (GCS: not supported yet)"},
      [](const Arg& a, StorageOptions& o) { o.requester_pays = a.boolean(); }},
+    {{"account_name", kAzBackend, "string", "Azure storage account (default: AZURE_STORAGE_ACCOUNT_NAME)"},
+     [](const Arg& a, StorageOptions& o) { o.account_name = a.value; }},
+    {{"account_key", kAzBackend, "string", "Azure SharedKey, base64 (default: AZURE_STORAGE_ACCOUNT_KEY)"},
+     [](const Arg& a, StorageOptions& o) { o.account_key = a.value; }},
+    {{"sas_token", kAzBackend, "string", "Azure shared access signature (default: AZURE_STORAGE_SAS_TOKEN)"},
+     [](const Arg& a, StorageOptions& o) { o.sas_token = a.value.starts_with('?') ? a.value.substr(1) : a.value; }},
+    {{"connection_string", kAzBackend, "string",
+      "Azure AccountName/AccountKey/SharedAccessSignature/BlobEndpoint (default: AZURE_STORAGE_CONNECTION_STRING)"},
+     [](const Arg& a, StorageOptions& o) { o.connection_string = a.value; }},
     {{refs::kAllowedPrefixesOption, kNetwork | kReferenceBackend, "list",
       "extra prefixes a kerchunk reference set may read (other stores ignore it)"},
      [](const Arg&, StorageOptions&) {}},
@@ -120,6 +129,7 @@ unsigned backend_of(UrlKind kind) {
     case UrlKind::Https: return kHttpBackend;
     case UrlKind::S3: return kS3Backend;
     case UrlKind::Gs: return kGsBackend;
+    case UrlKind::Az: return kAzBackend;
     case UrlKind::Reference: return kReferenceBackend;
     default: return 0;
   }

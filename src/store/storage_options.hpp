@@ -1,6 +1,6 @@
 // Storage options (fsspec-style `storage_options`, a map of strings), defined once: one table
 // (name, backends that accept it, value type, doc line) and one parser producing the typed
-// options every network store uses (http(s)://, s3://, gs://) and the GDAL mapping reads.
+// options every network store uses (http(s)://, s3://, gs://, az://) and the GDAL mapping reads.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@
 namespace lazycube {
 
 // Which backends accept an option (bits).
-enum StoreBackend : unsigned { kHttpBackend = 1, kS3Backend = 2, kGsBackend = 4, kReferenceBackend = 8 };
+enum StoreBackend : unsigned { kHttpBackend = 1, kS3Backend = 2, kGsBackend = 4, kReferenceBackend = 8, kAzBackend = 16 };
 
 struct StorageOptionSpec {
   std::string_view name;
@@ -48,10 +48,15 @@ struct StorageOptions {
   std::string region_name;
   std::string profile;        // AWS profile name (overrides AWS_PROFILE)
   bool requester_pays = false;
+  // Azure (adlfs spelling); the AZURE_STORAGE_* environment is read by the az backend.
+  std::string account_name;
+  std::string account_key;        // base64 SharedKey
+  std::string sas_token;          // query string of a shared access signature (no leading '?')
+  std::string connection_string;  // AccountName=...;AccountKey=...;BlobEndpoint=...
   std::set<std::string, std::less<>> given;  // names of the options that were set
 };
 
-// Parses `options` for a store of `kind` (Http/Https, S3, Gs). An option the backend does not
+// Parses `options` for a store of `kind` (Http/Https, S3, Gs, Az). An option the backend does not
 // accept is a StoreError naming it and listing the valid ones; a bad value is a StoreError naming
 // the option (never echoing a secret's value). `allowed_prefixes` belongs to reference sets and
 // is accepted (ignored) by every backend, so one options map serves a reference set and its

@@ -1,29 +1,36 @@
 #include "url_scheme.hpp"
 
 #include <cctype>
-#include <utility>
+
+#include "backend_registry.hpp"
 
 namespace lazycube {
 
 namespace {
-
-// The one scheme table.
-constexpr std::pair<std::string_view, UrlKind> kSchemes[] = {
-    {"file", UrlKind::File}, {"http", UrlKind::Http}, {"https", UrlKind::Https}, {"s3", UrlKind::S3},
-    {"gs", UrlKind::Gs},     {"gcs", UrlKind::Gs},    {"reference", UrlKind::Reference},
-};
 
 bool scheme_char(char c, bool first) {
   const auto u = static_cast<unsigned char>(c);
   return std::isalpha(u) || (!first && (std::isdigit(u) || c == '+' || c == '-' || c == '.'));
 }
 
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace
 
 std::string_view scheme_name(UrlKind kind) {
-  for (const auto& [name, k] : kSchemes)
-    if (k == kind) return name;  // the first entry of a kind is its canonical name
-  return "";
+  if (kind == UrlKind::Https) return "https";  // http and https are one backend
+  if (kind == UrlKind::Local || kind == UrlKind::Unsupported) return "";
+  const Backend* b = find_backend(kind);
+  return b ? std::string_view(b->schemes.front()) : std::string_view();
+}
+
+std::string authority_host(std::string_view authority) {
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+  if (const auto colon = authority.find(':'); colon != std::string_view::npos) authority = authority.substr(0, colon);
+  return lower(std::string(authority));
 }
 
 ParsedUrl parse_url_scheme(std::string_view url) {
@@ -35,19 +42,24 @@ ParsedUrl parse_url_scheme(std::string_view url) {
     p.rest = std::string(url);
     return p;
   }
-  std::string scheme(url.substr(0, sep));
-  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string scheme = lower(std::string(url.substr(0, sep)));
   p.rest = std::string(url.substr(sep + 3));
-  p.kind = UrlKind::Unsupported;
-  p.scheme = scheme;
-  for (const auto& [name, kind] : kSchemes)
-    if (scheme == name) {
-      p.kind = kind;
-      p.scheme = std::string(scheme_name(kind));
-    }
+  const Backend* b = backend_for_scheme(scheme);
+  if (!b) {
+    p.kind = UrlKind::Unsupported;
+    p.scheme = scheme;
+    return p;
+  }
+  p.kind = b->kind;
+  p.scheme = b->schemes.front();
+  if (scheme == "https") {
+    p.kind = UrlKind::Https;
+    p.scheme = "https";
+    // A host a backend claims (Azure's *.blob.core.windows.net) is read by that backend.
+    if (const Backend* claim = backend_for_https_host(authority_host(p.rest.substr(0, p.rest.find_first_of("/?#")))))
+      p.kind = claim->kind;
+  }
   return p;
 }
-
-std::string remote_schemes_text() { return "local paths, file://, http(s)://, s3://, gs:// (or gcs://)"; }
 
 }  // namespace lazycube

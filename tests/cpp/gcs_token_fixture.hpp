@@ -11,7 +11,7 @@
 
 #include "lazycube/store/store.hpp"
 #include "moto_fixture.hpp"
-#include "server_process.hpp"
+#include "script_server.hpp"
 #include "test_support.hpp"
 
 namespace lazycube::test {
@@ -48,9 +48,9 @@ class GcsServiceAccountKeys {
         issued_(write_empty(dir_.path() / "issued-tokens")),
         server_({"/usr/bin/python3", std::string(LAZYCUBE_SOURCE_DIR) + "/tests/servers/gcs_token_server.py",
                  public_pem_.string(), issued_.string(), "--expires-in", std::to_string(token_lifetime_s), "--scope",
-                 "https://www.googleapis.com/auth/devstorage.read_only"}) {
-    if (server_.first_line().empty()) throw std::runtime_error("gcs_token_server.py printed no port");
-    url_ = "http://127.0.0.1:" + server_.first_line();
+                 "https://www.googleapis.com/auth/devstorage.read_only"},
+                "gcs_token_server.py") {
+    url_ = "http://127.0.0.1:" + std::to_string(server_.port());
     key_json_ = write_key("key.json", key_fields(private_key_));
     wrong_key_json_ = write_key("wrong-key.json", key_fields(wrong_private_key_));
   }
@@ -95,7 +95,7 @@ class GcsServiceAccountKeys {
   fs::path public_pem_ = dir_.path() / "public.pem";
   std::string private_key_, wrong_private_key_;
   fs::path issued_;
-  ServerProcess server_;
+  ScriptServer server_;
   std::string url_;
   fs::path key_json_, wrong_key_json_;
 };

@@ -44,14 +44,17 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-// Clears every AWS_*/GOOGLE_* variable the credential chain reads, and points HOME at `home`.
+// Clears every AWS_*/GOOGLE_*/AZURE_STORAGE_* variable the credential chains read, and points
+// HOME at `home`.
 class CleanCloudEnv {
  public:
   explicit CleanCloudEnv(const std::string& home) {
     for (const char* n : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
                           "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_REGION", "AWS_DEFAULT_REGION",
                           "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "GOOGLE_OAUTH_ACCESS_TOKEN",
-                          "GOOGLE_APPLICATION_CREDENTIALS"})
+                          "GOOGLE_APPLICATION_CREDENTIALS",
+                          "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN",
+                          "AZURE_STORAGE_CONNECTION_STRING"})
       vars_.push_back(std::make_unique<ScopedEnv>(n, std::nullopt));
     vars_.push_back(std::make_unique<ScopedEnv>("HOME", home));
   }

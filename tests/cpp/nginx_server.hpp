@@ -2,18 +2,7 @@
 // a free port, stopped by PID at scope exit, faults set through PREFIX/faults.lua.
 #pragma once
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <thread>
-
-#include "server_process.hpp"
+#include "script_server.hpp"
 #include "test_support.hpp"
 
 namespace lazycube::test {
@@ -33,26 +22,13 @@ class NginxServer {
   // `tls`: HTTPS + HTTP/2 with a self-signed certificate (ca_file()).
   explicit NginxServer(const fs::path& root, bool tls = false)
       : tls_(tls),
-        process_({"/bin/bash", std::string(LAZYCUBE_SOURCE_DIR) + "/tests/servers/start_nginx.sh",
-                  (dir_.path() / "nginx").string(), root.string(), tls ? "tls" : "plain"}) {
-    const std::string prefix = (dir_.path() / "nginx").string(), line = process_.first_line();
-    if (line.empty()) {
-      stop();
-      throw std::runtime_error("start_nginx.sh printed no port");
-    }
-    port_ = std::stoi(line);
-    prefix_ = prefix;
-    for (int i = 0; i < 500 && !accepting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!accepting()) {
-      stop();
-      throw std::runtime_error("nginx did not start: " + read_file(prefix_ / "logs" / "error.log"));
-    }
-  }
-  ~NginxServer() { stop(); }
+        prefix_(dir_.path() / "nginx"),
+        server_("start_nginx.sh", {prefix_.string(), root.string(), tls ? "tls" : "plain"}, 5,
+                [this] { return read_file(prefix_ / "logs" / "error.log"); }) {}
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;
 
-  std::string url() const { return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_); }
+  std::string url() const { return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(server_.port()); }
   std::string ca_file() const { return (prefix_ / "tls" / "cert.pem").string(); }
   // `table` is the body of a Lua table, e.g. "p503 = 0.1, retry_after = 1" (see faults.lua).
   void set_faults(const std::string& table) { write_file(prefix_ / "faults.lua", "return {" + table + "}\n"); }
@@ -65,23 +41,10 @@ class NginxServer {
   }
 
  private:
-  bool accepting() const {
-    int s = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(s);
-    return ok;
-  }
-  void stop() { process_.stop(); }
-
   TempDir dir_;
   bool tls_ = false;
-  ServerProcess process_;
   fs::path prefix_;
-  int port_ = 0;
+  ScriptServer server_;
 };
 
 #define LAZYCUBE_REQUIRE_NGINX()                                               \

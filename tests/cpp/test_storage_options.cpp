@@ -76,7 +76,8 @@ std::string sample_value(std::string_view type) {
 
 TEST(StorageOptionTable, EveryOptionParsesForItsBackendsOnly) {
   const std::pair<UrlKind, unsigned> kinds[] = {
-      {UrlKind::Http, kHttpBackend}, {UrlKind::Https, kHttpBackend}, {UrlKind::S3, kS3Backend}, {UrlKind::Gs, kGsBackend}};
+      {UrlKind::Http, kHttpBackend}, {UrlKind::Https, kHttpBackend}, {UrlKind::S3, kS3Backend}, {UrlKind::Gs, kGsBackend},
+      {UrlKind::Az, kAzBackend}};
   std::set<std::string_view> names;
   for (const auto& spec : storage_option_table()) {
     EXPECT_TRUE(names.insert(spec.name).second) << "listed twice: " << spec.name;
@@ -99,7 +100,8 @@ TEST(StorageOptionTable, ReadmeTableMatches) {
   for (const auto& spec : storage_option_table()) {
     auto mark = [&](unsigned bit) { return std::string((spec.backends & bit) ? " yes |" : "  |"); };
     const std::string row = "| `" + std::string(spec.name) + "` |" + mark(kHttpBackend) + mark(kS3Backend) +
-                            mark(kGsBackend) + " " + std::string(spec.value) + " | " + std::string(spec.doc) + " |";
+                            mark(kGsBackend) + mark(kAzBackend) + " " + std::string(spec.value) + " | " +
+                            std::string(spec.doc) + " |";
     EXPECT_NE(readme.find(row), std::string::npos) << "README.md lacks the row\n" << row;
   }
 }
@@ -109,7 +111,7 @@ TEST(StorageOptionTable, TuningOptionsLandInTheSameFieldsForEveryBackend) {
                             {"low_speed_time", "4"},  {"retries", "9"},     {"deadline", "12"},
                             {"backoff", "0.25"},      {"max_backoff", "1.5"}, {"ca_file", "/tmp/ca.pem"},
                             {"coalesce_gap", "100"},  {"coalesce_max", "5000"}};
-  for (UrlKind kind : {UrlKind::Http, UrlKind::Https, UrlKind::S3, UrlKind::Gs}) {
+  for (UrlKind kind : {UrlKind::Http, UrlKind::Https, UrlKind::S3, UrlKind::Gs, UrlKind::Az}) {
     const TransferOptions t = parse_storage_options(tuning, kind).transfer;
     EXPECT_EQ(t.engine.max_in_flight, 7u);
     EXPECT_DOUBLE_EQ(t.engine.timeout_s, 2.5);

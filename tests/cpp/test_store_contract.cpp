@@ -1,7 +1,8 @@
 // One contract every store backend must honour, run against real servers on 127.0.0.1:
-// file, http (nginx), s3 (moto) and gcs (the XML API path through an endpoint override to moto,
-// with a service account's tokens from tests/servers/gcs_token_server.py).
-// get / ranges incl. suffix and offset / missing keys / get_many / listing, and every array of
+// file, http (nginx), s3 (moto), gcs (the XML API path through an endpoint override to moto,
+// with a service account's tokens from tests/servers/gcs_token_server.py) and az (Azurite,
+// SharedKey through a connection string). get / ranges incl. suffix and offset / a read starting
+// at the object's end / missing keys / get_many / listing (in pages too) / concurrent reads, and every array of
 // the shared conformance fixtures read remotely, value for value identical to the local read.
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "lazycube/error.hpp"
+#include "azurite_server.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 #include "gcs_token_fixture.hpp"
 #include "moto_fixture.hpp"
@@ -73,6 +75,22 @@ std::optional<Backend> backend(const std::string& name, std::string& skip, bool 
       return std::nullopt;
     }
     return Backend{nginx->url() + "/contract", fixtures_dir().empty() ? "" : nginx->url() + "/fixtures", {}, false};
+  }
+  if (name == "az") {
+    auto* az = test::AzuriteServer::instance(skip);
+    if (!az) return std::nullopt;
+    static bool contract_uploaded = false, fixtures_uploaded = false;
+    const std::string container = test::AzuriteServer::kContainer;
+    if (!contract_uploaded) {
+      az->upload_tree(container, root / "contract", "contract");
+      contract_uploaded = true;
+    }
+    if (with_fixtures && !fixtures_uploaded && !fixtures_dir().empty()) {
+      az->upload_tree(container, fixtures_dir(), "fixtures");
+      fixtures_uploaded = true;
+    }
+    return Backend{"az://" + container + "/contract", fixtures_dir().empty() ? "" : "az://" + container + "/fixtures",
+                   {{"connection_string", az->connection_string()}}, true};
   }
   auto* moto = test::MotoServer::instance(skip);
   if (!moto) return std::nullopt;
@@ -253,7 +271,7 @@ TEST_P(FixtureContract, ReadsEveryFixtureArrayLikeTheLocalRead) {
   EXPECT_GE(arrays, 50u);
 }
 
-const auto kBackends = ::testing::Values("file", "http", "s3", "gcs");
+const auto kBackends = ::testing::Values("file", "http", "s3", "gcs", "az");
 std::string backend_name(const ::testing::TestParamInfo<std::string>& i) { return i.param; }
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContract, kBackends, backend_name);
 INSTANTIATE_TEST_SUITE_P(Backends, FixtureContract, kBackends, backend_name);

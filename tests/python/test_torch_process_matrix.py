@@ -1,6 +1,7 @@
 """Every construction form of the torch datasets in DataLoader workers of every start method,
-over a local store, HTTP (nginx) and S3 (moto with SigV4 checking on, the credentials only in
-``storage_options``, no ``AWS_*`` variable set).
+over a local store, HTTP (nginx), S3 (moto with SigV4 checking on, the credentials only in
+``storage_options``, no ``AWS_*`` variable set) and Azure (Azurite, SharedKey from a
+``connection_string`` in ``storage_options``).
 
 Forms: BatchDataset(url), BatchDataset(lazycube.open_dataset(url)),
 BatchDataset(lazycube.BatchGenerator(lazycube.open_dataset(url), ...)),
@@ -35,6 +36,7 @@ import lazycube.torch as lctorch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests" / "servers"))
+import azurite  # noqa: E402
 import nginx  # noqa: E402
 from tagged_datasets import Tagged  # noqa: E402
 
@@ -141,10 +143,22 @@ def s3_store(www, no_aws_environment):
 
 
 @pytest.fixture(scope="module")
-def stores(www, http_store, s3_store, no_aws_environment):
+def az_store(www, tmp_path_factory):
+    reason = azurite.unavailable_reason()
+    if reason:
+        yield None, reason
+        return
+    with azurite.AzuriteServer(tmp_path_factory.mktemp("azurite")) as server:
+        server.client().create_container(BUCKET)
+        server.upload_tree(BUCKET, www / "cube.zarr", "cube.zarr")
+        yield ("az://%s/cube.zarr" % BUCKET, {"connection_string": server.connection_string}), None
+
+
+@pytest.fixture(scope="module")
+def stores(www, http_store, s3_store, az_store, no_aws_environment):
     """{name: (url, storage_options)} for the stores that can run here; {name: reason} else."""
     out, skipped = {"local": (str(www / "cube.zarr"), None)}, {}
-    for name, (store, reason) in (("http", http_store), ("s3", s3_store)):
+    for name, (store, reason) in (("http", http_store), ("s3", s3_store), ("az", az_store)):
         if store is None:
             skipped[name] = reason
         else:
@@ -152,7 +166,7 @@ def stores(www, http_store, s3_store, no_aws_environment):
     return out, skipped
 
 
-@pytest.mark.parametrize("name", ["http", "s3"])
+@pytest.mark.parametrize("name", ["http", "s3", "az"])
 def test_store_available(stores, name):
     """Says (as a skip) when the matrix runs without a store."""
     available, skipped = stores

@@ -128,7 +128,8 @@ struct Location {
   std::string path;  // node path inside the store, "" for the root
 };
 
-// Opens a URL (plain path, file://, http(s)://, s3://, gs:// or its alias gcs://) as the store root. Kerchunk
+// Opens a URL (plain path, file://, http(s)://, s3://, gs:// (gcs://), az:// (abfs[s]://); the
+// backends of src/store/backend_registry.cpp) as the store root. Kerchunk
 // reference sets open as a reference store: reference://PATH_OR_URL, or a URL ending in .json
 // whose content is a reference set; option allowed_prefixes widens the targets they may read
 // (see README "kerchunk references"). Throws NotFound when a local path does not exist.
