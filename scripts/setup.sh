@@ -27,6 +27,7 @@ APT_PACKAGES=(
   python3-torch libtorch-dev python3-tqdm
   libcurl4-openssl-dev nginx libnginx-mod-http-lua
   libsimdjson-dev libhdf5-dev
+  flatbuffers-compiler libflatbuffers-dev
 )
 
 # Debian's interpreter: it is the one with numpy/zarr/pytest (the PATH python3 may be another).
