@@ -17,6 +17,7 @@ namespace {
 
 constexpr std::size_t kHeaderSize = 39;
 constexpr std::string_view kMagic = "ICE\xF0\x9F\xA7\x8A" "CHUNK";  // "ICE🧊CHUNK"
+static_assert(kMagic.size() == kMagicSize);
 // Decompressed metadata files larger than this are refused (a manifest of 10 M refs is ~1 GB).
 constexpr std::uint64_t kMaxPayload = std::uint64_t{4} << 30;
 
@@ -64,11 +65,15 @@ std::vector<std::uint8_t> decompress(const std::uint8_t* data, std::size_t n, co
 
 }  // namespace
 
+bool starts_with_magic(ByteView bytes) {
+  return bytes.size() >= kMagic.size() && std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) == 0;
+}
+
 MetadataFile parse_file(std::vector<std::uint8_t> bytes, FileType expected, const std::string& name) {
   if (bytes.size() < kHeaderSize)
     throw MetadataError(name + ": not an Icechunk file (" + std::to_string(bytes.size()) +
                         " bytes, shorter than the 39-byte header)");
-  if (std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0)
+  if (!starts_with_magic(ByteView(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size())))
     throw MetadataError(name + ": not an Icechunk file (wrong magic bytes)");
   MetadataFile f;
   f.name = name;

@@ -22,6 +22,11 @@ struct MetadataFile {
   std::vector<std::uint8_t> payload;  // the FlatBuffer (8-byte aligned storage)
 };
 
+// Length of the magic bytes every Icechunk metadata file starts with.
+inline constexpr std::size_t kMagicSize = 12;
+// True when `bytes` begins with the Icechunk magic bytes.
+bool starts_with_magic(ByteView bytes);
+
 // Parses and verifies `bytes` (the whole file) read from `name`.
 MetadataFile parse_file(std::vector<std::uint8_t> bytes, FileType expected, const std::string& name);
 

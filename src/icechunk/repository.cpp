@@ -92,14 +92,16 @@ std::string key_in(const Location& root, std::string_view key) {
 }
 
 int repository_layout(const Location& root) {
-  if (root.store->exists(key_in(root, "repo"))) return 2;
+  // The `repo` file by its magic bytes: a Zarr store may hold an unrelated key named "repo".
+  if (auto head = root.store->get(key_in(root, "repo"), ByteRange::range(0, kMagicSize)); head && starts_with_magic(head->view()))
+    return 2;
   if (root.store->exists(key_in(root, "refs/branch.main/ref.json"))) return 1;
   return 0;
 }
 
 std::unique_ptr<RepositoryState> read_repository_state(const Location& root) {
   const std::string repo_key = key_in(root, "repo");
-  if (auto bytes = root.store->get(repo_key)) {
+  if (auto bytes = root.store->get(repo_key)) {  // a `repo` file: spec 2, whatever its bytes
     const auto* p = reinterpret_cast<const std::uint8_t*>(bytes->data());
     return read_v2_state(parse_file({p, p + bytes->size()}, FileType::RepoInfo, root.store->describe(repo_key)));
   }

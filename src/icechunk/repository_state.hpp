@@ -29,7 +29,7 @@ class RepositoryState {
   bool has_snapshot_list = false;
 };
 
-// 2: a spec 2 repository (a `repo` file) at `root`; 1: spec 1 (refs/branch.main/ref.json, the
+// 2: a spec 2 repository (a `repo` file starting with the Icechunk magic) at `root`; 1: spec 1 (refs/branch.main/ref.json, the
 // branch every repository has); 0: none.
 int repository_layout(const Location& root);
 

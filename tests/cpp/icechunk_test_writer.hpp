@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../../src/icechunk/object_id.hpp"
 #include "manifest_generated.h"
 #include "repo_generated.h"
 #include "snapshot_generated.h"
@@ -48,22 +49,7 @@ inline fb::Id12 id12(std::uint8_t seed) {
   return fb::Id12(flatbuffers::span<const std::uint8_t, 12>(b.data(), 12));
 }
 
-inline std::string crockford(const fb::Id12& id) {
-  static const char* a = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (std::size_t i = 0; i < 12; ++i) {
-    acc = (acc << 8) | id.bytes()->Get(static_cast<flatbuffers::uoffset_t>(i));
-    bits += 8;
-    while (bits >= 5) {
-      out += a[(acc >> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += a[(acc << (5 - bits)) & 31];
-  return out;
-}
+inline std::string crockford(const fb::Id12& id) { return icechunk::encode_id(id.bytes()->data(), 12); }
 
 // The 39-byte header and an uncompressed payload.
 inline void write_metadata(const std::filesystem::path& p, std::uint8_t file_type, const flatbuffers::FlatBufferBuilder& b) {

@@ -200,6 +200,10 @@ TEST(Icechunk, PlainZarrIsNotARepository) {
   EXPECT_FALSE(icechunk::open_location_if_repository(open_location(tmp.str())));
   auto m = message_of<NotFound>([&] { Repository::open(open_location(tmp.str())); });
   EXPECT_NE(m.find("no Icechunk repository"), std::string::npos) << m;
+  // A Zarr store holding an unrelated key named "repo" is not one either.
+  test::write_file(tmp.path() / "repo", "not an Icechunk file at all, long enough");
+  EXPECT_FALSE(icechunk::is_repository(open_location(tmp.str())));
+  EXPECT_TRUE(open(tmp.str()).variable_names().empty());
 }
 
 }  // namespace
