@@ -92,10 +92,12 @@ std::string key_in(const Location& root, std::string_view key) {
 }
 
 int repository_layout(const Location& root) {
-  // The `repo` file by its magic bytes: a Zarr store may hold an unrelated key named "repo".
-  if (auto head = root.store->get(key_in(root, "repo"), ByteRange::range(0, kMagicSize)); head && starts_with_magic(head->view()))
-    return 2;
-  if (root.store->exists(key_in(root, "refs/branch.main/ref.json"))) return 1;
+  // Both probes in one batch (one round trip on network stores). The `repo` file counts by its
+  // magic bytes: a Zarr store may hold an unrelated key named "repo".
+  const auto got = root.store->get_many({{key_in(root, "repo"), ByteRange::range(0, kMagicSize)},
+                                         {key_in(root, "refs/branch.main/ref.json"), ByteRange::range(0, 1)}});
+  if (got[0] && starts_with_magic(got[0]->view())) return 2;
+  if (got[1]) return 1;
   return 0;
 }
 

@@ -57,7 +57,6 @@ class Repository {
   // The ancestry of `snapshot_id`, newest first (itself included).
   std::vector<SnapshotInfo> history(const std::string& snapshot_id) const;
   const Location& root() const { return root_; }
-  const RepositoryState& state() const { return *state_; }
 
   explicit Repository(Location root, std::unique_ptr<RepositoryState> state);
 
