@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <atomic>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "icechunk_test_writer.hpp"
@@ -122,6 +124,21 @@ TEST_F(IcechunkGenerated, VirtualChunksNeedTheirContainer) {
   std::filesystem::remove(tmp_.path() / "outside" / "virtual.bin");
   auto missing = message_of<StoreError>([&] { values(store({{outside_, {}}}), "split"); });
   EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
+}
+
+TEST_F(IcechunkGenerated, ConcurrentReadsOfOneStore) {
+  // Manifests load on first use, from whichever thread asks first: eight threads at once.
+  auto s = store({{outside_, {}}});
+  const std::vector<std::int32_t> expected = values(store({{outside_, {}}}), "split");
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i)
+        if (values(s, "split") != expected || s->list("split").size() != 4) ++wrong;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace
