@@ -27,6 +27,7 @@ APT_PACKAGES=(
   python3-torch libtorch-dev python3-tqdm
   libcurl4-openssl-dev libssl-dev openssl python3-cryptography nginx libnginx-mod-http-lua
   libsimdjson-dev libhdf5-dev python3-azure
+  flatbuffers-compiler libflatbuffers-dev
 )
 
 # npm packages, installed into the git-ignored $REPO_ROOT/.tools/npm (never globally): the Azure

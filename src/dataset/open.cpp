@@ -2,6 +2,7 @@
 #include "../netcdf/gdal_open.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/icechunk/repository.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 
 namespace lazycube {
@@ -28,7 +29,10 @@ Dataset open(std::string_view url, const OpenOptions& options) {
   check_engine(options.engine);
   const bool gdal = options.engine == "gdal" || (options.engine.empty() && netcdf::looks_like_gdal_file(url));
   if (gdal) return netcdf::open_gdal(url, options);
-  return open(open_location(url, options.storage_options), options);
+  Location location = open_location(url, options.storage_options);
+  // An Icechunk repository opens at branch main, as the Zarr v3 hierarchy of that snapshot.
+  if (auto repository = icechunk::open_location_if_repository(location)) location = std::move(*repository);
+  return open(location, options);
 }
 
 Dataset open(const Location& location, const OpenOptions& options) {

@@ -98,12 +98,20 @@ class MotoServer {
     if (st != 0) throw std::runtime_error("moto_setup.py auth failed");
   }
 
-  // Uploads the tree at `src` under `prefix/` in the test bucket (with authentication off).
-  void upload(const std::string& src, const std::string& prefix) const {
+  // Uploads the tree at `src` under `prefix/` in `bucket` (with authentication off).
+  void upload(const std::string& src, const std::string& prefix, const std::string& bucket = kBucket) const {
     int st = 0;
-    const std::string out = run_capture("python3 " + script() + " upload " + endpoint + " " + kBucket + " '" +
+    const std::string out = run_capture("python3 " + script() + " upload " + endpoint + " " + bucket + " '" +
                                         src + "=" + prefix + "' 2>&1", &st);
     if (st != 0) throw std::runtime_error("moto_setup.py upload failed: " + out);
+  }
+
+  // Creates another bucket (with authentication off); an existing one is kept.
+  void create_bucket(const std::string& bucket) const {
+    int st = 0;
+    const std::string out = run_capture("python3 " + script() + " bucket " + endpoint + " " + bucket + " 2>&1", &st);
+    if (st != 0 && out.find("BucketAlready") == std::string::npos)
+      throw std::runtime_error("moto_setup.py bucket failed: " + out);
   }
 
   ~MotoServer() {

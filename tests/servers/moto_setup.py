@@ -9,6 +9,8 @@ and boto3; Debian's /usr/bin/python3 does not).
       Authentication stays off (moto's default) until `auth on`.
   moto_setup.py upload ENDPOINT BUCKET SRC_DIR=KEY_PREFIX ...
       uploads more trees into an existing BUCKET (authentication must be off).
+  moto_setup.py bucket ENDPOINT BUCKET
+      creates another BUCKET (authentication must be off).
   moto_setup.py auth on|off ENDPOINT
       switches moto's SigV4/IAM checking on (every request verified) or off.
 """
@@ -71,6 +73,8 @@ def auth(mode, endpoint):
 def main(argv):
     if len(argv) >= 4 and argv[1] == "setup":
         setup(argv[2], argv[3], argv[4:])
+    elif len(argv) == 4 and argv[1] == "bucket":
+        client("s3", argv[2]).create_bucket(Bucket=argv[3])
     elif len(argv) >= 4 and argv[1] == "upload":
         upload(argv[2], argv[3], argv[4:])
     elif len(argv) == 4 and argv[1] == "auth" and argv[2] in ("on", "off"):

@@ -1,0 +1,343 @@
+// IcechunkStore: one snapshot of a repository as a read-only Zarr v3 store. Keys are node
+// zarr.json documents (from the snapshot) and chunk keys (per the array's chunk_key_encoding),
+// which the manifests map to inline bytes, byte ranges of chunks/<id>, or virtual locations.
+#include <algorithm>
+#include <charconv>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "lazycube/error.hpp"
+#include "manifest.hpp"
+#include "repository_state.hpp"
+#include "snapshot.hpp"
+#include "virtual_containers.hpp"
+
+namespace lazycube::icechunk {
+
+namespace {
+
+// How an array names its chunks: "c/1/2" (default), "1.2" (v2), and their separators.
+struct ChunkKeys {
+  bool default_encoding = true;
+  char separator = '/';
+  std::size_t ndim = 0;
+
+  std::string key(const std::vector<std::uint32_t>& coords) const {
+    std::string out = default_encoding ? "c" : "";
+    for (std::size_t i = 0; i < coords.size(); ++i) {
+      if (default_encoding || i > 0) out += separator;
+      out += std::to_string(coords[i]);
+    }
+    if (!default_encoding && coords.empty()) out = "0";
+    return out;
+  }
+
+  // The coordinates of chunk key `rest`; nullopt when it is not one of this array's keys.
+  std::optional<std::vector<std::uint32_t>> parse(std::string_view rest) const {
+    std::vector<std::uint32_t> coords;
+    if (default_encoding) {
+      if (rest == "c") return ndim == 0 ? std::optional(coords) : std::nullopt;
+      if (!rest.starts_with("c") || rest.size() < 2 || rest[1] != separator) return std::nullopt;
+      rest.remove_prefix(2);
+    } else if (ndim == 0) {
+      return rest == "0" ? std::optional(coords) : std::nullopt;
+    }
+    while (true) {
+      const auto end = rest.find(separator);
+      const std::string_view part = rest.substr(0, end);
+      std::uint32_t v = 0;
+      const auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+      if (part.empty() || ec != std::errc() || p != part.data() + part.size()) return std::nullopt;
+      coords.push_back(v);
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+    if (coords.size() != ndim) return std::nullopt;
+    return coords;
+  }
+};
+
+ChunkKeys chunk_keys_of(const NodeInfo& node, const std::string& where) {
+  const auto doc = nlohmann::json::parse(node.zarr_json, nullptr, false);
+  if (!doc.is_object() || !doc.contains("shape") || !doc["shape"].is_array())
+    throw MetadataError(where + ": the zarr.json of array '" + node.path + "' is not Zarr v3 array metadata");
+  ChunkKeys keys;
+  keys.ndim = doc["shape"].size();
+  if (auto it = doc.find("chunk_key_encoding"); it != doc.end() && it->is_object()) {
+    const std::string name = it->value("name", "default");
+    if (name != "default" && name != "v2")
+      throw MetadataError(where + ": array '" + node.path + "' has unknown chunk_key_encoding '" + name + "'");
+    keys.default_encoding = name == "default";
+    keys.separator = keys.default_encoding ? '/' : '.';
+    if (auto c = it->find("configuration"); c != it->end() && c->is_object() && c->contains("separator")) {
+      const auto& sep = (*c)["separator"];
+      if (!sep.is_string() || (sep != "/" && sep != "."))
+        throw MetadataError(where + ": array '" + node.path + "' has chunk_key_encoding separator " + sep.dump());
+      keys.separator = sep.get<std::string>()[0];
+    }
+  }
+  return keys;
+}
+
+// Offset and length of `range` inside an object of `size` bytes (Store::get's clipping rules).
+std::pair<std::uint64_t, std::uint64_t> slice(std::uint64_t size, const ByteRange& range, const std::string& what) {
+  switch (range.kind) {
+    case ByteRange::Kind::Full: return {0, size};
+    case ByteRange::Kind::Suffix: {
+      const std::uint64_t n = std::min(range.length, size);
+      return {size - n, n};
+    }
+    case ByteRange::Kind::Range:
+    case ByteRange::Kind::Offset:
+      if (range.offset > size)
+        throw StoreError(what + ": byte range " + range.describe() + " starts past its end (" + std::to_string(size) + " bytes)");
+      return {range.offset, range.kind == ByteRange::Kind::Offset ? size - range.offset
+                                                                  : std::min(range.length, size - range.offset)};
+  }
+  return {0, size};
+}
+
+class IcechunkStore final : public Store {
+ public:
+  IcechunkStore(std::shared_ptr<const Repository> repo, const IcechunkOptions& options)
+      : repo_(std::move(repo)), virtual_(options.virtual_chunk_containers) {
+    snapshot_id_ = repo_->resolve(options.version);
+    const Location& root = repo_->root();
+    snapshot_ = read_snapshot(*root.store, key_in(root, "snapshots/" + snapshot_id_));
+    for (const auto& [path, node] : snapshot_->nodes())
+      if (node.is_array) keys_.emplace(path, chunk_keys_of(node, snapshot_->name()));
+  }
+
+  std::string url() const override {
+    const Location& root = repo_->root();
+    return root.path.empty() ? root.store->url() : root.store->describe(root.path);
+  }
+
+  std::optional<Buffer> get(std::string_view key, ByteRange range) override {
+    Resolved r = resolve(key);
+    if (r.kind == Resolved::Missing) return std::nullopt;
+    const auto [off, len] = slice(r.size(), range, describe(key));
+    if (r.kind == Resolved::Bytes) return Buffer::copy_of(r.bytes.subspan(off, len));
+    auto got = r.store->get(r.key, ByteRange::range(r.offset + off, len));
+    check_read(r, key, got, len);
+    return got;
+  }
+
+  void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
+    // Inline and metadata bytes at once; reads grouped per underlying store (one get_each each,
+    // so the fetch engine overlaps and coalesces them).
+    std::map<Store*, std::vector<std::size_t>> groups;
+    std::vector<Resolved> resolved(requests.size());
+    std::vector<std::uint64_t> lengths(requests.size());
+    std::vector<ByteRequest> reads(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      resolved[i] = resolve(requests[i].key);
+      Resolved& r = resolved[i];
+      if (r.kind == Resolved::Missing) {
+        sink(i, std::nullopt);
+        continue;
+      }
+      const auto [off, len] = slice(r.size(), requests[i].range, describe(requests[i].key));
+      if (r.kind == Resolved::Bytes) {
+        sink(i, Buffer::copy_of(r.bytes.subspan(off, len)));
+        continue;
+      }
+      lengths[i] = len;
+      reads[i] = {r.key, ByteRange::range(r.offset + off, len)};
+      groups[r.store.get()].push_back(i);
+    }
+    for (auto& [store, indexes] : groups) {
+      std::vector<ByteRequest> sub;
+      sub.reserve(indexes.size());
+      for (std::size_t i : indexes) sub.push_back(std::move(reads[i]));
+      store->get_each(sub, [&](std::size_t j, std::optional<Buffer>&& got) {
+        const std::size_t i = indexes[j];
+        check_read(resolved[i], requests[i].key, got, lengths[i]);
+        sink(i, std::move(got));
+      });
+    }
+  }
+
+  std::optional<std::uint64_t> size(std::string_view key) override {
+    Resolved r = resolve(key);
+    if (r.kind == Resolved::Missing) return std::nullopt;
+    return r.size();
+  }
+
+  std::vector<std::string> list(std::string_view prefix) override {
+    std::string p(prefix);
+    while (!p.empty() && p.back() == '/') p.pop_back();
+    std::vector<std::string> out;
+    for (const auto& [path, node] : snapshot_->nodes()) {
+      const std::string base = path.empty() ? "" : path + "/";
+      auto add = [&](const std::string& key) {
+        if (p.empty() || key.starts_with(p + "/")) out.push_back(key);
+      };
+      add(base + "zarr.json");
+      const bool overlaps = p.empty() || base.starts_with(p + "/") || (p + "/").starts_with(base);
+      if (node.is_array && overlaps)
+        for_each_chunk_key(node, [&](const std::string& k) { add(base + k); });
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  std::vector<std::string> list_dir(std::string_view prefix) override {
+    std::string p(prefix);
+    while (!p.empty() && p.back() == '/') p.pop_back();
+    const std::string base = p.empty() ? "" : p + "/";
+    std::set<std::string> names;
+    auto add_child = [&](const std::string& key) {
+      if (!key.starts_with(base)) return;
+      const std::string rest = key.substr(base.size());
+      names.insert(rest.substr(0, rest.find('/')));
+    };
+    for (const auto& [path, node] : snapshot_->nodes()) {
+      add_child((path.empty() ? "" : path + "/") + "zarr.json");
+      if (!path.empty()) add_child(path);
+    }
+    if (const NodeInfo* a = array_containing(p))  // chunk keys of the array at or above `prefix`
+      for_each_chunk_key(*a, [&](const std::string& k) { add_child((a->path.empty() ? "" : a->path + "/") + k); });
+    return {names.begin(), names.end()};
+  }
+
+  bool prefers_batches() const override { return repo_->root().store->prefers_batches(); }
+  StoreStats stats() const override { return repo_->root().store->stats(); }
+
+ private:
+  struct Resolved {
+    enum Kind { Missing, Bytes, Read } kind = Missing;
+    ByteView bytes;                                // Bytes
+    std::shared_ptr<const Manifest> manifest;      // keeps inline bytes alive
+    std::shared_ptr<Store> store;                  // Read
+    std::string key, url;                          // Read: the key in `store`; the URL for messages
+    std::uint64_t offset = 0, length = 0;          // Read
+    bool is_virtual = false;
+    std::uint64_t size() const { return kind == Bytes ? bytes.size() : length; }
+  };
+
+  // The array node whose chunk keys `path` lies among (the array itself or below), or nullptr.
+  const NodeInfo* array_containing(std::string_view path) const {
+    const auto& nodes = snapshot_->nodes();
+    std::string_view p = path;
+    while (true) {
+      if (auto it = nodes.find(p); it != nodes.end()) return it->second.is_array ? &it->second : nullptr;
+      const auto slash = p.rfind('/');
+      if (slash == std::string_view::npos) {
+        if (p.empty()) return nullptr;
+        p = "";
+      } else {
+        p = p.substr(0, slash);
+      }
+    }
+  }
+
+  void for_each_chunk_key(const NodeInfo& node, const std::function<void(const std::string&)>& f) {
+    const ChunkKeys& keys = keys_.at(node.path);
+    for (const auto& m : node.manifests)
+      manifest(m.manifest)->for_each_coords(node.id, [&](const std::vector<std::uint32_t>& c) {
+        if (m.covers(c)) f(keys.key(c));
+      });
+  }
+
+  std::shared_ptr<const Manifest> manifest(const Id12& id) {
+    std::lock_guard lock(mutex_);
+    auto& m = manifests_[id];
+    if (!m) {
+      const Location& root = repo_->root();
+      m = std::make_shared<const Manifest>(read_file(*root.store, key_in(root, "manifests/" + encode_id(id)), FileType::Manifest));
+    }
+    return m;
+  }
+
+  Resolved resolve(std::string_view key) {
+    Resolved r;
+    const auto& nodes = snapshot_->nodes();
+    if (key == "zarr.json" || key.ends_with("/zarr.json")) {
+      const std::string_view path = key.substr(0, key.size() - std::min<std::size_t>(key.size(), 10));
+      if (auto it = nodes.find(path); it != nodes.end()) {
+        r.kind = Resolved::Bytes;
+        r.bytes = ByteView(reinterpret_cast<const std::byte*>(it->second.zarr_json.data()), it->second.zarr_json.size());
+        return r;
+      }
+    }
+    const NodeInfo* array = array_containing(key);
+    if (!array || array->path == key) return r;
+    const std::string_view rest = key.substr(array->path.empty() ? 0 : array->path.size() + 1);
+    const auto coords = keys_.at(array->path).parse(rest);
+    if (!coords) return r;
+    for (const auto& m : array->manifests) {
+      if (!m.covers(*coords)) continue;
+      auto man = manifest(m.manifest);
+      auto loc = man->find(array->id, *coords);
+      if (!loc) return r;
+      switch (loc->kind) {
+        case ChunkLocation::Kind::Inline:
+          r.kind = Resolved::Bytes;
+          r.bytes = loc->inline_bytes;
+          r.manifest = std::move(man);
+          return r;
+        case ChunkLocation::Kind::Native: {
+          const Location& root = repo_->root();
+          r.kind = Resolved::Read;
+          r.store = root.store;
+          r.key = key_in(root, "chunks/" + loc->chunk_id);
+          r.url = root.store->describe(r.key);
+          break;
+        }
+        case ChunkLocation::Kind::Virtual: {
+          auto target = virtual_.open(loc->url, "chunk '" + std::string(key) + "' of Icechunk repository " + url());
+          r.kind = Resolved::Read;
+          r.store = std::move(target.store);
+          r.key = std::move(target.key);
+          r.url = loc->url;
+          r.is_virtual = true;
+          break;
+        }
+      }
+      r.offset = loc->offset;
+      r.length = loc->length;
+      return r;
+    }
+    return r;
+  }
+
+  // A referenced chunk must be there in full: a missing object or a short read is an error,
+  // never a fill value.
+  void check_read(const Resolved& r, std::string_view key, const std::optional<Buffer>& got, std::uint64_t want) const {
+    const std::string kind = r.is_virtual ? "virtual" : "native";
+    if (!got)
+      throw StoreError("chunk '" + std::string(key) + "' of Icechunk repository " + url() + ": its " + kind +
+                       " chunk object " + r.url + " does not exist");
+    if (got->size() != want)
+      throw StoreError("chunk '" + std::string(key) + "' of Icechunk repository " + url() + ": the reference (offset " +
+                       std::to_string(r.offset) + ", length " + std::to_string(r.length) + ") reaches past the end of " +
+                       r.url + " (read " + std::to_string(got->size()) + " of " + std::to_string(want) + " bytes)");
+  }
+
+  std::shared_ptr<const Repository> repo_;
+  std::string snapshot_id_;
+  std::shared_ptr<const Snapshot> snapshot_;
+  std::map<std::string, ChunkKeys, std::less<>> keys_;
+  VirtualContainers virtual_;
+  std::mutex mutex_;
+  std::map<Id12, std::shared_ptr<const Manifest>> manifests_;
+};
+
+}  // namespace
+
+std::shared_ptr<Store> make_icechunk_store(std::shared_ptr<const Repository> repository, const IcechunkOptions& options) {
+  if (!repository) throw UsageError("make_icechunk_store: no repository");
+  return std::make_shared<IcechunkStore>(std::move(repository), options);
+}
+
+bool is_repository(const Location& location) { return repository_layout(location) != 0; }
+
+std::optional<Location> open_location_if_repository(const Location& location) {
+  if (!location.store || !is_repository(location)) return std::nullopt;
+  return Location{make_icechunk_store(Repository::open(location)), ""};
+}
+
+}  // namespace lazycube::icechunk

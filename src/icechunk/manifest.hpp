@@ -1,0 +1,41 @@
+// A parsed manifest file: chunk references looked up by (node id, chunk coordinates) straight in
+// the verified FlatBuffer (binary search; nothing is materialised per reference).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "file_format.hpp"
+#include "lazycube/util/buffer.hpp"
+#include "object_id.hpp"
+
+namespace lazycube::icechunk {
+
+struct ChunkLocation {
+  enum class Kind { Inline, Native, Virtual };
+  Kind kind = Kind::Inline;
+  ByteView inline_bytes;       // Inline: into the manifest's payload
+  std::string chunk_id;        // Native: chunks/<chunk_id>
+  std::string url;             // Virtual
+  std::uint64_t offset = 0, length = 0;  // Native, Virtual
+  std::string etag;            // Virtual: expected ETag, "" when none
+  std::uint32_t last_modified_s = 0;  // Virtual: expected last-modified, 0 when none
+};
+
+class Manifest {
+ public:
+  explicit Manifest(MetadataFile file);
+  const std::string& name() const { return file_.name; }
+  // The reference of chunk `coords` of node `node`; nullopt when the manifest has none.
+  std::optional<ChunkLocation> find(const Id8& node, const std::vector<std::uint32_t>& coords) const;
+  // Every chunk coordinate of `node` in this manifest, in order.
+  void for_each_coords(const Id8& node, const std::function<void(const std::vector<std::uint32_t>&)>& f) const;
+
+ private:
+  MetadataFile file_;
+};
+
+}  // namespace lazycube::icechunk

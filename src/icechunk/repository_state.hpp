@@ -1,0 +1,42 @@
+// What lazycube reads of a repository's refs: branches, tags, deleted tags and (spec 2) the
+// snapshot list with parent links, from the `repo` file (spec 2) or refs/*/ref.json (spec 1).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "lazycube/icechunk/repository.hpp"
+
+namespace lazycube::icechunk {
+
+class RepositoryState {
+ public:
+  struct Entry {
+    std::string parent;  // "" for the first snapshot
+    std::uint64_t written_at_us = 0;
+    std::string message;
+  };
+
+  int spec_version = 0;
+  std::map<std::string, std::string> branches;  // name -> snapshot id (spec 1: read on demand)
+  std::map<std::string, std::string> tags;
+  std::set<std::string> deleted_tags;
+  // Spec 2: every snapshot by id. Spec 1 keeps the links in the snapshot files.
+  std::map<std::string, Entry> snapshots;
+  bool has_snapshot_list = false;
+};
+
+// 2: a spec 2 repository (a `repo` file starting with the Icechunk magic) at `root`; 1: spec 1 (refs/branch.main/ref.json, the
+// branch every repository has); 0: none.
+int repository_layout(const Location& root);
+
+// Reads the refs of the repository at `root`; NotFound when it holds none.
+std::unique_ptr<RepositoryState> read_repository_state(const Location& root);
+
+// `key` under the location's path.
+std::string key_in(const Location& root, std::string_view key);
+
+}  // namespace lazycube::icechunk

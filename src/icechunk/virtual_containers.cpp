@@ -1,0 +1,53 @@
+#include "virtual_containers.hpp"
+
+#include "lazycube/error.hpp"
+#include "lazycube/util/text.hpp"
+
+namespace lazycube::icechunk {
+
+namespace {
+
+bool under(const refs::TargetUrl& url, const refs::TargetUrl& prefix) {
+  if (url.scheme != prefix.scheme || url.authority != prefix.authority || url.path.size() < prefix.path.size())
+    return false;
+  for (std::size_t i = 0; i < prefix.path.size(); ++i)
+    if (url.path[i] != prefix.path[i]) return false;
+  return true;
+}
+
+std::string join_path(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "/") + p;
+  return out;
+}
+
+}  // namespace
+
+VirtualContainers::VirtualContainers(const std::map<std::string, StoreOptions>& authorised) {
+  for (const auto& [prefix, options] : authorised)
+    containers_.push_back({prefix, refs::parse_absolute(prefix, "virtual chunk container '" + prefix + "'"), options, {}});
+}
+
+VirtualContainers::Target VirtualContainers::open(const std::string& url, const std::string& what) {
+  const refs::TargetUrl target = refs::parse_absolute(url, what + " (virtual chunk at '" + url + "')");
+  Container* best = nullptr;
+  for (auto& c : containers_)
+    if (under(target, c.url) && (!best || c.url.path.size() > best->url.path.size())) best = &c;
+  if (!best) {
+    std::vector<std::string> names;
+    for (const auto& c : containers_) names.push_back(c.prefix);
+    throw StoreError(what + " is a virtual chunk at '" + url + "', whose container is not authorised (" +
+                     (names.empty() ? std::string("no virtual chunk containers are authorised")
+                                    : "authorised: " + join_names(names)) +
+                     "): authorise its URL prefix with its storage options (virtual_chunk_containers)");
+  }
+  const std::string root = target.is_local() ? std::string("/") : target.scheme + "://" + target.authority;
+  const std::string key = join_path(target.path);
+  if (key.empty()) throw StoreError(what + ": virtual chunk location '" + url + "' names no object");
+  std::lock_guard lock(mutex_);
+  auto& store = best->stores[root];
+  if (!store) store = target.is_local() ? make_file_store(root) : open_location(root, best->options).store;
+  return {store, key};
+}
+
+}  // namespace lazycube::icechunk

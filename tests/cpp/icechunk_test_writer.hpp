@@ -1,0 +1,157 @@
+// Writes small spec 2 Icechunk repositories for tests (lazycube reads Icechunk; it does not
+// write it yet): one snapshot on branch main, arrays with several manifests covering extents
+// of their chunk grid, inline, native (at an offset inside a shared chunk file) and virtual
+// references (plain or dictionary-compressed locations). Payloads are stored uncompressed
+// (header compression byte 0), which the spec allows.
+#pragma once
+
+#include <zstd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../../src/icechunk/object_id.hpp"
+#include "manifest_generated.h"
+#include "repo_generated.h"
+#include "snapshot_generated.h"
+#include "test_support.hpp"
+
+namespace lazycube::test::icechunk_writer {
+
+namespace fb = lazycube::icechunk::fb;
+
+struct Ref {
+  enum class Kind { Inline, Native, Virtual } kind = Kind::Inline;
+  std::vector<std::uint32_t> coords;
+  std::string bytes;               // Inline and Native: the chunk's encoded bytes
+  std::string url;                 // Virtual
+  std::uint64_t offset = 0, length = 0;  // Virtual
+};
+
+struct ManifestSpec {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> extents;  // [begin, end) per dimension
+  std::vector<Ref> refs;           // sorted by coords
+  std::string location_dictionary;  // non-empty: virtual locations are zstd-compressed with it
+};
+
+struct NodeSpec {
+  std::string path;                // "/" or "/a/b"
+  std::string zarr_json;
+  bool is_array = false;
+  std::vector<ManifestSpec> manifests;
+};
+
+inline fb::Id12 id12(std::uint8_t seed) {
+  std::array<std::uint8_t, 12> b{};
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(seed * 17 + i);
+  return fb::Id12(flatbuffers::span<const std::uint8_t, 12>(b.data(), 12));
+}
+
+inline std::string crockford(const fb::Id12& id) { return icechunk::encode_id(id.bytes()->data(), 12); }
+
+// The 39-byte header and an uncompressed payload.
+inline void write_metadata(const std::filesystem::path& p, std::uint8_t file_type, const flatbuffers::FlatBufferBuilder& b) {
+  std::string bytes = "ICE\xF0\x9F\xA7\x8A" "CHUNK";
+  std::string impl = "lazycube-tests";
+  impl.resize(24, ' ');
+  bytes += impl;
+  bytes += static_cast<char>(2);
+  bytes += static_cast<char>(file_type);
+  bytes += static_cast<char>(0);
+  bytes.append(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  write_file(p, bytes);
+}
+
+inline std::vector<std::uint8_t> compress_with(const std::string& text, const std::string& dict) {
+  std::vector<std::uint8_t> out(ZSTD_compressBound(text.size()));
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  const std::size_t n = ZSTD_compress_usingDict(c, out.data(), out.size(), text.data(), text.size(), dict.data(),
+                                                dict.size(), 3);
+  ZSTD_freeCCtx(c);
+  if (ZSTD_isError(n)) throw std::runtime_error("zstd compression failed");
+  out.resize(n);
+  return out;
+}
+
+// Writes the repository under `dir`: repo, snapshots/, manifests/, chunks/.
+inline void write_repository(const std::filesystem::path& dir, const std::vector<NodeSpec>& nodes) {
+  std::uint8_t next_id = 1;
+  std::string chunk_file = "padding";  // native chunks share one file, at offsets
+  const fb::Id12 chunk_id = id12(200);
+  std::vector<flatbuffers::Offset<fb::Node>> node_offsets;
+  flatbuffers::FlatBufferBuilder sb;
+  std::uint8_t node_seed = 1;
+  for (const auto& node : nodes) {
+    std::array<std::uint8_t, 8> nid{};
+    nid.fill(node_seed++);
+    const fb::Id8 node_id(flatbuffers::span<const std::uint8_t, 8>(nid.data(), 8));
+    std::vector<flatbuffers::Offset<fb::ManifestPointer>> pointers;
+    for (const auto& m : node.manifests) {
+      const fb::Id12 mid = id12(next_id++);
+      flatbuffers::FlatBufferBuilder mb;
+      std::vector<flatbuffers::Offset<fb::ChunkRef>> refs;
+      for (const auto& r : m.refs) {
+        std::vector<std::uint8_t> bytes(r.bytes.begin(), r.bytes.end());
+        switch (r.kind) {
+          case Ref::Kind::Inline:
+            refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, &bytes));
+            break;
+          case Ref::Kind::Native: {
+            const std::uint64_t offset = chunk_file.size();
+            chunk_file += r.bytes;
+            refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, offset, r.bytes.size(), &chunk_id));
+            break;
+          }
+          case Ref::Kind::Virtual:
+            if (m.location_dictionary.empty()) {
+              refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, r.offset, r.length, nullptr, r.url.c_str()));
+            } else {
+              const auto packed = compress_with(r.url, m.location_dictionary);
+              refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, r.offset, r.length, nullptr, nullptr,
+                                                      nullptr, 0, &packed));
+            }
+            break;
+        }
+      }
+      std::vector<flatbuffers::Offset<fb::ArrayRefs>> arrays = {fb::CreateArrayRefsDirect(mb, &node_id, &refs)};
+      std::vector<std::uint8_t> dict(m.location_dictionary.begin(), m.location_dictionary.end());
+      mb.Finish(fb::CreateManifestFileDirect(mb, &mid, &arrays, dict.empty() ? nullptr : &dict, dict.empty() ? 0 : 1));
+      write_metadata(dir / "manifests" / crockford(mid), 2, mb);
+      std::vector<fb::Extent> extents;
+      for (const auto& [b, e] : m.extents) extents.emplace_back(b, e);
+      pointers.push_back(fb::CreateManifestPointerDirect(sb, &mid, &extents));
+    }
+    std::vector<std::uint8_t> json(node.zarr_json.begin(), node.zarr_json.end());
+    flatbuffers::Offset<void> kind;
+    if (node.is_array) {
+      std::vector<fb::DimV1> no_shape;
+      kind = fb::CreateArrayDataDirect(sb, &no_shape, nullptr, &pointers).Union();
+    } else {
+      kind = fb::CreateGroupData(sb).Union();
+    }
+    node_offsets.push_back(fb::CreateNodeDirect(sb, &node_id, node.path.c_str(), &json,
+                                                node.is_array ? fb::NodeKind_Array : fb::NodeKind_Group, kind));
+  }
+  const fb::Id12 sid = id12(100);
+  std::vector<flatbuffers::Offset<fb::MetaEntry>> no_meta;
+  std::vector<fb::ManifestInfoV1> no_v1;
+  sb.Finish(fb::CreateSnapshotFileDirect(sb, &sid, nullptr, &node_offsets, 1'700'000'000'000'000, "generated", &no_meta,
+                                         &no_v1));
+  write_metadata(dir / "snapshots" / crockford(sid), 1, sb);
+  write_file(dir / "chunks" / crockford(chunk_id), chunk_file);
+
+  flatbuffers::FlatBufferBuilder rb;
+  std::vector<flatbuffers::Offset<fb::NamedRef>> tags;
+  std::vector<flatbuffers::Offset<fb::NamedRef>> branches = {fb::CreateNamedRefDirect(rb, "main", 0)};
+  std::vector<flatbuffers::Offset<flatbuffers::String>> deleted;
+  std::vector<flatbuffers::Offset<fb::SnapshotEntry>> snaps = {
+      fb::CreateSnapshotEntryDirect(rb, &sid, -1, 1'700'000'000'000'000, "generated")};
+  std::vector<flatbuffers::Offset<fb::OpEntry>> ops;
+  const auto status = fb::CreateStatus(rb);
+  rb.Finish(fb::CreateRepoFileDirect(rb, 2, &tags, &branches, &deleted, &snaps, status, nullptr, &ops));
+  write_metadata(dir / "repo", 6, rb);
+}
+
+}  // namespace lazycube::test::icechunk_writer

@@ -1,0 +1,85 @@
+// The Icechunk fixture repositories over HTTP (a private nginx) and S3 (moto, SigV4 on): refs
+// with spaces and punctuation ("it works!"), the deleted tag refused, inline chunks per ref, and
+// lazycube::open recognising a remote repository.
+#include <gtest/gtest.h>
+
+#include "lazycube/dataset/dataset.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/icechunk/repository.hpp"
+#include "lazycube/zarr/hierarchy.hpp"
+#include "moto_fixture.hpp"
+#include "nginx_server.hpp"
+#include "test_support.hpp"
+
+namespace lazycube {
+namespace {
+
+using test::message_of;
+
+const char* const kRepos[] = {"test-repo-v1", "test-repo-v2", "test-repo-v2-migrated"};
+
+std::vector<std::int8_t> small_chunks(const std::shared_ptr<icechunk::Repository>& repo, icechunk::VersionRef v) {
+  icechunk::IcechunkOptions options;
+  options.version = std::move(v);
+  auto store = icechunk::make_icechunk_store(repo, options);
+  auto r = zarr::Hierarchy::open(Location{store, "group1/small_chunks"}).array("")->read_all();
+  auto values = r.values<std::int8_t>();
+  return {values.begin(), values.end()};
+}
+
+// The checks every remote copy passes.
+void check_remote_repository(const std::string& url, const StoreOptions& options) {
+  SCOPED_TRACE(url);
+  auto repo = icechunk::Repository::open(open_location(url, options));
+  const std::vector<std::int8_t> deleted = {84, 84, 84, 84, 8};
+  EXPECT_EQ(small_chunks(repo, {}), std::vector<std::int8_t>(5, 84));
+  EXPECT_EQ(small_chunks(repo, {.tag = "it works!"}), deleted);
+  EXPECT_EQ(small_chunks(repo, {.tag = "it also works!"}), deleted);
+  EXPECT_EQ(small_chunks(repo, {.branch = "my-branch"}), deleted);
+  EXPECT_EQ(repo->history(repo->resolve({.tag = "it works!"})).size(), 5u);
+  auto m = message_of<NotFound>([&] { repo->resolve({.tag = "deleted"}); });
+  EXPECT_NE(m.find("ref not found: tag 'deleted'"), std::string::npos) << m;
+  EXPECT_THROW(repo->resolve({.branch = "nope"}), NotFound);
+  OpenOptions open_options;
+  open_options.storage_options = options;
+  EXPECT_TRUE(open(url, open_options).variable_names().empty());  // the root group, at main
+}
+
+TEST(IcechunkRemote, Http) {
+  LAZYCUBE_REQUIRE_SHARED_DATA(shared);
+  const auto fixtures = shared / "icechunk-fixtures";
+  if (!std::filesystem::exists(fixtures)) GTEST_SKIP() << "Icechunk fixtures not found: " << fixtures.string();
+  LAZYCUBE_REQUIRE_NGINX();
+  test::NginxServer server(fixtures);
+  for (const char* name : kRepos) check_remote_repository(server.url() + "/" + name, {});
+}
+
+TEST(IcechunkRemote, S3) {
+  LAZYCUBE_REQUIRE_SHARED_DATA(shared);
+  const auto fixtures = shared / "icechunk-fixtures";
+  if (!std::filesystem::exists(fixtures)) GTEST_SKIP() << "Icechunk fixtures not found: " << fixtures.string();
+  LAZYCUBE_REQUIRE_MOTO(moto);
+  static bool uploaded = false;
+  if (!uploaded) moto->upload(fixtures.string(), "icechunk");
+  uploaded = true;
+  const std::string root = "s3://" + std::string(test::MotoServer::kBucket) + "/icechunk/";
+  // Spec 1 keeps refs in keys like "refs/tag.it works!/ref.json". Read anonymously (moto's
+  // checking off): SigV4-signed requests for keys holding '!' get 403 SignatureDoesNotMatch from
+  // moto today (libcurl's signing and moto disagree on '!'; a store-layer issue, see
+  // docs/icechunk.md), which spec 2 repositories never hit (their refs live in the `repo` file).
+  check_remote_repository(root + "test-repo-v1", {{"endpoint_url", moto->endpoint}, {"anon", "true"}});
+  auto v1 = icechunk::Repository::open(open_location(root + "test-repo-v1", {{"endpoint_url", moto->endpoint}, {"anon", "true"}}));
+  EXPECT_EQ(v1->tags(), (std::vector<std::string>{"it also works!", "it works!"}));  // S3 lists
+
+  moto->set_auth(true);
+  struct AuthOff {
+    const test::MotoServer* m;
+    ~AuthOff() { m->set_auth(false); }
+  } auth_off{moto};
+  const StoreOptions options{{"endpoint_url", moto->endpoint}, {"key", moto->key_id}, {"secret", moto->secret}};
+  check_remote_repository(root + "test-repo-v2", options);
+  check_remote_repository(root + "test-repo-v2-migrated", options);
+}
+
+}  // namespace
+}  // namespace lazycube
