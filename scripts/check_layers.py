@@ -36,6 +36,7 @@ TOP_LEVEL_HEADERS = {
     "array.hpp": "core",
     "dtype.hpp": "core",
     "error.hpp": "core",
+    "memory_array.hpp": "core",  # an Array over memory the caller owns (NumPy arrays)
     "ndarray.hpp": "core",
     "xtensor.hpp": "dataset",
     # The umbrella header: every library layer, as lazycube::lazycube links them.

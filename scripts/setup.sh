@@ -25,7 +25,7 @@ APT_PACKAGES=(
   python3-dask python3-netcdf4 python3-h5netcdf python3-fsspec python3-aiohttp
   pybind11-dev python3-pybind11 python3-setuptools python3-pip python3-wheel
   python3-torch libtorch-dev python3-tqdm
-  libcurl4-openssl-dev nginx libnginx-mod-http-lua
+  libcurl4-openssl-dev libssl-dev openssl python3-cryptography nginx libnginx-mod-http-lua
   libsimdjson-dev libhdf5-dev
 )
 

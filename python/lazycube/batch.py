@@ -26,23 +26,25 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from . import _core
 from .dataset import Dataset
-from .pipeline import OPEN_ARGS, Pipeline, resolve_source
+from .pipeline import OPEN_ARGS, MemorySource, Pipeline, resolve_source
 from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batch, cached_batch,
                               placeholder, relayout as _relayout, stack_levels)
 
 __all__ = ["BatchGenerator", "Batch"]
 
-_SHUFFLE = {False: "none", None: "none", "none": "none", True: "random", "random": "random",
-            "chunk": "chunk"}
+# The window orders the core registers ("none", "random", "chunk", ...); True means "random".
+_ORDERS = tuple(_core.shuffle_orders())
+_SHUFFLE = {False: "none", None: "none", True: "random", **{name: name for name in _ORDERS}}
 
 
 def _shuffle_mode(shuffle) -> str:
     try:
         return _SHUFFLE[shuffle]
     except (KeyError, TypeError):
-        raise ValueError("shuffle must be False/True or one of 'none', 'random', 'chunk'; got %r"
-                         % (shuffle,)) from None
+        raise ValueError("shuffle must be False/True or one of %s; got %r"
+                         % (", ".join(map(repr, _ORDERS)), shuffle)) from None
 
 
 def _target_args(target):
@@ -495,8 +497,10 @@ def _lazycube_input(ds, storage_options, open_args, batch_size, concat, preload)
                 as_dataset = ds.to_dataset()
                 if isinstance(ds.encoding.get("source"), str):  # netcdf4 records it per variable
                     as_dataset.encoding["source"] = ds.encoding["source"]
+            # in memory: stacked batches read it in place through the core; xbatcher mode
+            # cuts NumPy views of it (XarrayWindows), which is faster for xarray batches
             source, core, xds = resolve_source(as_dataset if dataarray else ds, storage_options,
-                                               **open_args)
+                                               memory=batch_size is not None, **open_args)
             if dataarray:
                 names = (core if core is not None else source.open()).data_var_names()
                 if ds.name not in names:
@@ -520,8 +524,8 @@ def _rebuild(pipeline, worker, num_workers, extras):
     gen = BatchGenerator.__new__(BatchGenerator)
     source = pipeline.source
     plain = not source.selection and source.variables is None
-    gen._setup(pipeline.replace(state=None), source.url if plain else None, None, worker,
-               num_workers, extras)
+    ds = source.obj if isinstance(source, MemorySource) else source.url if plain else None
+    gen._setup(pipeline.replace(state=None), ds, None, worker, num_workers, extras)
     if not plain:
         gen.ds = Dataset(gen._core_ds, source)
     gen.restore(pipeline.state)
@@ -586,7 +590,8 @@ class Batch:
         0.4.0 returns for this batch (``gen[i]`` is this, through the generator's ``cache``).
         Stacked mode: an ``xarray.Dataset`` with ``x`` (and ``y``) over (sample, channel, ...),
         ``channel`` labels, ``window_id`` and ``<dim>_start`` per window, and the window's labels
-        ``window_<dim>`` over (sample, <dim>) for each window dim with an index coordinate."""
+        ``window_<dim>`` over (sample, <dim>) for each window dim with an index coordinate. A
+        variable named like a dim (data with dims x or y) is called ``x_data`` / ``y_data``."""
         if self._gen.mode != "xbatcher":
             return self._stacked_to_xarray()
         return self._xbatcher_to_xarray()
@@ -629,7 +634,11 @@ class Batch:
         import xarray as xr
         b = self._batch
         x = b.arrays[0]
-        data_vars = {x.name: (tuple(x.dims), x.numpy())}
+        dims = set(x.dims) | (set(b.target.dims) if b.target is not None else set())
+
+        def var_name(name):  # xarray forbids a variable named like one of its dims (x, y)
+            return name + "_data" if name in dims else name
+        data_vars = {var_name(x.name): (tuple(x.dims), x.numpy())}
         coords: dict[str, Any] = {}
         if list(b.channels) and "channel" in x.dims:
             coords["channel"] = ("channel", np.asarray(list(b.channels), dtype=object))
@@ -640,7 +649,7 @@ class Batch:
                 ydims = tuple("target_channel" if d == "channel" else d for d in ydims)
                 coords["target_channel"] = ("target_channel",
                                             np.asarray(list(b.target_channels), dtype=object))
-            data_vars[y.name] = (ydims, y.numpy())
+            data_vars[var_name(y.name)] = (ydims, y.numpy())
         if len(b.window_ids):
             coords["window_id"] = ("sample", np.asarray(b.window_ids, dtype=np.uint64))
         attrs_of = self._gen._coord_arrays()

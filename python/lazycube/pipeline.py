@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from . import _core, _errors
 from ._options import normalize_storage_options
 
-__all__ = ["StorageOptions", "Source", "OPEN_ARGS", "Pipeline", "resolve_shard", "resolve_source"]
+__all__ = ["StorageOptions", "Source", "MemorySource", "OPEN_ARGS", "Pipeline", "resolve_shard",
+           "resolve_source"]
 
 # Storage option keys whose values are secrets: a key containing one of these words.
 _SECRET_WORDS = ("secret", "key", "token", "password", "passwd", "credential", "sas", "signature",
@@ -41,6 +42,10 @@ _MASK = "***"
 def _is_secret(key: str) -> bool:
     k = key.lower()
     return any(w in k for w in _SECRET_WORDS)
+
+
+def _is_key_file(key: str, value: str) -> bool:
+    return key == "token" and (value.endswith(".json") or os.path.isfile(value))
 
 
 class StorageOptions(Mapping):
@@ -70,8 +75,9 @@ class StorageOptions(Mapping):
         return dict(self._items) or None
 
     def secrets(self):
-        """The secret values (to keep them out of messages)."""
-        return [v for k, v in self._items.items() if _is_secret(k) and v]
+        """The secret values (to keep them out of messages). A gs:// ``token`` naming a
+        service-account key file is a path, not a secret: messages about the file name it."""
+        return [v for k, v in self._items.items() if _is_secret(k) and v and not _is_key_file(k, v)]
 
     def scrub(self, text: str) -> str:
         """`text` with every secret value replaced by ***."""
@@ -194,15 +200,95 @@ def _source_from_fields(fields):
     return Source(**fields)
 
 
+class MemorySource:
+    """An xarray Dataset in memory (NumPy) as a source: its data variables and index
+    coordinates are read in place by lazycube's core (``_core.memory_dataset``: no whole-array
+    copy), so in-memory data goes through the same window engine as stored data. Pickled by
+    value: the Dataset (and its arrays) travel to spawned workers; a forked worker reads the
+    parent's memory. ``variables`` / ``selection`` are those of the Dataset itself."""
+
+    __slots__ = ("obj",)
+    storage_options = StorageOptions()
+    selection = ()
+    variables = None
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    @property
+    def url(self):
+        return "<in-memory xarray.Dataset>"
+
+    def scrub(self, text: str) -> str:
+        return text
+
+    def open(self):
+        return memory_dataset(self.obj)
+
+    def __reduce__(self):
+        return (MemorySource, (self.obj,))
+
+    def __eq__(self, other):
+        return isinstance(other, MemorySource) and other.obj is self.obj
+
+    __hash__ = None
+
+    def __repr__(self):
+        return "lazycube.pipeline.MemorySource(<xarray.Dataset %s>)" % (
+            ", ".join("%s: %d" % (d, n) for d, n in self.obj.sizes.items()))
+
+
+def in_memory(xds) -> bool:
+    """Whether every data variable of an xarray Dataset holds a NumPy array (not dask, not a
+    lazily loaded backend array)."""
+    import numpy as np
+    return all(isinstance(v.variable._data, np.ndarray) for v in xds.data_vars.values())
+
+
+def memory_dataset(xds):
+    """The ``_core.Dataset`` over an in-memory xarray Dataset: its data variables and 1-D index
+    coordinates of fixed-size dtypes, read in place. TypeError naming a data variable the core
+    cannot read (strings, objects, non-native byte order); such coordinates are left out."""
+    import numpy as np
+
+    def attrs_of(attrs):
+        try:
+            _core.memory_dataset([], dict(attrs))  # JSON-representable?
+            return dict(attrs)
+        except Exception:  # noqa: BLE001 -- attributes are not needed to read
+            return None
+
+    def readable(arr):
+        return arr.dtype.kind in "biufcmM" and arr.dtype.isnative
+
+    entries = []
+    for name in xds.indexes:
+        var = xds.variables[name]
+        if var.dims != (name,):
+            continue
+        values = np.asarray(var.values)
+        if readable(values):
+            entries.append((str(name), [str(name)], values, attrs_of(var.attrs)))
+    for name, var in xds.data_vars.items():
+        data = var.variable._data
+        if not isinstance(data, np.ndarray) or not readable(data):
+            raise TypeError("variable %r of this in-memory Dataset (dtype %s) is not read in place by "
+                            "lazycube's core (numbers, booleans and datetimes in native byte order)"
+                            % (name, getattr(data, "dtype", type(data).__name__)))
+        entries.append((str(name), [str(d) for d in var.dims], data, attrs_of(var.attrs)))
+    return _core.memory_dataset(entries, attrs_of(xds.attrs))
+
+
 # ---- sources of what the user hands in ----------------------------------------------------
 
-def resolve_source(obj, storage_options=None, **open_args):
+def resolve_source(obj, storage_options=None, memory=True, **open_args):
     """(Source or None, core dataset or None, xarray Dataset or None) for what the user passed:
     a URL or path (opened with `storage_options` / `open_args`), a ``lazycube.Dataset``, a
     ``_core.Dataset`` (no Source: usable in this process only), or an xarray Dataset opened with
     ``engine="lazycube"`` (possibly narrowed with isel/sel or to some variables) or opened by
-    another engine from a path lazycube reads (xarray_backend.foreign_source). TypeError for
-    anything else (in memory, dask-backed, computed)."""
+    another engine from a path lazycube reads (xarray_backend.foreign_source), or (`memory`) an
+    xarray Dataset in memory (MemorySource, read in place). TypeError for anything else
+    (dask-backed or lazily computed data)."""
     if isinstance(obj, (str, os.PathLike)):
         source = Source(obj, storage_options, **{k: v for k, v in open_args.items() if v is not None})
         return source, None, None
@@ -240,7 +326,11 @@ def resolve_source(obj, storage_options=None, **open_args):
             # opened by another engine from a path lazycube reads: reopened by lazycube
             found = foreign_source(obj)
             if found is None:
-                raise
+                if not (memory and in_memory(obj)):
+                    raise
+                # in memory: read in place through the same engine
+                source = MemorySource(obj)
+                return source, source.open(), obj
             core, source = found
         return source, core, obj
     raise TypeError("expected a URL, a lazycube Dataset or an xarray Dataset opened with "

@@ -61,7 +61,7 @@ import torch.utils.data
 
 from . import _core
 from .batch import generator_arguments
-from .pipeline import OPEN_ARGS, Pipeline, keep_foreign, resolve_source
+from .pipeline import OPEN_ARGS, MemorySource, Pipeline, keep_foreign, resolve_source
 
 __all__ = ["BatchDataset", "WindowDataset"]
 
@@ -356,6 +356,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
         if pipeline.source is None:
             return refuse("the dataset's origin is unknown (a lazycube._core.Dataset), so it cannot "
                           "be reopened undecoded (build the BatchDataset from a URL)")
+        if isinstance(pipeline.source, MemorySource):
+            return refuse("in-memory data holds decoded values: there is nothing packed to send")
         if not pipeline.source.decode_cf:
             return refuse("needs decode_cf=True (the CF attributes say how to unpack)")
         dtype = gkw.get("dtype")

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "batch_assembly.hpp"
+#include "sample_order.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/text.hpp"
 #include "lazycube/util/thread_pool.hpp"
@@ -215,8 +216,9 @@ void BatchSource::resolve_stacked() {
   chunk_lengths_ = chunk_group_lengths(first, xvars_.size() + yvars_.size(), group_bytes);
   // Under chunk shuffle batches re-read the chunks of the group being consumed and of the one
   // before (windows straddling the two): room for two groups is what the LRU must keep.
-  if (o.shuffle == Shuffle::Chunk) reuse_bytes_ = std::min(2 * group_bytes, cache_->budget() / 2);
-  if (o.shuffle == Shuffle::Random) warn_random_reads(first);
+  const ChunkReads reads = SampleOrderRegistry::instance().get(o.shuffle.name()).reads;
+  if (reads == ChunkReads::ChunkGroups) reuse_bytes_ = std::min(2 * group_bytes, cache_->budget() / 2);
+  if (reads == ChunkReads::Scattered) warn_random_reads(first);
 
   if (o.filter) {
     const std::string fname = o.filter->variable.empty() ? first.name() : o.filter->variable;
@@ -268,10 +270,10 @@ void BatchSource::warn_random_reads(const Variable& first) {
   const double amplification = std::max(1.0, per_chunk * (1.0 - cache / data));
   char text[400];
   std::snprintf(text, sizeof text,
-                "shuffle 'random' over %.0f MiB of data with a %.0f MiB chunk cache: expect a read amplification of "
+                "shuffle '%s' over %.0f MiB of data with a %.0f MiB chunk cache: expect a read amplification of "
                 "about %.1f (each chunk fetched %.1f times per epoch); shuffle 'chunk' reads each chunk about once, "
                 "or give the cache more than the data",
-                data / (1 << 20), cache / (1 << 20), amplification, amplification);
+                options_.shuffle.name(), data / (1 << 20), cache / (1 << 20), amplification, amplification);
   warnings_.push_back(text);
 }
 
@@ -280,8 +282,9 @@ void BatchSource::resolve_xbatcher() {
   if (o.target || o.filter || o.dtype || o.drop_last)
     throw UsageError("target, filter, dtype and drop_last need a batch_size (stacked mode); "
                      "batch_size 0 is the xbatcher-compatibility mode");
-  if (o.shuffle == Shuffle::Chunk)
-    throw UsageError("shuffle 'chunk' needs a batch_size (stacked mode); xbatcher-compatibility mode shuffles whole batches");
+  if (SampleOrderRegistry::instance().get(o.shuffle.name()).reads == ChunkReads::ChunkGroups)
+    throw UsageError("shuffle '" + std::string(o.shuffle.name()) +
+                     "' needs a batch_size (stacked mode); xbatcher-compatibility mode shuffles whole batches");
   DimSizes dims(dataset_.dims().begin(), dataset_.dims().end());
   schema_ = XbatcherSchema(dims, XbatcherConfig{o.input_dims, o.input_overlap, o.batch_dims, o.concat_input_dims});
   std::vector<std::string> names = o.variables.empty() ? dataset_.data_var_names() : o.variables;

@@ -102,9 +102,7 @@ int run_bench(const BenchArgs& args) {
   options.prefetch = static_cast<std::size_t>(args.prefetch);
   options.cache = std::make_shared<ChunkCache>(args.cache_mb * std::uint64_t{1024 * 1024});
   if (args.fetch_ahead_mb) options.fetch_ahead_bytes = *args.fetch_ahead_mb * std::uint64_t{1024 * 1024};
-  OpenOptions open_options;
-  open_options.storage_options = parse_storage_options(args.options);
-  open_options.mask_valid_range = args.mask_valid_range;
+  const OpenOptions open_options = open_options_of(args.open);
 
   const auto t_start = Clock::now();
   Dataset ds = open(args.url, open_options);

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lazycube/dataset/dataset.hpp"
 #include "lazycube/dataset/selection.hpp"
 #include "lazycube/store/store.hpp"
 #include "progress.hpp"
@@ -24,13 +25,21 @@ class UsageProblem : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How info, read and bench open their URL (--option, --engine, --mask-valid-range): one set of
+// flags (add_open_flags in main.cpp), one OpenOptions (open_options_of).
+struct OpenArgs {
+  std::vector<std::string> options;  // storage options, KEY=VALUE
+  std::string engine;                // "", "zarr" or "gdal"
+  bool mask_valid_range = false;     // OpenOptions::mask_valid_range
+};
+// OpenOptions from the flags; UsageProblem for a malformed --option.
+OpenOptions open_options_of(const OpenArgs& args);
+
 struct InfoArgs {
   std::string url;
   bool json = false;
-  std::vector<std::string> options;  // storage options, KEY=VALUE
-  bool stats = false;                // print the store's traffic counters afterwards
-  std::string engine;                // "", "zarr" or "gdal"
-  bool mask_valid_range = false;     // OpenOptions::mask_valid_range
+  bool stats = false;  // print the store's traffic counters afterwards
+  OpenArgs open;
 };
 int run_info(const InfoArgs& args);
 
@@ -40,9 +49,7 @@ struct ReadArgs {
   std::vector<std::string> isel;    // DIM=INDEX or DIM=START:STOP[:STEP]
   bool raw = false;
   std::string output;
-  std::vector<std::string> options;  // storage options, KEY=VALUE
-  std::string engine;                // "", "zarr" or "gdal"
-  bool mask_valid_range = false;     // OpenOptions::mask_valid_range
+  OpenArgs open;
   ProgressMode progress = ProgressMode::Auto;
 };
 int run_read(const ReadArgs& args);
@@ -61,8 +68,7 @@ struct BenchArgs {
   std::uint64_t prefetch = 2;
   std::optional<std::uint64_t> fetch_ahead_mb;  // MiB; 0: off; unset: from the cache budget
   bool json = false;
-  std::vector<std::string> options;  // storage options, KEY=VALUE
-  bool mask_valid_range = false;     // OpenOptions::mask_valid_range
+  OpenArgs open;
   ProgressMode progress = ProgressMode::Auto;
 };
 int run_bench(const BenchArgs& args);

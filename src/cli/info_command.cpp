@@ -107,10 +107,7 @@ void print_stats(const StoreStats& s, std::ostream& out) {
 }  // namespace
 
 int run_info(const InfoArgs& args) {
-  OpenOptions options;
-  options.storage_options = parse_storage_options(args.options);
-  options.engine = args.engine;
-  options.mask_valid_range = args.mask_valid_range;
+  const OpenOptions options = open_options_of(args.open);
   if (!args.stats) {
     const Dataset ds = open(args.url, options);
     if (args.json) {

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "lazycube/batch/sampler.hpp"
 #include "lazycube/error.hpp"
 
 namespace {
@@ -15,13 +16,18 @@ int fail(const std::string& message, int status) {
   return status;
 }
 
-// --progress / --no-progress (ProgressMode::Auto when neither is given).
-// --mask-valid-range (info, read, bench): OpenOptions::mask_valid_range.
-void add_mask_valid_range_flag(CLI::App* cmd, bool& flag) {
-  cmd->add_flag("--mask-valid-range", flag,
+// --option, --engine, --mask-valid-range (info, read, bench): how the URL is opened (OpenArgs).
+void add_open_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
+  cmd->add_option("--engine", open.engine, "zarr or gdal (default: gdal for .nc/.h5/.grib... files, else zarr)")
+      ->check(CLI::IsMember({"zarr", "gdal"}));
+  cmd->add_option("--option", open.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_flag("--mask-valid-range", open.mask_valid_range,
                 "Mask stored values outside valid_range / valid_min / valid_max to NaN (CF, as netCDF4-python)");
 }
 
+// --progress / --no-progress (ProgressMode::Auto when neither is given).
 void add_progress_flags(CLI::App* cmd, lazycube::cli::ProgressMode& mode) {
   using lazycube::cli::ProgressMode;
   auto* on = cmd->add_flag_callback(
@@ -30,6 +36,13 @@ void add_progress_flags(CLI::App* cmd, lazycube::cli::ProgressMode& mode) {
       "longer than a second)");
   auto* off = cmd->add_flag_callback("--no-progress", [&mode] { mode = ProgressMode::Off; }, "Never show a progress bar");
   on->excludes(off);
+}
+
+// The registered window orders, for --shuffle.
+std::vector<std::string> shuffle_orders() {
+  std::vector<std::string> names;
+  for (const lazycube::batch::Shuffle s : lazycube::batch::registered_shuffles()) names.emplace_back(s.name());
+  return names;
 }
 
 }  // namespace
@@ -43,37 +56,28 @@ int main(int argc, char** argv) {
   InfoArgs info;
   auto* info_cmd = app.add_subcommand("info", "Show dims, coordinates, variables and attributes");
   info_cmd->add_option("URL", info.url, "Zarr group or array, or NetCDF/HDF5/GRIB file (path or URL)")->required();
-  info_cmd->add_option("--engine", info.engine, "zarr or gdal (default: gdal for .nc/.h5/.grib... files, else zarr)")
-      ->check(CLI::IsMember({"zarr", "gdal"}));
+  add_open_flags(info_cmd, info.open);
   info_cmd->add_flag("--json", info.json, "Print JSON instead of text");
-  info_cmd->add_option("--option", info.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   info_cmd->add_flag("--stats", info.stats, "Print the store's request/retry/latency counters afterwards");
-  add_mask_valid_range_flag(info_cmd, info.mask_valid_range);
 
   ReadArgs read;
   std::vector<std::string> isel;
   auto* read_cmd = app.add_subcommand("read", "Write a (selected) variable as a NumPy .npy file");
   read_cmd->add_option("URL", read.url, "Zarr group or array, or NetCDF/HDF5/GRIB file (path or URL)")->required();
-  read_cmd->add_option("--engine", read.engine, "zarr or gdal (default: gdal for .nc/.h5/.grib... files, else zarr)")
-      ->check(CLI::IsMember({"zarr", "gdal"}));
+  add_open_flags(read_cmd, read.open);
   read_cmd->add_option("VARIABLE", read.variable, "Variable name (omit for a single array)");
   read_cmd->add_option("--isel", isel, "DIM=INDEX or DIM=START:STOP[:STEP] (repeatable)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  read_cmd->add_option("--option", read.options, "Storage option KEY=VALUE (repeatable), e.g. retries=10")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   read_cmd->add_flag("--raw", read.raw, "Skip CF decoding: stored values and dtype");
-  add_mask_valid_range_flag(read_cmd, read.mask_valid_range);
   read_cmd->add_option("-o,--output", read.output, "Output .npy path")->required();
   add_progress_flags(read_cmd, read.progress);
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand(
       "bench", "Iterate training batches (N windows x variables as channels) and report throughput");
-  bench_cmd->add_option("URL", bench.url, "Zarr group (path or URL)")->required();
+  bench_cmd->add_option("URL", bench.url, "Zarr group, or NetCDF/HDF5/GRIB file (path or URL)")->required();
+  add_open_flags(bench_cmd, bench.open);
   bench_cmd->add_option("--variables", bench.variables, "Variables stacked as channels, in order: V1,V2,...")
       ->required()
       ->allow_extra_args(false)
@@ -88,7 +92,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--batch-size", bench.batch_size, "Windows per batch (stacked on a leading sample dim)")
       ->capture_default_str();
   bench_cmd->add_option("--shuffle", bench.shuffle, "Window order: none, random or chunk (chunk-grouped random)")
-      ->check(CLI::IsMember({"none", "random", "chunk"}))
+      ->check(CLI::IsMember(shuffle_orders()))
       ->capture_default_str();
   bench_cmd->add_option("--seed", bench.seed, "Shuffle seed (each epoch derives its own order from it)")
       ->capture_default_str();
@@ -98,14 +102,10 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--cache-mb", bench.cache_mb, "Chunk cache budget in MiB (0: off)")->capture_default_str();
   bench_cmd->add_option("--prefetch", bench.prefetch, "Batches assembled ahead of the consumer")->capture_default_str();
   bench_cmd->add_option("--fetch-ahead-mb", bench.fetch_ahead_mb,
-                        "Decoded chunks fetched ahead along the epoch's order, in MiB (0: off; default: half the "
-                        "cache budget, at most 256)");
+                        "Decoded chunks fetched ahead along the epoch's order, in MiB (0: off; default: the cache "
+                        "budget less the room batches re-read chunks from, at most 256)");
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of text");
-  add_mask_valid_range_flag(bench_cmd, bench.mask_valid_range);
   add_progress_flags(bench_cmd, bench.progress);
-  bench_cmd->add_option("--option", bench.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 
   RefsArgs refs;
   auto* refs_cmd = app.add_subcommand(

@@ -46,11 +46,8 @@ int run_read(const ReadArgs& args) {
     if (indexers.count(dim) != 0) throw UsageProblem("--isel given twice for dim '" + dim + "'");
     indexers.emplace(std::move(dim), indexer);
   }
-  OpenOptions options;
+  OpenOptions options = open_options_of(args.open);
   options.decode_cf = !args.raw;
-  options.mask_valid_range = args.mask_valid_range;
-  options.storage_options = parse_storage_options(args.options);
-  options.engine = args.engine;
   const Dataset ds = open(args.url, options);
   std::string name = args.variable;
   if (name.empty()) {

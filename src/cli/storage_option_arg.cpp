@@ -1,4 +1,4 @@
-// --option KEY=VALUE → storage options.
+// --option KEY=VALUE → storage options; the open flags → OpenOptions.
 #include "commands.hpp"
 
 namespace lazycube::cli {
@@ -13,6 +13,14 @@ StoreOptions parse_storage_options(const std::vector<std::string>& texts) {
       throw UsageProblem("--option " + t.substr(0, eq) + " given twice");
   }
   return out;
+}
+
+OpenOptions open_options_of(const OpenArgs& args) {
+  OpenOptions o;
+  o.storage_options = parse_storage_options(args.options);
+  o.engine = args.engine;
+  o.mask_valid_range = args.mask_valid_range;
+  return o;
 }
 
 }  // namespace lazycube::cli

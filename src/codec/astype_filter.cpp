@@ -1,5 +1,5 @@
 // numcodecs AsType: stored as encode_dtype, decoded by casting to decode_dtype.
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "element_filter.hpp"
 
 namespace lazycube::codec::detail {
@@ -47,3 +47,9 @@ BytesCodecPtr make_astype(const std::string& name, const nlohmann::json& config,
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(astype) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "astype", .names = kV2 | kV3Numcodecs, .bytes = make_astype, .filter = true,
+                .implicit_dtype_key = "decode_dtype"});
+}

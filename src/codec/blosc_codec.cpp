@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "blosc_lz4_frame.hpp"
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec::detail {
@@ -134,3 +134,8 @@ BytesCodecPtr make_blosc(const std::string& name, const nlohmann::json& config,
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(blosc) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "blosc", .names = kV2 | kV3 | kV3Numcodecs, .bytes = make_blosc});
+}

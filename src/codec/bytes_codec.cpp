@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec::detail {
@@ -86,9 +86,9 @@ nlohmann::json EndianCodec::to_json() const {
   return j;
 }
 
-std::shared_ptr<const ArrayToBytesCodec> make_bytes_codec_v3(const nlohmann::json& config,
-                                                             const ChunkSpec& decoded) {
-  ConfigReader cfg("bytes", config);
+ArrayToBytesCodecPtr make_bytes_codec_v3(const std::string& name, const nlohmann::json& config,
+                                          const ChunkSpec& decoded) {
+  ConfigReader cfg(name, config);
   if (!cfg.has("endian")) {
     if (!decoded.dtype.is_variable_length() && decoded.dtype.swap_unit() > 1)
       cfg.bad("endian", "required for " + decoded.dtype.name());
@@ -109,3 +109,8 @@ std::shared_ptr<const ArrayToBytesCodec> make_endian_codec(ByteOrder order) {
 }
 
 }  // namespace lazycube::codec
+
+LAZYCUBE_REGISTER_CODEC(bytes) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "bytes", .names = kV3, .array_to_bytes = make_bytes_codec_v3});
+}

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec::detail {
@@ -93,3 +93,8 @@ BytesCodecPtr make_bz2(const std::string& name, const nlohmann::json& config, co
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(bz2) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "bz2", .names = kV2 | kV3Numcodecs, .bytes = make_bz2});
+}

@@ -2,7 +2,7 @@
 // other code decodes to ''. Decoded data is fixed-width UTF-32 (a numpy 'U' dtype).
 #include <vector>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "element_filter.hpp"
 
 namespace lazycube::codec::detail {
@@ -144,3 +144,9 @@ BytesCodecPtr make_categorize(const std::string& name, const nlohmann::json& con
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(categorize) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "categorize", .names = kV2 | kV3Numcodecs, .bytes = make_categorize, .filter = true,
+                .implicit_dtype_key = "dtype"});
+}

@@ -8,7 +8,7 @@
 #include <climits>
 #include <cstring>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 #include "fletcher32.hpp"
 
@@ -96,3 +96,23 @@ BytesCodecPtr make_fletcher32(const std::string& name, const nlohmann::json& con
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(crc32c) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "crc32c", .names = kV2 | kV3 | kV3Numcodecs, .bytes = make_crc32c});
+}
+
+LAZYCUBE_REGISTER_CODEC(adler32) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "adler32", .names = kV2 | kV3Numcodecs, .bytes = make_adler32});
+}
+
+LAZYCUBE_REGISTER_CODEC(crc32) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "crc32", .names = kV2 | kV3Numcodecs, .bytes = make_crc32});
+}
+
+LAZYCUBE_REGISTER_CODEC(fletcher32) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "fletcher32", .names = kV2 | kV3Numcodecs, .bytes = make_fletcher32});
+}

@@ -1,5 +1,5 @@
 // numcodecs Delta: encoded[0] = x[0], encoded[i] = x[i] - x[i-1]; decoding is a running sum.
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "element_filter.hpp"
 
 namespace lazycube::codec::detail {
@@ -71,3 +71,9 @@ BytesCodecPtr make_delta(const std::string& name, const nlohmann::json& config,
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(delta) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "delta", .names = kV2 | kV3Numcodecs, .bytes = make_delta, .filter = true,
+                .implicit_dtype_key = "dtype"});
+}

@@ -1,6 +1,7 @@
 // A numcodecs filter run as a v3 array->array codec (zarr-python 3's numcodecs.delta,
 // numcodecs.astype, ...). The filter itself is the bytes->bytes implementation used for v2;
 // here it sees native-order element bytes and its astype becomes the encoded spec's dtype.
+// It wraps codecs that registered themselves, so this file registers no codec.
 #include <cstring>
 
 #include "codec_factories.hpp"

@@ -1,7 +1,7 @@
 // numcodecs FixedScaleOffset: encoded = round((x - offset) * scale), decoded = encoded / scale
 // + offset, computed in float32 when the encoded type is float32 (numpy keeps float32 with
 // Python scalars) and in float64 otherwise, then cast to dtype.
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "element_filter.hpp"
 
 namespace lazycube::codec::detail {
@@ -67,3 +67,9 @@ BytesCodecPtr make_fixedscaleoffset(const std::string& name, const nlohmann::jso
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(fixedscaleoffset) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "fixedscaleoffset", .names = kV2 | kV3Numcodecs, .bytes = make_fixedscaleoffset,
+                .filter = true, .implicit_dtype_key = "dtype"});
+}

@@ -2,7 +2,7 @@
 // call; multi-member streams (and a trailer size that does not fit) fall back to zlib.
 #include <cstring>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 #include "deflate_decoder.hpp"
 #include "zlib_stream.hpp"
@@ -113,3 +113,13 @@ BytesCodecPtr make_zlib(const std::string& name, const nlohmann::json& config, c
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(gzip) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "gzip", .names = kV2 | kV3 | kV3Numcodecs, .bytes = make_gzip});
+}
+
+LAZYCUBE_REGISTER_CODEC(zlib) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "zlib", .names = kV2 | kV3Numcodecs, .bytes = make_zlib});
+}

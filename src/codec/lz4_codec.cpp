@@ -4,7 +4,7 @@
 #include <climits>
 #include <cstring>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec::detail {
@@ -78,3 +78,8 @@ BytesCodecPtr make_lz4(const std::string& name, const nlohmann::json& config, co
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(lz4) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "lz4", .names = kV2 | kV3Numcodecs, .bytes = make_lz4});
+}

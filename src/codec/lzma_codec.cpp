@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec::detail {
@@ -229,3 +229,8 @@ BytesCodecPtr make_lzma(const std::string& name, const nlohmann::json& config, c
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(lzma) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "lzma", .names = kV2 | kV3Numcodecs, .bytes = make_lzma});
+}

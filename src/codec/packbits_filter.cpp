@@ -1,6 +1,6 @@
 // numcodecs PackBits: byte 0 holds the number of padding bits in the last byte, then the
 // booleans packed 8 per byte, most significant bit first.
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec::detail {
@@ -55,3 +55,8 @@ BytesCodecPtr make_packbits(const std::string& name, const nlohmann::json& confi
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(packbits) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "packbits", .names = kV2 | kV3Numcodecs, .bytes = make_packbits, .filter = true});
+}

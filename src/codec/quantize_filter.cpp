@@ -1,6 +1,6 @@
 // numcodecs Quantize: encoding rounds to a power-of-two grid fine enough for `digits` decimal
 // digits; decoding is only the cast from astype back to dtype (both floating point).
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "element_filter.hpp"
 
 namespace lazycube::codec::detail {
@@ -73,3 +73,9 @@ BytesCodecPtr make_quantize(const std::string& name, const nlohmann::json& confi
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(quantize) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "quantize", .names = kV2 | kV3Numcodecs, .bytes = make_quantize, .filter = true,
+                .implicit_dtype_key = "dtype"});
+}

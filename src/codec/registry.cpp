@@ -1,152 +1,139 @@
-// Codec registry: maps v2 ids and v3 names to builders.
-//
-// numcodecs filters (delta, fixedscaleoffset, quantize, astype, packbits, categorize) are
-// bytes->bytes codecs for Zarr v2, where they run after the dtype byte order is applied. Under
-// Zarr v3 (`numcodecs.<id>`) they are classified as array->array, as zarr-python 3 does, and
-// built as a wrapper around the same implementation: they then sit before the array->bytes
-// codec in the pipeline, exactly where the v3 codec list puts them.
+// The codec registry and the entry points that build codecs by v2 id / v3 name through it. The
+// codecs themselves register from their own files (codec_registry.hpp).
 #include <array>
+#include <stdexcept>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec {
+namespace detail {
+
+CodecKind CodecEntry::kind() const {
+  if (array_to_bytes != nullptr) return CodecKind::ArrayToBytes;
+  if (array != nullptr || filter) return CodecKind::ArrayToArray;
+  return CodecKind::BytesToBytes;
+}
+
+const CodecRegistry& CodecRegistry::instance() {
+  static const CodecRegistry registry = [] {
+    CodecRegistry r;
+    register_all_codecs(r);
+    return r;
+  }();
+  return registry;
+}
+
+void CodecRegistry::add(CodecEntry entry, std::source_location where) {
+  const std::string what = "codec '" + std::string(entry.id) + "' registered in " + where.file_name();
+  const int builders = (entry.bytes != nullptr) + (entry.array != nullptr) +
+                       (entry.array_to_bytes != nullptr);
+  if (entry.id.empty() || builders != 1 || entry.names == 0 ||
+      (entry.filter && entry.bytes == nullptr))
+    throw std::logic_error(what + ": needs an id, one builder and at least one name");
+  for (const auto& e : entries_)
+    if (e.id == entry.id) throw std::logic_error(what + ": already registered in " + std::string(e.source_file));
+  entry.source_file = where.file_name();
+  entries_.push_back(entry);
+}
+
+const CodecEntry* CodecRegistry::find_v2(std::string_view id) const {
+  for (const auto& e : entries_)
+    if ((e.names & kV2) != 0 && e.id == id) return &e;
+  return nullptr;
+}
+
+const CodecEntry* CodecRegistry::find_v3(std::string_view name) const {
+  constexpr std::string_view kNumcodecsPrefix = "numcodecs.";
+  const bool prefixed = name.starts_with(kNumcodecsPrefix);
+  const std::string_view id = prefixed ? name.substr(kNumcodecsPrefix.size()) : name;
+  const unsigned wanted = prefixed ? kV3Numcodecs : kV3;
+  for (const auto& e : entries_)
+    if ((e.names & wanted) != 0 && e.id == id) return &e;
+  return nullptr;
+}
+
+}  // namespace detail
+
 namespace {
 
-using Builder = detail::BytesCodecPtr (*)(const std::string&, const nlohmann::json&,
-                                          const ChunkSpec&);
-
-struct Entry {
-  std::string_view id;  // numcodecs / v2 id
-  Builder build;
-  bool filter;          // numcodecs filter: array->array under v3
-};
-
-constexpr std::array kBytesCodecs = {
-    Entry{"blosc", detail::make_blosc, false},
-    Entry{"zstd", detail::make_zstd, false},
-    Entry{"lz4", detail::make_lz4, false},
-    Entry{"gzip", detail::make_gzip, false},
-    Entry{"zlib", detail::make_zlib, false},
-    Entry{"bz2", detail::make_bz2, false},
-    Entry{"lzma", detail::make_lzma, false},
-    Entry{"crc32c", detail::make_crc32c, false},
-    Entry{"adler32", detail::make_adler32, false},
-    Entry{"crc32", detail::make_crc32, false},
-    Entry{"fletcher32", detail::make_fletcher32, false},
-    Entry{"shuffle", detail::make_shuffle, false},
-    Entry{"delta", detail::make_delta, true},
-    Entry{"fixedscaleoffset", detail::make_fixedscaleoffset, true},
-    Entry{"quantize", detail::make_quantize, true},
-    Entry{"astype", detail::make_astype, true},
-    Entry{"packbits", detail::make_packbits, true},
-    Entry{"categorize", detail::make_categorize, true},
-};
-
-// Names that v3 metadata uses without the numcodecs. prefix.
-constexpr std::array<std::string_view, 4> kV3CoreBytesCodecs = {"blosc", "zstd", "gzip", "crc32c"};
-
-constexpr std::string_view kNumcodecsPrefix = "numcodecs.";
-
-const Entry* find_entry(std::string_view id) {
-  for (const auto& e : kBytesCodecs)
-    if (e.id == id) return &e;
-  return nullptr;
-}
-
-// For a v3 name: the entry, looking through the numcodecs. prefix.
-const Entry* find_v3_entry(std::string_view name) {
-  if (name.starts_with(kNumcodecsPrefix)) return find_entry(name.substr(kNumcodecsPrefix.size()));
-  for (auto core : kV3CoreBytesCodecs)
-    if (core == name) return find_entry(name);
-  return nullptr;
-}
+using detail::CodecRegistry;
 
 [[noreturn]] void unknown(std::string_view name) {
   detail::fail("unknown codec '" + std::string(name) + "'");
 }
 
+// Built by the zarr layer (it needs the pipeline parser recursively), so not a registry entry.
+constexpr std::string_view kSharding = "sharding_indexed";
+
+// numcodecs object codecs lazycube does not implement: named in the error.
 constexpr std::array<std::string_view, 5> kUnsupportedObjectCodecs = {"json2", "msgpack2", "pickle",
                                                                       "vlen-array", "json"};
 
 }  // namespace
 
 std::optional<CodecKind> v3_codec_kind(std::string_view name) {
-  if (name == "bytes" || name == "vlen-utf8" || name == "vlen-bytes" || name == "sharding_indexed")
-    return CodecKind::ArrayToBytes;
-  if (name == "transpose") return CodecKind::ArrayToArray;
-  if (const Entry* e = find_v3_entry(name))
-    return e->filter ? CodecKind::ArrayToArray : CodecKind::BytesToBytes;
+  if (name == kSharding) return CodecKind::ArrayToBytes;
+  if (const auto* e = CodecRegistry::instance().find_v3(name)) return e->kind();
   return std::nullopt;
+}
+
+std::vector<RegisteredCodec> registered_codecs() {
+  std::vector<RegisteredCodec> out;
+  for (const auto& e : CodecRegistry::instance().entries()) {
+    RegisteredCodec r;
+    r.id = std::string(e.id);
+    if ((e.names & detail::kV2) != 0) r.v2_id = r.id;
+    if ((e.names & detail::kV3) != 0) r.v3_names.push_back(r.id);
+    if ((e.names & detail::kV3Numcodecs) != 0) r.v3_names.push_back("numcodecs." + r.id);
+    r.kind = e.kind();
+    r.source_file = std::string(e.source_file);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 std::shared_ptr<const BytesToBytesCodec> make_bytes_codec(std::string_view name,
                                                           const nlohmann::json& config,
                                                           const ChunkSpec& decoded) {
   // Plain v2 ids are accepted too, so that v2 and v3 callers can share this entry point.
-  const Entry* e = find_v3_entry(name);
-  if (e == nullptr) e = find_entry(name);
-  if (e == nullptr) unknown(name);
-  return e->build(std::string(name), config, decoded);
+  const auto& registry = CodecRegistry::instance();
+  const detail::CodecEntry* e = registry.find_v3(name);
+  if (e == nullptr || e->bytes == nullptr) e = registry.find_v2(name);
+  if (e == nullptr || e->bytes == nullptr) unknown(name);
+  return e->bytes(std::string(name), config, decoded);
 }
 
 std::shared_ptr<const ArrayToArrayCodec> make_array_codec(std::string_view name,
                                                           const nlohmann::json& config,
                                                           const ChunkSpec& decoded) {
-  if (name == "transpose") {
-    detail::ConfigReader cfg("transpose", config);
-    const auto* order = cfg.find("order");
-    if (order == nullptr) cfg.bad("order", "missing");
-    std::vector<std::size_t> perm;
-    if (order->is_string()) {  // "C" / "F" from early v3 drafts
-      const auto text = order->get<std::string>();
-      if (text != "C" && text != "F") cfg.bad("order", "expected a permutation, 'C' or 'F'");
-      for (std::size_t i = 0; i < decoded.shape.size(); ++i)
-        perm.push_back(text == "C" ? i : decoded.shape.size() - 1 - i);
-    } else if (order->is_array()) {
-      for (const auto& v : *order) {
-        if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
-          cfg.bad("order", "expected non-negative integers");
-        perm.push_back(static_cast<std::size_t>(v.get<std::int64_t>()));
-      }
-    } else {
-      cfg.bad("order", "expected a list of axes");
-    }
-    if (perm.size() != decoded.shape.size())
-      cfg.bad("order", "has " + std::to_string(perm.size()) + " axes, the array has " +
-                           std::to_string(decoded.shape.size()));
-    return make_transpose_codec(std::move(perm));
-  }
-  const Entry* e = find_v3_entry(name);
-  if (e == nullptr || !e->filter) {
-    if (e != nullptr) detail::fail("codec '" + std::string(name) + "' is not an array->array codec");
-    unknown(name);
-  }
+  const detail::CodecEntry* e = CodecRegistry::instance().find_v3(name);
+  if (e == nullptr) unknown(name);
+  if (e->array != nullptr) return e->array(std::string(name), config, decoded);
+  if (!e->filter) detail::fail("codec '" + std::string(name) + "' is not an array->array codec");
   // zarr-python 3 may leave the decoded dtype implicit: take it from the array.
   nlohmann::json filled = config.is_null() ? nlohmann::json::object() : config;
-  if (filled.is_object() && !decoded.dtype.is_variable_length()) {
-    const std::string native = decoded.dtype.numpy_str();
-    if (e->id == "astype") {
-      if (!filled.contains("decode_dtype")) filled["decode_dtype"] = native;
-    } else if (e->id != "packbits" && !filled.contains("dtype")) {
-      filled["dtype"] = native;
-    }
+  if (filled.is_object() && !decoded.dtype.is_variable_length() && !e->implicit_dtype_key.empty()) {
+    const std::string key(e->implicit_dtype_key);
+    if (!filled.contains(key)) filled[key] = decoded.dtype.numpy_str();
   }
-  return detail::make_filter_array_codec(e->build(std::string(name), filled, decoded));
+  return detail::make_filter_array_codec(e->bytes(std::string(name), filled, decoded));
 }
 
 std::shared_ptr<const ArrayToBytesCodec> make_array_to_bytes_codec(std::string_view name,
                                                                    const nlohmann::json& config,
                                                                    const ChunkSpec& decoded) {
-  if (name == "bytes") return detail::make_bytes_codec_v3(config, decoded);
-  if (name == "vlen-utf8" || name == "vlen-bytes")
-    return detail::make_vlen_codec(std::string(name), name == "vlen-utf8");
-  if (name == "sharding_indexed")
+  if (name == kSharding)
     detail::fail("codec 'sharding_indexed' is built by the zarr layer, not the codec registry");
-  unknown(name);
+  const detail::CodecEntry* e = CodecRegistry::instance().find_v3(name);
+  if (e == nullptr || e->array_to_bytes == nullptr) unknown(name);
+  return e->array_to_bytes(std::string(name), config, decoded);
 }
 
-bool is_v2_object_codec(std::string_view id) { return id == "vlen-utf8" || id == "vlen-bytes"; }
+bool is_v2_object_codec(std::string_view id) {
+  const detail::CodecEntry* e = CodecRegistry::instance().find_v2(id);
+  return e != nullptr && e->array_to_bytes != nullptr;
+}
 
 namespace {
 std::string v2_id(const nlohmann::json& codec) {
@@ -157,10 +144,10 @@ std::string v2_id(const nlohmann::json& codec) {
   return it->get<std::string>();
 }
 
-bool unsupported_object_codec(std::string_view id) {
+void reject_unsupported_object_codec(const std::string& id) {
   for (auto u : kUnsupportedObjectCodecs)
-    if (u == id) return true;
-  return false;
+    if (u == id)
+      detail::fail("codec '" + id + "' is not supported (object arrays need vlen-utf8 or vlen-bytes)");
 }
 }  // namespace
 
@@ -169,18 +156,17 @@ std::shared_ptr<const BytesToBytesCodec> make_v2_bytes_codec(const nlohmann::jso
   const std::string id = v2_id(codec);
   if (is_v2_object_codec(id))
     detail::fail("codec '" + id + "' is an object codec, not a bytes->bytes codec");
-  if (unsupported_object_codec(id))
-    detail::fail("codec '" + id + "' is not supported (object arrays need vlen-utf8 or vlen-bytes)");
-  const Entry* e = find_entry(id);
-  if (e == nullptr) unknown(id);
-  return e->build(id, codec, ChunkSpec{array_dtype, {}});
+  reject_unsupported_object_codec(id);
+  const detail::CodecEntry* e = CodecRegistry::instance().find_v2(id);
+  if (e == nullptr || e->bytes == nullptr) unknown(id);
+  return e->bytes(id, codec, ChunkSpec{array_dtype, {}});
 }
 
 std::shared_ptr<const ArrayToBytesCodec> make_v2_object_codec(const nlohmann::json& codec) {
   const std::string id = v2_id(codec);
-  if (is_v2_object_codec(id)) return detail::make_vlen_codec(id, id == "vlen-utf8");
-  if (unsupported_object_codec(id))
-    detail::fail("codec '" + id + "' is not supported (object arrays need vlen-utf8 or vlen-bytes)");
+  if (is_v2_object_codec(id))
+    return CodecRegistry::instance().find_v2(id)->array_to_bytes(id, codec, ChunkSpec{});
+  reject_unsupported_object_codec(id);
   unknown(id);
 }
 

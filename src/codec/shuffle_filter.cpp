@@ -3,7 +3,7 @@
 // bytes that make no whole element are kept as they are at the end (HDF5 pipelines that run
 // fletcher32 before shuffle append a 4-byte checksum to 8-byte elements).
 #include "byte_unshuffle.hpp"
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec::detail {
@@ -59,3 +59,8 @@ BytesCodecPtr make_shuffle(const std::string& name, const nlohmann::json& config
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(shuffle) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "shuffle", .names = kV2 | kV3Numcodecs, .bytes = make_shuffle});
+}

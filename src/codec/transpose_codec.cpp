@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec {
@@ -120,4 +121,42 @@ std::shared_ptr<const ArrayToArrayCodec> make_transpose_codec(std::vector<std::s
   return std::make_shared<TransposeCodec>(std::move(order));
 }
 
+namespace detail {
+namespace {
+
+// v3 `transpose` from its configuration: a permutation, or "C" / "F" from early v3 drafts.
+ArrayCodecPtr make_transpose_v3(const std::string& name, const nlohmann::json& config,
+                                const ChunkSpec& decoded) {
+  ConfigReader cfg(name, config);
+  const auto* order = cfg.find("order");
+  if (order == nullptr) cfg.bad("order", "missing");
+  std::vector<std::size_t> perm;
+  if (order->is_string()) {
+    const auto text = order->get<std::string>();
+    if (text != "C" && text != "F") cfg.bad("order", "expected a permutation, 'C' or 'F'");
+    for (std::size_t i = 0; i < decoded.shape.size(); ++i)
+      perm.push_back(text == "C" ? i : decoded.shape.size() - 1 - i);
+  } else if (order->is_array()) {
+    for (const auto& v : *order) {
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+        cfg.bad("order", "expected non-negative integers");
+      perm.push_back(static_cast<std::size_t>(v.get<std::int64_t>()));
+    }
+  } else {
+    cfg.bad("order", "expected a list of axes");
+  }
+  if (perm.size() != decoded.shape.size())
+    cfg.bad("order", "has " + std::to_string(perm.size()) + " axes, the array has " +
+                         std::to_string(decoded.shape.size()));
+  return make_transpose_codec(std::move(perm));
+}
+
+}  // namespace
+}  // namespace detail
+
 }  // namespace lazycube::codec
+
+LAZYCUBE_REGISTER_CODEC(transpose) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "transpose", .names = kV3, .array = make_transpose_v3});
+}

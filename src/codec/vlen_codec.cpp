@@ -2,7 +2,7 @@
 // bytes. The count must equal the chunk's element count (chunk shape, even at the array edge).
 #include <cstring>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec::detail {
@@ -78,10 +78,16 @@ class VlenCodec final : public ArrayToBytesCodec {
 
 }  // namespace
 
-std::shared_ptr<const ArrayToBytesCodec> make_vlen_codec(const std::string& name, bool) {
+ArrayToBytesCodecPtr make_vlen_codec(const std::string& name, const nlohmann::json&, const ChunkSpec&) {
   // vlen-utf8 and vlen-bytes share the layout; the element type (String / VlenBytes) says
   // which it holds, and strings are not validated as UTF-8 here.
   return std::make_shared<VlenCodec>(name);
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(vlen) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "vlen-utf8", .names = kV2 | kV3, .array_to_bytes = make_vlen_codec});
+  registry.add({.id = "vlen-bytes", .names = kV2 | kV3, .array_to_bytes = make_vlen_codec});
+}

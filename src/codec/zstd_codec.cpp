@@ -2,7 +2,7 @@
 // without one stream into a buffer that never grows past the limits.
 #include <zstd.h>
 
-#include "codec_factories.hpp"
+#include "codec_registry.hpp"
 #include "codec_util.hpp"
 
 namespace lazycube::codec::detail {
@@ -174,3 +174,8 @@ BytesCodecPtr make_zstd(const std::string& name, const nlohmann::json& config, c
 }
 
 }  // namespace lazycube::codec::detail
+
+LAZYCUBE_REGISTER_CODEC(zstd) {
+  using namespace lazycube::codec::detail;
+  registry.add({.id = "zstd", .names = kV2 | kV3 | kV3Numcodecs, .bytes = make_zstd});
+}

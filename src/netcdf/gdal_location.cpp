@@ -80,6 +80,12 @@ GdalOptions gs_options(const StorageOptions& o) {
     // GDAL would try to sign with its own credential chain: send the bearer token instead.
     if (auth.kind == cloud::GcsAuth::Kind::Bearer)
       out.emplace_back("GDAL_HTTP_HEADERS", "Authorization: Bearer " + auth.token);
+    // GDAL's own service-account flow ignores the key's token_uri: it gets a token from ours,
+    // valid for the token's lifetime (an hour at Google) from the open.
+    if (auth.kind == cloud::GcsAuth::Kind::ServiceAccount)
+      out.emplace_back("GDAL_HTTP_HEADERS",
+                       "Authorization: Bearer " +
+                           cloud::GcsTokenSource(auth.service_account, cloud::kGcsReadOnlyScope, o.transfer).token());
   }
   return out;
 }

@@ -188,6 +188,11 @@ py::object next_arrays(BatchGenerator& g) {
 }  // namespace
 
 void bind_batch(py::module_& m) {
+  m.def("shuffle_orders", [] {
+    std::vector<std::string> names;
+    for (const batch::Shuffle s : batch::registered_shuffles()) names.emplace_back(s.name());
+    return names;
+  }, "Names of the registered window orders: 'none', 'random', 'chunk', then any other.");
   py::class_<BatchArray>(m, "BatchArray")
       .def_readonly("name", &BatchArray::name)
       .def_property_readonly("dims", [](const BatchArray& a) { return str_tuple(a.dims); })

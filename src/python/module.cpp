@@ -17,6 +17,7 @@ namespace lazycube::python {
 
 void bind_batch(py::module_& m);  // batch.cpp
 void bind_cuda(py::module_& m);   // cuda.cpp
+void bind_memory(py::module_& m);  // memory.cpp
 
 namespace {
 
@@ -254,4 +255,5 @@ PYBIND11_MODULE(_core, m) {
 
   bind_batch(m);
   bind_cuda(m);
+  bind_memory(m);
 }

@@ -138,6 +138,8 @@ std::string GcsAuth::describe() const {
   switch (kind) {
     case Kind::Hmac: return "HMAC key " + mask_key_id(key) + " from " + source;
     case Kind::Bearer: return "OAuth2 bearer token from " + source;
+    case Kind::ServiceAccount:
+      return "service account " + service_account.client_email + " (key file from " + source + ")";
     default: return "anonymous (unsigned requests)";
   }
 }
@@ -152,6 +154,12 @@ GcsAuth resolve_gcs_auth(const StorageOptions& o) {
     token_source = "GOOGLE_OAUTH_ACCESS_TOKEN";
   }
   if (o.anon.value_or(false) || token == "anon") return a;
+  for (const char* method : {"google_default", "cloud", "cache", "browser"})
+    if (token == method)
+      throw StoreError(std::string("gs:// token '") + method +
+                       "' is not supported (it needs gcloud or Google's metadata server); give token=KEY.json "
+                       "(a service-account key file), set GOOGLE_APPLICATION_CREDENTIALS, or give an access token");
+  const bool key_path = token.find('/') != std::string::npos || token.ends_with(".json");
   if (!o.key.empty() || !o.secret.empty()) {
     if (o.key.empty() || o.secret.empty())
       throw StoreError(std::string("gs:// HMAC credentials: option '") + (o.key.empty() ? "secret" : "key") +
@@ -161,10 +169,18 @@ GcsAuth resolve_gcs_auth(const StorageOptions& o) {
     a.secret = o.secret;
     a.region = o.region_name.empty() ? "auto" : o.region_name;
     a.source = "options";
+  } else if (!token.empty() && key_path) {
+    a.kind = GcsAuth::Kind::ServiceAccount;
+    a.service_account = read_gcs_service_account_key(token);
+    a.source = token_source;
   } else if (!token.empty()) {
     a.kind = GcsAuth::Kind::Bearer;
     a.token = token;
     a.source = token_source;
+  } else if (const std::string path = env("GOOGLE_APPLICATION_CREDENTIALS"); !path.empty()) {
+    a.kind = GcsAuth::Kind::ServiceAccount;
+    a.service_account = read_gcs_service_account_key(path);
+    a.source = "GOOGLE_APPLICATION_CREDENTIALS";
   }
   return a;
 }

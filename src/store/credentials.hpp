@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "gcs_token.hpp"
 #include "storage_options.hpp"
 
 namespace lazycube::cloud {
@@ -37,19 +38,25 @@ AwsSettings resolve_aws_settings(const StorageOptions& options);
 
 // How gs:// requests authenticate (our store and the GDAL mapping alike).
 struct GcsAuth {
-  enum class Kind { Anonymous, Hmac, Bearer };
+  enum class Kind { Anonymous, Hmac, Bearer, ServiceAccount };
   Kind kind = Kind::Anonymous;
   std::string key, secret;  // Hmac
   std::string region;       // Hmac: SigV4 region (`region_name`, else "auto")
   std::string token;        // Bearer
+  GcsServiceAccountKey service_account;  // ServiceAccount: tokens come from a GcsTokenSource
   std::string source;       // where the credentials came from, for messages
   // For messages: never a secret or token.
   std::string describe() const;
 };
 
-// `anon` (or token "anon") → anonymous; `key`+`secret` → HMAC (both needed); `token` or
-// GOOGLE_OAUTH_ACCESS_TOKEN → bearer token; else anonymous. StoreError for half-given HMAC keys
-// and for `requester_pays` (not supported yet: it needs a billing project).
+// `anon` (or token "anon") → anonymous; `key`+`secret` → HMAC (both needed); `token` naming a
+// service-account key file (gcsfs's spelling: a path, i.e. with a '/' or ending ".json") →
+// service account; any other `token` → bearer token; then GOOGLE_OAUTH_ACCESS_TOKEN → bearer
+// token; GOOGLE_APPLICATION_CREDENTIALS → service account; else anonymous. The key file is read
+// here (StoreError naming the path and what is wrong with it). StoreError for half-given HMAC
+// keys, for gcsfs's token methods that need Google's servers or gcloud ("google_default",
+// "cloud", "cache", "browser") and for `requester_pays` (not supported yet: it needs a billing
+// project).
 GcsAuth resolve_gcs_auth(const StorageOptions& options);
 
 // Masks an access key id for messages: its first 4 characters then "****" ("****" when short).

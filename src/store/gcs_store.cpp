@@ -1,5 +1,6 @@
 // gs://bucket/prefix (also gcs://) through GCS's XML API (S3-compatible requests on
-// storage.googleapis.com): anonymous, OAuth2 bearer token, or HMAC keys signed with SigV4.
+// storage.googleapis.com): anonymous, OAuth2 bearer token, a service account's refreshed tokens
+// (gcs_token.hpp), or HMAC keys signed with SigV4.
 #include "credentials.hpp"
 #include "object_store.hpp"
 
@@ -26,6 +27,8 @@ std::shared_ptr<Store> make_gcs_store(const std::string& bucket, const std::stri
   } else if (auth.kind == GcsAuth::Kind::Bearer) {
     c.headers.push_back("Authorization: Bearer " + auth.token);
     c.secrets = {auth.token};
+  } else if (auth.kind == GcsAuth::Kind::ServiceAccount) {
+    c.signer = make_bearer_signer(std::make_shared<GcsTokenSource>(auth.service_account, kGcsReadOnlyScope, o.transfer));
   }
   c.auth_description = auth.describe();
   return make_object_store(std::move(c));

@@ -65,6 +65,7 @@ struct Batch {
   std::size_t in_flight = 0;
   std::size_t remaining = 0;
   bool failed = false;
+  bool auth_failed = false;  // the first failure was a signer's AuthError: thrown as one
   std::string error;
   std::atomic<bool> cancelled{false};  // the caller's sink threw: start nothing more
   bool done = false;                   // guarded by the engine mutex
@@ -218,6 +219,7 @@ class CurlEngine final : public Engine {
     }
     lock.unlock();
     if (sink_error) std::rethrow_exception(sink_error);
+    if (b.failed && b.auth_failed) throw AuthError(b.error);
     if (b.failed) throw StoreError(b.error);
   }
 
@@ -316,6 +318,10 @@ class CurlEngine final : public Engine {
       if (const std::string range = range_text(r.range); !range.empty()) signed_headers.push_back("Range: bytes=" + range);
       try {
         r.signer->sign(r.method, url, signed_headers);
+      } catch (const AuthError& ex) {
+        if (!b.failed) b.auth_failed = true;
+        fail(t, describe_request(r) + ": " + ex.what());
+        return;
       } catch (const std::exception& ex) {
         fail(t, describe_request(r) + ": " + ex.what());
         return;
@@ -353,6 +359,10 @@ class CurlEngine final : public Engine {
     if (b.options.timeout_s > 0) left_ms = std::min(left_ms, b.options.timeout_s * 1000);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(left_ms)));
     if (r.method == "HEAD") curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    if (r.method == "POST") {  // the body stays in *t->req until the transfer is released
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+    }
     if (!b.options.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, b.options.ca_file.c_str());
     const bool signer = r.signer && !r.sigv4;
     if (const std::string range = range_text(r.range); !range.empty() && !signer)

@@ -32,7 +32,7 @@ struct SigV4 {
 // tokens must be fresh): Azure SharedKey, a refreshed OAuth2 bearer token. `headers` holds the
 // request's headers ("Name: value") including its Range header; the signer adds to them and may
 // rewrite `url`. Runs on the engine's thread: keep it short (a token refresh is the exception);
-// an exception fails the request with its message (no secrets in it).
+// an exception fails the request with its message (no secrets in it); an AuthError stays one.
 class Signer {
  public:
   virtual ~Signer() = default;
@@ -40,9 +40,10 @@ class Signer {
 };
 
 struct Request {
-  std::string method = "GET";  // GET or HEAD
+  std::string method = "GET";  // GET, HEAD, or POST (with `body`)
   std::string url;
-  std::vector<std::string> headers;  // "Name: value"
+  std::vector<std::string> headers;  // "Name: value" (a POST's Content-Type among them)
+  std::string body;                  // POST only: sent as is (an OAuth2 token exchange's form)
   ByteRange range;                   // sent as a Range header unless Full
   std::optional<SigV4> sigv4;
   std::shared_ptr<const Signer> signer;  // per-attempt signing (see Signer); with sigv4: unused

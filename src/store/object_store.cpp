@@ -173,12 +173,21 @@ class ObjectStore final : public Store {
   bool finish_get(std::string_view key, const ByteRange& range, http::Response& r, Buffer& out) {
     if (r.status == 404) return false;
     if (r.status == 416) {
-      // Range not satisfiable: an empty object read from 0 / by suffix is empty, else past the end.
+      // Range not satisfiable: an empty object read from 0 / by suffix is empty. Otherwise the
+      // file store's rule (detail::resolve_range): a read starting exactly at the end is empty,
+      // one starting past it an error. The size comes from the reply when it says it.
       if (range.kind == ByteRange::Kind::Suffix || range.offset == 0) {
         out.resize(0);
         return true;
       }
-      throw StoreError(describe(key) + ": " + range.describe() + " starts past the end of the object");
+      std::optional<std::uint64_t> n = unsatisfied_size(r);
+      if (!n) n = size(key);
+      if (!n) return false;  // deleted in between
+      if (detail::resolve_range(range, *n, describe(key)).length != 0)
+        throw StoreError(describe(key) + ": HTTP 416 for " + range.describe() + " of an object of " +
+                         std::to_string(*n) + " bytes");
+      out.resize(0);
+      return true;
     }
     if (r.status == 200 && range.kind != ByteRange::Kind::Full) {
       // The server ignored the Range header: cut the range out of the whole object.
@@ -190,6 +199,20 @@ class ObjectStore final : public Store {
     if (r.status != 200 && r.status != 206) fail(r, describe(key));
     out = std::move(r.body);
     return true;
+  }
+
+  // The object size a 416 reply states: Content-Range "bytes */N", or S3's <ActualObjectSize>.
+  static std::optional<std::uint64_t> unsatisfied_size(const http::Response& r) {
+    if (auto it = r.headers.find("content-range"); it != r.headers.end())
+      if (auto n = http::parse_unsatisfied_range(it->second)) return n;
+    std::size_t from = 0;
+    const std::string text = s3::xml_element(body_text(r.body), "ActualObjectSize", from);
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    try {
+      return std::stoull(text);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
   }
 
   [[noreturn]] void fail(const http::Response& r, const std::string& what) const {
@@ -230,7 +253,7 @@ class ObjectStore final : public Store {
       if (delimited) add("delimiter", "/");
       q += "&list-type=2";
       if (q[0] == '&') q[0] = '?';
-      if (c_.list_page_size > 0) add("max-keys", std::to_string(c_.list_page_size));
+      if (c_.transfer.list_page_size > 0) add("max-keys", std::to_string(c_.transfer.list_page_size));
       if (!prefix.empty()) add("prefix", prefix);
       auto responses = perform({base_request("GET", c_.base_url + "/" + q)});
       auto& r = responses[0];

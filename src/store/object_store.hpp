@@ -23,8 +23,7 @@ struct ObjectStoreConfig {
   std::vector<std::string> headers;   // sent with every request ("Name: value")
   std::vector<std::string> secrets;   // strings never to appear in a message
   std::string auth_description;       // how requests authenticate, for error messages (no secrets)
-  TransferOptions transfer;           // engine, retries, coalescing: the parsed storage options
-  int list_page_size = 0;             // max-keys per ListObjectsV2 page, 0 = server default
+  TransferOptions transfer;           // engine, retries, coalescing, listing page size: the parsed storage options
 };
 
 std::shared_ptr<Store> make_object_store(ObjectStoreConfig config);

@@ -35,6 +35,7 @@ struct TransferOptions {
   http::RetryPolicy retry;
   std::uint64_t coalesce_gap = 64 * 1024;         // merge ranges of one object this close...
   std::uint64_t coalesce_max = 16 * 1024 * 1024;  // ...into requests at most this long
+  int list_page_size = 0;                         // keys per listing page; 0: the server's default
 };
 
 struct StorageOptions {
@@ -42,7 +43,7 @@ struct StorageOptions {
   std::optional<bool> anon;   // true: never sign; false: sign when credentials are found
   std::string key;            // access key id (S3, GCS HMAC)
   std::string secret;         // secret access key (S3, GCS HMAC)
-  std::string token;          // S3: session token; GCS: OAuth2 bearer token
+  std::string token;          // S3: session token; GCS: OAuth2 bearer token or key-file path
   std::string endpoint_url;   // custom endpoint (path-style addressing), no trailing '/'
   std::string region_name;
   std::string profile;        // AWS profile name (overrides AWS_PROFILE)

@@ -50,7 +50,8 @@ class CleanCloudEnv {
   explicit CleanCloudEnv(const std::string& home) {
     for (const char* n : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
                           "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_REGION", "AWS_DEFAULT_REGION",
-                          "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "GOOGLE_OAUTH_ACCESS_TOKEN"})
+                          "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "GOOGLE_OAUTH_ACCESS_TOKEN",
+                          "GOOGLE_APPLICATION_CREDENTIALS"})
       vars_.push_back(std::make_unique<ScopedEnv>(n, std::nullopt));
     vars_.push_back(std::make_unique<ScopedEnv>("HOME", home));
   }

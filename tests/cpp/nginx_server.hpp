@@ -13,6 +13,7 @@
 #include <chrono>
 #include <thread>
 
+#include "server_process.hpp"
 #include "test_support.hpp"
 
 namespace lazycube::test {
@@ -30,26 +31,11 @@ inline std::string nginx_unavailable_reason() {
 class NginxServer {
  public:
   // `tls`: HTTPS + HTTP/2 with a self-signed certificate (ca_file()).
-  explicit NginxServer(const fs::path& root, bool tls = false) : tls_(tls) {
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    const std::string script = std::string(LAZYCUBE_SOURCE_DIR) + "/tests/servers/start_nginx.sh";
-    const std::string prefix = (dir_.path() / "nginx").string(), www = root.string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the test process
-      ::dup2(fds[1], 1);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      ::execl("/bin/bash", "bash", script.c_str(), prefix.c_str(), www.c_str(), tls ? "tls" : "plain",
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    std::string line;
-    char c;
-    while (::read(fds[0], &c, 1) == 1 && c != '\n') line += c;
-    ::close(fds[0]);
+  explicit NginxServer(const fs::path& root, bool tls = false)
+      : tls_(tls),
+        process_({"/bin/bash", std::string(LAZYCUBE_SOURCE_DIR) + "/tests/servers/start_nginx.sh",
+                  (dir_.path() / "nginx").string(), root.string(), tls ? "tls" : "plain"}) {
+    const std::string prefix = (dir_.path() / "nginx").string(), line = process_.first_line();
     if (line.empty()) {
       stop();
       throw std::runtime_error("start_nginx.sh printed no port");
@@ -89,19 +75,12 @@ class NginxServer {
     ::close(s);
     return ok;
   }
-  void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      pid_ = -1;
-    }
-  }
+  void stop() { process_.stop(); }
 
   TempDir dir_;
   bool tls_ = false;
+  ServerProcess process_;
   fs::path prefix_;
-  pid_t pid_ = -1;
   int port_ = 0;
 };
 

@@ -41,30 +41,7 @@ TEST(CodecCorruption, TruncatedStreams) {
   EXPECT_CODEC_ERROR(decode_exact(*blosc, view(from_hex("0201")), 8), "blosc: truncated");
 }
 
-TEST(CodecCorruption, FlippedBytesNeverCrash) {
-  // Every byte flipped in turn: decoding either fails with CodecError or yields some output of
-  // the expected size (formats without checksums cannot always tell).
-  const auto data = ramp(600);
-  for (const char* name : {"blosc", "zstd", "numcodecs.lz4", "gzip", "numcodecs.zlib",
-                           "numcodecs.bz2", "numcodecs.lzma", "crc32c", "numcodecs.crc32",
-                           "numcodecs.adler32", "numcodecs.fletcher32"}) {
-    SCOPED_TRACE(name);
-    auto c = make_bytes_codec(name, nlohmann::json::object(), kSpec);
-    const auto enc = encode_with(*c, data);
-    for (std::size_t i = 0; i < enc.size(); ++i) {
-      auto bad = enc;
-      bad[i] ^= std::byte{0x5a};
-      try {
-        EXPECT_EQ(decode_exact(*c, view(bad), data.size()).size(), data.size());
-      } catch (const CodecError&) {
-      }
-      try {
-        (void)decode_unbounded(*c, view(bad));
-      } catch (const CodecError&) {
-      }
-    }
-  }
-}
+// Flipped bytes and wrong decoded sizes for every registered codec: test_codec_registry.cpp.
 
 TEST(CodecCorruption, ChecksumMismatch) {
   const auto data = ramp(100);
@@ -83,7 +60,6 @@ TEST(CodecCorruption, ChecksumMismatch) {
 }
 
 TEST(CodecCorruption, WrongExactSize) {
-  const auto data = ramp(1000);
   auto zstd = make_bytes_codec("zstd", nlohmann::json::object(), kSpec);
   const auto zenc = encode_with(*zstd, ramp(400));
   EXPECT_CODEC_ERROR(decode_exact(*zstd, view(zenc), 1000), "expected 1000");
@@ -100,21 +76,6 @@ TEST(CodecCorruption, WrongExactSize) {
     DecodeLimits limits;
     limits.max_size = 16;
     EXPECT_CODEC_ERROR(zstd->decode(view(stream), scratch, limits), "more than the limit of 16");
-  }
-  for (const char* name : {"blosc", "numcodecs.lz4", "gzip", "numcodecs.zlib", "numcodecs.bz2",
-                           "numcodecs.lzma", "crc32c", "numcodecs.shuffle"}) {
-    SCOPED_TRACE(name);
-    auto c = make_bytes_codec(name, nlohmann::json::object(), kSpec);
-    const auto enc = encode_with(*c, data);
-    EXPECT_THROW(decode_exact(*c, view(enc), 999), CodecError);
-    EXPECT_THROW(decode_exact(*c, view(enc), 1004), CodecError);
-    std::vector<std::byte> small(996), large(1004);
-    EXPECT_THROW(c->decode_into(view(enc), {small.data(), small.size()}), CodecError);
-    EXPECT_THROW(c->decode_into(view(enc), {large.data(), large.size()}), CodecError);
-    Buffer scratch;
-    DecodeLimits limits;
-    limits.max_size = 500;
-    EXPECT_THROW(c->decode(view(enc), scratch, limits), CodecError);
   }
 }
 

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
+#include <ostream>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -13,7 +15,20 @@
 #include "lazycube/codec/codec.hpp"
 #include "lazycube/error.hpp"
 
+namespace lazycube::codec {
+// Names parameterised cases over registered_codecs() after the codec.
+inline void PrintTo(const RegisteredCodec& c, std::ostream* os) { *os << c.id; }
+}  // namespace lazycube::codec
+
 namespace lazycube::codec::testing {
+
+// A test name for a registered codec ("vlen-utf8" -> "vlen_utf8").
+inline std::string codec_case_name(const ::testing::TestParamInfo<RegisteredCodec>& info) {
+  std::string name = info.param.id;
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
 
 inline std::vector<std::byte> from_hex(std::string_view hex) {
   std::vector<std::byte> out;

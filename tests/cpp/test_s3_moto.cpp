@@ -162,7 +162,7 @@ TEST_F(S3Moto, AnonymousListingPaginates) {
     c.prefix = "era5_v3.zarr";
     c.base_url = moto_->endpoint + "/" + MotoServer::kBucket;
     c.auth_description = "anonymous";
-    c.list_page_size = page;
+    c.transfer.list_page_size = page;
     auto store = cloud::make_object_store(c);
     EXPECT_EQ(store->list(""), local->list("")) << "page size " << page;
     EXPECT_EQ(store->list("t2m"), local->list("t2m")) << "page size " << page;

@@ -1,13 +1,17 @@
 // One contract every store backend must honour, run against real servers on 127.0.0.1:
-// file, http (nginx), s3 (moto) and gcs (the XML API path through an endpoint override to moto).
+// file, http (nginx), s3 (moto) and gcs (the XML API path through an endpoint override to moto,
+// with a service account's tokens from tests/servers/gcs_token_server.py).
 // get / ranges incl. suffix and offset / missing keys / get_many / listing, and every array of
 // the shared conformance fixtures read remotely, value for value identical to the local read.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
+#include "gcs_token_fixture.hpp"
 #include "moto_fixture.hpp"
 #include "nginx_server.hpp"
 #include "test_support.hpp"
@@ -85,6 +89,14 @@ std::optional<Backend> backend(const std::string& name, std::string& skip, bool 
   const std::string scheme = name == "s3" ? "s3://" : "gs://";
   StoreOptions options{{"endpoint_url", moto->endpoint}};
   if (name == "s3") options["anon"] = "true";
+  if (name == "gcs") {  // a service account's tokens on every request (moto does not check them)
+    static std::unique_ptr<test::GcsServiceAccountKeys> keys;
+    if (!keys) {
+      if (skip = test::gcs_token_server_unavailable_reason(); !skip.empty()) return std::nullopt;
+      keys = std::make_unique<test::GcsServiceAccountKeys>(3600);
+    }
+    options["token"] = keys->key_json().string();
+  }
   return Backend{scheme + bucket + "/contract", fixtures_dir().empty() ? "" : scheme + bucket + "/fixtures", options, true};
 }
 
@@ -128,6 +140,25 @@ TEST_P(StoreContract, GetRangesSuffixOffsetAndMissingKeys) {
   EXPECT_THROW(s.get(key("blob.bin"), ByteRange::range(2000, 4)), StoreError);
 }
 
+// A read starting exactly at the object's end is empty on every backend (as the file store
+// does); one starting past the end is an error on every backend.
+TEST_P(StoreContract, ReadStartingAtTheEndIsEmpty) {
+  Store& s = *loc_.store;
+  for (const ByteRange r : {ByteRange::from(1000), ByteRange::range(1000, 4)}) {
+    SCOPED_TRACE(r.describe());
+    auto at_end = s.get(key("blob.bin"), r);
+    ASSERT_TRUE(at_end.has_value());
+    EXPECT_EQ(at_end->size(), 0u);
+    auto many = s.get_many({{key("blob.bin"), r}, {key("blob.bin"), ByteRange::range(0, 4)}});
+    ASSERT_TRUE(many[0].has_value());
+    EXPECT_EQ(many[0]->size(), 0u);
+    EXPECT_EQ(text(many[1]), blob_bytes().substr(0, 4));
+  }
+  EXPECT_THROW(s.get(key("blob.bin"), ByteRange::from(1001)), StoreError);
+  EXPECT_THROW(s.get(key("blob.bin"), ByteRange::range(1001, 4)), StoreError);
+  EXPECT_FALSE(s.get(key("missing.bin"), ByteRange::from(1000)).has_value());
+}
+
 TEST_P(StoreContract, GetManyMixesRequestKinds) {
   const std::string blob = blob_bytes();
   auto r = loc_.store->get_many({{key("blob.bin"), ByteRange::range(0, 8)},
@@ -158,6 +189,38 @@ TEST_P(StoreContract, ListsLikeTheFileStore) {
   EXPECT_EQ(keys, (std::vector<std::string>{"a/b.txt", "a/c/d.txt", "blob.bin"}));
   EXPECT_EQ(loc_.store->list_dir(loc_.path), (std::vector<std::string>{"a", "blob.bin"}));
   EXPECT_EQ(loc_.store->list_dir(key("a")), (std::vector<std::string>{"b.txt", "c"}));
+}
+
+// Listing in pages of two keys: the continuation tokens are followed to the end.
+TEST_P(StoreContract, ListsAcrossPages) {
+  if (!b_->lists) GTEST_SKIP() << "plain HTTP does not list";
+  StoreOptions paged = b_->options;
+  if (GetParam() != "file") paged["list_page_size"] = "2";
+  const Location loc = open_location(b_->contract_url, paged);
+  std::vector<std::string> keys;
+  const std::uint64_t before = loc.store->stats().requests;
+  for (const auto& k : loc.store->list(loc.path)) keys.push_back(loc.path.empty() ? k : k.substr(loc.path.size() + 1));
+  EXPECT_EQ(keys, (std::vector<std::string>{"a/b.txt", "a/c/d.txt", "blob.bin"}));
+  if (GetParam() != "file") {
+    EXPECT_GE(loc.store->stats().requests - before, 2u) << "three keys, two a page";
+  }
+  EXPECT_EQ(loc.store->list_dir(loc.path), (std::vector<std::string>{"a", "blob.bin"}));
+}
+
+// Sixteen threads reading different ranges of one object at once get their own bytes.
+TEST_P(StoreContract, ConcurrentReadsGetTheirOwnBytes) {
+  const std::string blob = blob_bytes();
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 4; ++k) {
+        const std::uint64_t off = static_cast<std::uint64_t>(t * 50 + k * 7);
+        if (text(loc_.store->get(key("blob.bin"), ByteRange::range(off, 33))) != blob.substr(off, 33)) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 class FixtureContract : public StoreContract {

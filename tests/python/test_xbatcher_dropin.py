@@ -293,8 +293,11 @@ def test_fast_batch_is_explicit(data):
     memory = lazycube.BatchGenerator(data[0]["3d"], {"y": 10, "x": 20})
     with pytest.raises(TypeError, match="in memory or dask-backed"):
         memory.batch(0)
+    # stacked batches of in-memory data: read in place by the core (test_memory_source.py);
+    # dask-backed data without a source lazycube reads cannot be
+    assert lazycube.BatchGenerator(data[0]["3d"], {"y": 10, "x": 20}, batch_size=4).reader == "lazycube"
     with pytest.raises(NotImplementedError, match="batch_size=None"):
-        lazycube.BatchGenerator(data[0]["3d"], {"y": 10, "x": 20}, batch_size=4)
+        lazycube.BatchGenerator(data[0]["3d"].chunk({"x": 30}), {"y": 10, "x": 20}, batch_size=4)
     with pytest.raises(ValueError, match="shuffle"):
         lazycube.BatchGenerator(data[0]["3d"], {"y": 10, "x": 20}, shuffle=True)
 

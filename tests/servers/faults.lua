@@ -5,10 +5,34 @@
 --                Content-Length promises all of it, then the connection closed
 --   retry_after  Retry-After seconds sent with 429 (default 0)
 --   fail_first   the first N requests of each URI+Range get 429 (deterministic retries)
+--   bearer_tokens  path of a file of "TOKEN EXPIRY_EPOCH" lines (tests/servers/gcs_token_server.py
+--                writes it): requests need "Authorization: Bearer TOKEN" with a listed token not yet
+--                expired, else 401 with a GCS-style XML error (checked after the latency)
 local chunk = loadfile(ngx.config.prefix() .. "faults.lua")
 local cfg = chunk and chunk() or {}
 
 if (cfg.latency_ms or 0) > 0 then ngx.sleep(cfg.latency_ms / 1000) end
+
+if cfg.bearer_tokens then
+  local auth = ngx.var.http_authorization or ""
+  local token = auth:match("^Bearer (%S+)$")
+  local valid = false
+  local fh = token and io.open(cfg.bearer_tokens, "r")
+  if fh then
+    for line in fh:lines() do
+      local t, expiry = line:match("^(%S+) (%S+)$")
+      if t == token and tonumber(expiry) > ngx.now() then valid = true end
+    end
+    fh:close()
+  end
+  if not valid then
+    ngx.status = 401
+    ngx.header["Content-Type"] = "application/xml"
+    ngx.print("<Error><Code>AuthenticationRequired</Code><Message>" ..
+              (token and "Invalid or expired Credentials" or "No bearer token") .. "</Message></Error>")
+    return ngx.exit(ngx.HTTP_OK)
+  end
+end
 
 local function too_many()
   ngx.status = 429

@@ -1,20 +1,46 @@
 // The order in which one epoch visits the windows of a WindowGrid, for one shard of the
 // training job: sequential, seeded random (a different order each epoch, the same for the
-// same seed and epoch), or chunk-grouped random. All of it is arithmetic: no per-window list.
+// same seed and epoch), chunk-grouped random, or any other order registered by name. All of
+// it is arithmetic: no per-window list.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lazycube/batch/window_grid.hpp"
 
 namespace lazycube::batch {
 
-enum class Shuffle { None, Random, Chunk };
+// A window order by the name it is registered under: None ("none", sequential), Random
+// ("random", a seeded permutation of every window), Chunk ("chunk", chunk-grouped random), or
+// any order a file of src/batch registers (sample_order.hpp). Compares by name.
+class Shuffle {
+ public:
+  constexpr Shuffle() = default;
+  static const Shuffle None, Random, Chunk;
+  const char* name() const { return name_; }
+  friend constexpr bool operator==(const Shuffle& a, const Shuffle& b) {
+    return std::string_view(a.name_) == std::string_view(b.name_);
+  }
 
-// "none" / "random" / "chunk" (UsageError naming the text otherwise).
+ private:
+  constexpr explicit Shuffle(const char* name) : name_(name) {}
+  friend Shuffle parse_shuffle(const std::string& text);
+  const char* name_ = "none";
+};
+inline constexpr Shuffle Shuffle::None{"none"};
+inline constexpr Shuffle Shuffle::Random{"random"};
+inline constexpr Shuffle Shuffle::Chunk{"chunk"};
+
+// A registered order's name, e.g. "none" / "random" / "chunk" (UsageError naming the text and
+// the choices otherwise).
 Shuffle parse_shuffle(const std::string& text);
 const char* shuffle_name(Shuffle shuffle);
+// Every registered order, in the order help and errors list them ("none", "random", "chunk",
+// then any other).
+std::vector<Shuffle> registered_shuffles();
 
 // A seeded bijection of [0, n) evaluated in O(1) time and memory (a Feistel network over the
 // next power of two with cycle walking). Different seeds give unrelated orders.
@@ -49,15 +75,18 @@ struct ShardSpec {
   std::uint64_t count() const { return std::uint64_t{world_size} * num_workers; }
 };
 
+class SampleOrder;
+
+// One epoch's order (a registered SampleOrder, chosen by `shuffle`), cut to this shard's block.
 class EpochOrder {
  public:
   EpochOrder() = default;
-  // `chunk_lengths` has one entry per grid dim: the chunk length (elements) of the data along
-  // it, used by Shuffle::Chunk to group windows by the chunk their start falls in (0 or 1
-  // entries of size >= the dim: one group along that dim). Chunk groups are visited in a
+  // `chunk_lengths` has one entry per grid dim (or none): the chunk length (elements) of the
+  // data along it, used by Shuffle::Chunk to group windows by the chunk their start falls in
+  // (0 or a length >= the dim: one group along that dim). Chunk groups are visited in a
   // random order and the windows of a group in a random order before the next group starts,
   // so each chunk is needed during one stretch of the epoch. The seed of epoch e is derived
-  // from (seed, e).
+  // from (seed, e). UsageError for an unknown order, a bad shard or mismatched chunk_lengths.
   EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,
              const ShardSpec& shard, const std::vector<std::uint64_t>& chunk_lengths = {});
   // Windows this shard visits in the epoch.
@@ -68,20 +97,8 @@ class EpochOrder {
   std::uint64_t begin() const { return begin_; }
 
  private:
-  struct GroupDim {  // chunk groups along one grid dim
-    std::uint64_t groups = 1;
-    std::uint64_t stride = 0, chunk = 0, count = 0;  // window stride, chunk length, windows
-    std::uint64_t first(std::uint64_t g) const;       // first window of group g
-  };
-  std::uint64_t global_window(std::uint64_t position) const;
-  WindowGrid grid_;
-  Shuffle shuffle_ = Shuffle::None;
-  std::uint64_t total_ = 0, begin_ = 0, end_ = 0;
-  std::uint64_t seed_ = 0;
-  Permutation perm_;                   // Random: over all windows; Chunk: over groups
-  std::vector<GroupDim> group_dims_;   // Chunk only
-  std::vector<std::uint64_t> group_of_rank_;  // Chunk: permuted group order
-  std::vector<std::uint64_t> offsets_;        // Chunk: first epoch position of each visited group
+  std::shared_ptr<const SampleOrder> order_;  // the whole epoch (shared: copies stay cheap)
+  std::uint64_t begin_ = 0, end_ = 0;
 };
 
 }  // namespace lazycube::batch

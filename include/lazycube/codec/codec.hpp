@@ -127,6 +127,18 @@ enum class CodecKind { ArrayToArray, ArrayToBytes, BytesToBytes };
 // Kind of a v3 codec name (also numcodecs.* names); nullopt when unknown.
 std::optional<CodecKind> v3_codec_kind(std::string_view name);
 
+// One codec of the registry, under the names metadata may use for it.
+struct RegisteredCodec {
+  std::string id;                     // numcodecs / v2 id, or the v3 name of a v3-only codec
+  std::string v2_id;                  // empty when Zarr v2 cannot name it
+  std::vector<std::string> v3_names;  // e.g. {"zstd", "numcodecs.zstd"}
+  CodecKind kind = CodecKind::BytesToBytes;  // under Zarr v3
+  std::string source_file;            // the file that registered it
+};
+// Every registered codec, in registration order. (sharding_indexed is built by the zarr layer
+// and not listed.)
+std::vector<RegisteredCodec> registered_codecs();
+
 std::shared_ptr<const BytesToBytesCodec> make_bytes_codec(std::string_view name,
                                                           const nlohmann::json& config,
                                                           const ChunkSpec& decoded);

@@ -1,0 +1,118 @@
+// shuffle "chunk": windows grouped by the chunk their start falls in; the groups in a random
+// order, the windows of a group in a random order before the next group starts, so each chunk
+// is needed during one stretch of the epoch.
+//
+// Windows spanning a chunk boundary: a group's windows may also need the next chunk, which
+// with the groups in random order is usually evicted before its own group comes, so it is
+// fetched about twice. Passing a multiple k of the chunk length groups k chunks together and
+// leaves the extra fetch only at group edges (about 1 + 1/k).
+#include <algorithm>
+
+#include "lazycube/error.hpp"
+#include "sample_order.hpp"
+
+namespace lazycube::batch {
+namespace {
+
+// Distinct sub-streams of the epoch's seed for the group order and the per-group orders.
+constexpr std::uint64_t kGroupOrderTag = 1;
+constexpr std::uint64_t kInGroupTag = 2;
+
+struct GroupDim {  // chunk groups along one grid dim
+  std::uint64_t groups = 1;
+  std::uint64_t stride = 0, chunk = 0, count = 0;  // window stride, chunk length, windows
+
+  // First window of group g.
+  std::uint64_t first(std::uint64_t g) const {
+    if (groups == 1) return g == 0 ? 0 : count;
+    if (stride >= chunk) return g;  // every window is its own group
+    // Smallest w with w * stride >= g * chunk: the first window starting in chunk g.
+    return std::min(count, (g * chunk + stride - 1) / stride);
+  }
+};
+
+class ChunkOrder final : public SampleOrder {
+ public:
+  explicit ChunkOrder(const SampleOrderContext& c);
+  std::uint64_t size() const override { return total_; }
+  std::uint64_t window(std::uint64_t position) const override;
+
+ private:
+  WindowGrid grid_;
+  std::uint64_t total_ = 0, seed_ = 0;
+  std::vector<GroupDim> group_dims_;
+  std::vector<std::uint64_t> group_of_rank_;  // permuted group order
+  std::vector<std::uint64_t> offsets_;        // first epoch position of each visited group
+};
+
+ChunkOrder::ChunkOrder(const SampleOrderContext& c)
+    : grid_(c.grid), total_(c.grid.size()), seed_(c.seed) {
+  if (c.chunk_lengths.empty() && grid_.ndim() > 0)
+    throw UsageError("shuffle 'chunk' needs chunk_lengths (one per window dim)");
+  if (total_ == 0) return;
+  std::uint64_t groups = 1;
+  for (std::size_t d = 0; d < grid_.ndim(); ++d) {
+    const DimWindows& dw = grid_.dims()[d];
+    GroupDim gd;
+    gd.stride = dw.stride;
+    gd.chunk = c.chunk_lengths[d];
+    gd.count = dw.count;
+    if (gd.chunk == 0 || gd.chunk >= dw.size) gd.groups = 1;
+    else if (gd.stride >= gd.chunk) gd.groups = gd.count;
+    else gd.groups = (gd.count - 1) * gd.stride / gd.chunk + 1;  // every chunk up to the last start
+    groups *= gd.groups;
+    group_dims_.push_back(gd);
+  }
+  const Permutation perm(groups, derive_seed(seed_, kGroupOrderTag));
+  group_of_rank_.resize(groups);
+  offsets_.resize(groups + 1);
+  offsets_[0] = 0;
+  for (std::uint64_t r = 0; r < groups; ++r) {
+    const std::uint64_t group = perm(r);
+    group_of_rank_[r] = group;
+    std::uint64_t rest = group, windows = 1;
+    for (std::size_t d = group_dims_.size(); d-- > 0;) {
+      const GroupDim& gd = group_dims_[d];
+      const std::uint64_t gi = rest % gd.groups;
+      rest /= gd.groups;
+      windows *= gd.first(gi + 1) - gd.first(gi);
+    }
+    offsets_[r + 1] = offsets_[r] + windows;
+  }
+}
+
+std::uint64_t ChunkOrder::window(std::uint64_t position) const {
+  // The visited group holding `position`, then the position's window inside that group.
+  const auto it = std::upper_bound(offsets_.begin(), offsets_.end(), position);
+  const std::size_t rank = static_cast<std::size_t>(it - offsets_.begin()) - 1;
+  const std::uint64_t group = group_of_rank_[rank];
+  const std::uint64_t in_group = offsets_[rank + 1] - offsets_[rank];
+  const Permutation within(in_group, derive_seed(derive_seed(seed_, kInGroupTag), group));
+  std::uint64_t k = within(position - offsets_[rank]);
+  // The group is a box of contiguous per-dim window ranges: unravel k inside it.
+  std::vector<std::uint64_t> per_dim(group_dims_.size());
+  std::uint64_t rest = group;
+  for (std::size_t d = group_dims_.size(); d-- > 0;) {
+    const GroupDim& gd = group_dims_[d];
+    const std::uint64_t gi = rest % gd.groups;
+    rest /= gd.groups;
+    const std::uint64_t lo = gd.first(gi), n = gd.first(gi + 1) - lo;
+    per_dim[d] = lo + k % n;
+    k /= n;
+  }
+  return grid_.ravel(per_dim);
+}
+
+std::unique_ptr<const SampleOrder> make_chunk(const SampleOrderContext& c) {
+  return std::make_unique<ChunkOrder>(c);
+}
+
+}  // namespace
+}  // namespace lazycube::batch
+
+LAZYCUBE_REGISTER_SAMPLE_ORDER(chunk) {
+  registry.add({.name = "chunk",
+                .make = lazycube::batch::make_chunk,
+                .reads = lazycube::batch::ChunkReads::ChunkGroups,
+                .listed = 2});
+}
