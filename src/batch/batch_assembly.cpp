@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "../codec/element_filter.hpp"
-#include "../zarr/chunk_copy.hpp"
+#include "lazycube/util/chunk_copy.hpp"
+#include "lazycube/util/element_cast.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/buffer.hpp"
 
@@ -18,7 +18,7 @@ void permuted_copy(const std::byte* src, const Shape& src_shape, std::byte* dst,
   if (src_axes.size() != nd) throw UsageError("permuted_copy: axis map does not match the output rank");
   const std::uint64_t total = shape_size(dst_shape);
   if (total == 0) return;
-  const auto sstr = zarr::c_strides(src_shape);
+  const auto sstr = grid::c_strides(src_shape);
   // Source stride (elements) of each destination axis; 0 for broadcast axes.
   std::vector<std::uint64_t> step(nd, 0);
   for (std::size_t j = 0; j < nd; ++j)
@@ -70,14 +70,13 @@ void cast_elements(const std::byte* src, const DataType& from, std::byte* dst, c
   }
   if (!castable(from) || !castable(to))
     throw UsageError("cannot cast " + from.name() + " to " + to.name() + " for a batch");
-  using codec::detail::with_numeric_type;
-  with_numeric_type(from, "batch cast", [&](auto from_tag) {
+  // castable() admitted both types, so each visit finds its C++ type.
+  detail::visit_numeric_type(from, [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
-    with_numeric_type(to, "batch cast", [&](auto to_tag) {
+    detail::visit_numeric_type(to, [&](auto to_tag) {
       using To = typename decltype(to_tag)::type;
       for (std::size_t i = 0; i < count; ++i)
-        codec::detail::store_element<To>(
-            dst, i, codec::detail::cast_value<To>(codec::detail::load_element<From>(src, i)));
+        detail::store_element<To>(dst, i, detail::cast_value<To>(detail::load_element<From>(src, i)));
     });
   });
 }
@@ -110,9 +109,9 @@ std::uint64_t count_nans(const std::byte* data, const DataType& t, std::size_t c
   if (t.kind != DTypeKind::Float) return 0;
   std::uint64_t n = 0;
   if (t.itemsize == 4) {
-    for (std::size_t i = 0; i < count; ++i) n += std::isnan(codec::detail::load_element<float>(data, i));
+    for (std::size_t i = 0; i < count; ++i) n += std::isnan(detail::load_element<float>(data, i));
   } else if (t.itemsize == 8) {
-    for (std::size_t i = 0; i < count; ++i) n += std::isnan(codec::detail::load_element<double>(data, i));
+    for (std::size_t i = 0; i < count; ++i) n += std::isnan(detail::load_element<double>(data, i));
   }
   return n;
 }

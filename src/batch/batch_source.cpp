@@ -12,7 +12,7 @@
 #include "lazycube/error.hpp"
 #include "lazycube/util/text.hpp"
 #include "lazycube/util/thread_pool.hpp"
-#include "../util/dim_vec.hpp"
+#include "lazycube/util/dim_vec.hpp"
 
 namespace lazycube::batch {
 

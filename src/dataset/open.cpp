@@ -1,8 +1,10 @@
-// lazycube::open: URL -> store -> Zarr hierarchy -> Dataset, or URL -> GDAL (src/netcdf).
-#include "../netcdf/gdal_open.hpp"
+// lazycube::open: URL -> store -> Zarr hierarchy -> Dataset, or URL -> GDAL (src/netcdf) ->
+// Dataset. The formats hand over named arrays and attributes; the Variables (CF decoding) are
+// made here, so the format layer never depends on this one.
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/icechunk/repository.hpp"
+#include "lazycube/netcdf/gdal_open.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 
 namespace lazycube {
@@ -28,7 +30,15 @@ void check_engine(const std::string& engine) {
 Dataset open(std::string_view url, const OpenOptions& options) {
   check_engine(options.engine);
   const bool gdal = options.engine == "gdal" || (options.engine.empty() && netcdf::looks_like_gdal_file(url));
-  if (gdal) return netcdf::open_gdal(url, options);
+  if (gdal) {
+    auto file = netcdf::open_gdal(url, options.storage_options);
+    std::vector<Variable> variables;
+    variables.reserve(file.arrays.size());
+    for (auto& entry : file.arrays)
+      variables.push_back(variable_from_array(std::move(entry.name), std::move(entry.array), options.decode_cf,
+                                              /*zarr_format=*/0, options.mask_valid_range));
+    return Dataset(std::move(variables), std::move(file.attrs));
+  }
   Location location = open_location(url, options.storage_options);
   // An Icechunk repository opens at branch main, as the Zarr v3 hierarchy of that snapshot.
   if (auto repository = icechunk::open_location_if_repository(location)) location = std::move(*repository);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../store/reference_access.hpp"
+#include "lazycube/store/reference_access.hpp"
 #include "lazycube/store/store.hpp"
 
 namespace lazycube::icechunk {

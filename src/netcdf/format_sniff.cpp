@@ -9,7 +9,8 @@
 #include <string>
 
 #include "../store/url_scheme.hpp"
-#include "gdal_open.hpp"
+#include "format_sniff.hpp"
+#include "lazycube/netcdf/gdal_open.hpp"
 
 namespace lazycube::netcdf {
 

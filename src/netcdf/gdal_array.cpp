@@ -5,7 +5,7 @@
 
 #include <gdal_priv.h>
 
-#include "../zarr/chunk_copy.hpp"
+#include "lazycube/util/chunk_copy.hpp"
 #include "gdal_guard.hpp"
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
@@ -13,9 +13,9 @@
 
 namespace lazycube::netcdf {
 
-using zarr::c_strides;
-using zarr::copy_region;
-using zarr::plan_dim;
+using grid::c_strides;
+using grid::copy_region;
+using grid::plan_dim;
 
 namespace {
 
@@ -190,16 +190,16 @@ void GdalArray::read_cached(std::span<const ArraySelection> selections, std::spa
   // The distinct read units all selections touch, and what each selection copies from them.
   struct Job {
     std::size_t sel;
-    zarr::Region region;
+    grid::Region region;
   };
   std::vector<std::vector<std::uint64_t>> units;
   std::map<std::vector<std::uint64_t>, std::size_t> unit_number;
   std::vector<std::vector<Job>> jobs;
-  zarr::DimIndex unit;
+  grid::DimIndex unit;
   for (std::size_t s = 0; s < selections.size(); ++s) {
-    const zarr::UnitPieces pieces(selections[s], info_.block);
+    const grid::UnitPieces pieces(selections[s], info_.block);
     for (std::uint64_t t = 0; t < pieces.size(); ++t) {
-      zarr::Region region;
+      grid::Region region;
       pieces.get(t, unit, region);
       auto [it, fresh] = unit_number.try_emplace(std::vector<std::uint64_t>(unit.begin(), unit.end()), units.size());
       if (fresh) {

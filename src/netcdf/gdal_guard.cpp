@@ -7,7 +7,7 @@
 #include <cpl_error.h>
 #include <gdal.h>
 
-#include "../util/hdf5_quiet.hpp"
+#include "lazycube/util/hdf5_quiet.hpp"
 #include "lazycube/util/diagnostics.hpp"
 
 namespace lazycube::netcdf {

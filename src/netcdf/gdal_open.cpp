@@ -1,5 +1,5 @@
-// open_gdal: walks the file's groups and builds one variable per GDAL multidimensional array.
-#include "gdal_open.hpp"
+// open_gdal: walks the file's groups and opens one GdalArray per GDAL multidimensional array.
+#include "lazycube/netcdf/gdal_open.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -52,9 +52,7 @@ void add_driver_metadata(const GDALMDArray& array, const std::string& driver, Gd
 struct Walker {
   std::shared_ptr<GdalSource> source;
   std::string driver;
-  bool decode_cf;
-  bool mask_valid_range;
-  std::vector<Variable> variables;
+  std::vector<GdalArrayEntry> arrays;
   std::vector<std::string> skipped;
 
   void walk(const std::shared_ptr<GDALGroup>& group, const std::string& prefix) {
@@ -88,15 +86,14 @@ struct Walker {
     info.block = read_unit_shape(info.shape, array.GetBlockSize(), info.dtype.itemsize);
     info.attrs = attributes_json(array.GetAttributes(kShowAll));
     add_driver_metadata(array, driver, info);
-    auto arr = std::make_shared<GdalArray>(source, std::move(info));
-    variables.push_back(variable_from_array(name, std::move(arr), decode_cf, /*zarr_format=*/0, mask_valid_range));
+    arrays.push_back({name, std::make_shared<GdalArray>(source, std::move(info))});
   }
 };
 
 // NetCDF classic files (CDF-1/2/5) read through netCDF-C come back zero-filled past the end of
 // a truncated file. Every variable's data lies after the header, so a file shorter than all
 // variables together is certainly truncated (a cut of a few bytes may go unnoticed).
-void check_classic_size(const GdalSource& source, const std::vector<Variable>& variables) {
+void check_classic_size(const GdalSource& source, const std::vector<GdalArrayEntry>& arrays) {
   VSILFILE* f = VSIFOpenL(source.gdal_path().c_str(), "rb");
   if (!f) return;
   char magic[4] = {};
@@ -106,8 +103,8 @@ void check_classic_size(const GdalSource& source, const std::vector<Variable>& v
   VSIFCloseL(f);
   if (!classic) return;
   std::uint64_t need = 0;
-  for (const auto& v : variables) {
-    const auto& a = *v.array();
+  for (const auto& entry : arrays) {
+    const auto& a = *entry.array;
     need += (shape_size(a.shape()) * a.dtype().itemsize + 3) / 4 * 4;  // padded to 4 bytes
   }
   if (size < need)
@@ -117,17 +114,17 @@ void check_classic_size(const GdalSource& source, const std::vector<Variable>& v
 
 }  // namespace
 
-Dataset open_gdal(std::string_view url, const OpenOptions& options) {
-  auto source = std::make_shared<GdalSource>(gdal_location(url, options.storage_options));
+GdalFile open_gdal(std::string_view url, const StoreOptions& storage_options) {
+  auto source = std::make_shared<GdalSource>(gdal_location(url, storage_options));
   // Metadata through this thread's handle (kept for this thread's reads).
   GdalHandle& handle = source->handle();
   GdalCallGuard guard;
-  Walker walker{source, source->driver_name(), options.decode_cf, options.mask_valid_range, {}, {}};
+  Walker walker{source, source->driver_name(), {}, {}};
   walker.walk(handle.root, "");
-  if (walker.driver == "netCDF") check_classic_size(*source, walker.variables);
+  if (walker.driver == "netCDF") check_classic_size(*source, walker.arrays);
   nlohmann::json attrs = attributes_json(handle.root->GetAttributes(kShowAll));
   if (!walker.skipped.empty()) attrs["lazycube:skipped_variables"] = walker.skipped;
-  return Dataset(std::move(walker.variables), std::move(attrs));
+  return GdalFile{std::move(walker.arrays), std::move(attrs)};
 }
 
 }  // namespace lazycube::netcdf

@@ -10,7 +10,7 @@
 
 #include "gdal_guard.hpp"
 #include "gdal_handle.hpp"
-#include "gdal_open.hpp"
+#include "format_sniff.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/diagnostics.hpp"
 #include "stdout_capture.hpp"

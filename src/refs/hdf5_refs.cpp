@@ -16,7 +16,7 @@
 #include "hdf5_handle.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/text.hpp"
-#include "../util/hdf5_quiet.hpp"
+#include "lazycube/util/hdf5_quiet.hpp"
 
 namespace lazycube::refs {
 

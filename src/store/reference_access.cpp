@@ -1,4 +1,4 @@
-#include "reference_access.hpp"
+#include "lazycube/store/reference_access.hpp"
 
 #include <cctype>
 #include <cerrno>

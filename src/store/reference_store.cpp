@@ -10,7 +10,7 @@
 #include "byte_range.hpp"
 #include "lazycube/error.hpp"
 #include "backend_registry.hpp"
-#include "reference_access.hpp"
+#include "lazycube/store/reference_access.hpp"
 #include "reference_spec.hpp"
 #include "url_scheme.hpp"
 

@@ -11,7 +11,7 @@
 
 namespace lazycube::refs {
 
-// Storage option naming extra prefixes the targets may lie under (see reference_access.hpp).
+// Storage option naming extra prefixes the targets may lie under (see lazycube/store/reference_access.hpp).
 inline constexpr std::string_view kAllowedPrefixesOption = "allowed_prefixes";
 
 // A reference store over the JSON text `json` read from `url` (a local path or an absolute

@@ -1,4 +1,4 @@
-#include "hdf5_quiet.hpp"
+#include "lazycube/util/hdf5_quiet.hpp"
 
 #include <hdf5.h>
 

@@ -4,10 +4,14 @@
 #include <limits>
 
 #include "array_metadata.hpp"
-#include "chunk_copy.hpp"
+#include "lazycube/util/chunk_copy.hpp"
 #include "lazycube/error.hpp"
 
 namespace lazycube::zarr {
+
+using grid::copy_block;
+using grid::copy_block_strings;
+using grid::unravel;
 
 using nlohmann::json;
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "chunk_copy.hpp"
+#include "lazycube/util/chunk_copy.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/thread_pool.hpp"
 

@@ -10,13 +10,25 @@
 #include <vector>
 
 #include "array_metadata.hpp"
-#include "chunk_copy.hpp"
+#include "lazycube/util/chunk_copy.hpp"
 #include "lazycube/array.hpp"
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/store/store.hpp"
 #include "sharding_codec.hpp"
 
 namespace lazycube::zarr {
+
+// The element-grid copies of the read paths (lazycube/util/chunk_copy.hpp, shared with the
+// GDAL backend and batch assembly).
+using grid::block_region;
+using grid::c_strides;
+using grid::convert_region;
+using grid::copy_region;
+using grid::copy_region_strings;
+using grid::DimIndex;
+using grid::for_each_row;
+using grid::Region;
+using grid::UnitPieces;
 
 class ZarrArray final : public Array {
  public:

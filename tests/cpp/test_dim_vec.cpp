@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../src/util/dim_vec.hpp"
+#include "lazycube/util/dim_vec.hpp"
 
 using lazycube::detail::DimVec;
 

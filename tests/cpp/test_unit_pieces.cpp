@@ -1,4 +1,4 @@
-// zarr::UnitPieces: the read units a selection touches and the region each contributes, shared
+// grid::UnitPieces: the read units a selection touches and the region each contributes, shared
 // by the Zarr and GDAL readers.
 #include <gtest/gtest.h>
 
@@ -7,14 +7,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "../../src/zarr/chunk_copy.hpp"
+#include "lazycube/util/chunk_copy.hpp"
 
 using lazycube::ArraySelection;
 using lazycube::IndexRange;
 using lazycube::Shape;
-using lazycube::zarr::DimIndex;
-using lazycube::zarr::Region;
-using lazycube::zarr::UnitPieces;
+using lazycube::grid::DimIndex;
+using lazycube::grid::Region;
+using lazycube::grid::UnitPieces;
 
 TEST(UnitPieces, CoverEverySelectedPositionOnceFromTheRightUnit) {
   const Shape unit_shape{4, 5};

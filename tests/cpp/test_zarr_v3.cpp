@@ -23,9 +23,9 @@ std::vector<float> select_ref(const std::vector<float>& v, const Shape& shape, c
   std::vector<float> out;
   Shape counts;
   for (auto& r : sel) counts.push_back(r.count);
-  const auto strides = zarr::c_strides(shape);
+  const auto strides = grid::c_strides(shape);
   for (std::uint64_t i = 0; i < shape_size(counts); ++i) {
-    auto k = zarr::unravel(i, counts);
+    auto k = grid::unravel(i, counts);
     std::uint64_t off = 0;
     for (std::size_t d = 0; d < k.size(); ++d) off += sel[d].at(k[d]) * strides[d];
     out.push_back(v[off]);

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../../src/zarr/array_metadata.hpp"
-#include "../../src/zarr/chunk_copy.hpp"
+#include "lazycube/util/chunk_copy.hpp"
 #include "lazycube/codec/codec.hpp"
 #include "test_support.hpp"
 
@@ -34,15 +34,15 @@ inline void write_v3_array(const fs::path& dir, const json& zarr_json, const voi
   const codec::ChunkSpec spec{meta.dtype, meta.chunk_shape};
   const std::uint64_t nchunks = shape_size(grid);
   for (std::uint64_t c = 0; c < nchunks; ++c) {
-    const auto at = zarr::unravel(c, grid);
+    const auto at = grid::unravel(c, grid);
     const std::vector<std::uint64_t> idx(at.begin(), at.end());
     if (skip && skip(idx)) continue;
-    zarr::DimIndex origin(idx.size());
+    grid::DimIndex origin(idx.size());
     for (std::size_t d = 0; d < idx.size(); ++d) origin[d] = idx[d] * meta.chunk_shape[d];
     codec::ChunkData chunk;
     chunk.bytes.resize(spec.nbytes());
     std::memset(chunk.bytes.data(), 0, chunk.bytes.size());
-    zarr::copy_block(ByteView(static_cast<const std::byte*>(values), shape_size(meta.shape) * item), meta.shape,
+    grid::copy_block(ByteView(static_cast<const std::byte*>(values), shape_size(meta.shape) * item), meta.shape,
                      chunk.bytes.span(), meta.chunk_shape, origin, item, true);
     Buffer enc = meta.codecs.encode(chunk, spec);
     write_file(dir / meta.key_encoding.key(idx), enc.data(), enc.size());

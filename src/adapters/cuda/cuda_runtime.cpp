@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "../channel_plan.hpp"
+#include "channel_plan.hpp"
 #include "kernel_launch.hpp"
 #include "lazycube/adapters/cuda.hpp"
 #include "lazycube/error.hpp"

@@ -6,7 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../channel_params.hpp"
+#include "channel_params.hpp"
 
 namespace lazycube::cuda::detail {
 

@@ -1,5 +1,6 @@
 // Copying rectangular (optionally strided) regions between C-order element grids: decoded
-// chunk → selection buffer, inner chunk ↔ shard.
+// chunk → selection buffer, inner chunk ↔ shard. Shared by the Zarr reads, the GDAL backend and
+// batch assembly, so it lives in the core layer.
 #pragma once
 
 #include <algorithm>
@@ -12,9 +13,9 @@
 #include "lazycube/error.hpp"
 #include "lazycube/ndarray.hpp"
 #include "lazycube/util/buffer.hpp"
-#include "../util/dim_vec.hpp"
+#include "lazycube/util/dim_vec.hpp"
 
-namespace lazycube::zarr {
+namespace lazycube::grid {
 
 // Per-dimension values of the copy paths, inline (no allocation) for up to 8 dims.
 using DimIndex = detail::DimVec<std::uint64_t>;
@@ -238,4 +239,4 @@ inline void copy_block_strings(const std::vector<std::string>& src, const Shape&
   copy_region_strings(src, src_shape, dst, dst_shape, r);
 }
 
-}  // namespace lazycube::zarr
+}  // namespace lazycube::grid
