@@ -7,8 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-import lazycube
-
+lazycube = pytest.importorskip("lazycube")
 xr = pytest.importorskip("xarray")
 
 DIMS = {"y": 4, "x": 5}
