@@ -46,20 +46,7 @@ UMBRELLA = "lazycube"
 
 # Known violations waiting for a change that removes them: (file, include) -> why. The check
 # fails when one of these no longer occurs, so the list cannot go stale.
-KNOWN = {
-    ("src/netcdf/gdal_location.cpp", "../store/credentials.hpp"):
-        "the URL -> GDAL /vsi…/ mapping moves into the store backend registry (issue 17)",
-    ("src/netcdf/gdal_location.cpp", "../store/storage_options.hpp"):
-        "the URL -> GDAL /vsi…/ mapping moves into the store backend registry (issue 17)",
-    ("src/netcdf/gdal_location.cpp", "../store/url_scheme.hpp"):
-        "the URL -> GDAL /vsi…/ mapping moves into the store backend registry (issue 17)",
-    ("src/netcdf/gdal_location.cpp", "../store/azure_store.hpp"):
-        "the URL -> GDAL /vsi…/ mapping moves into the store backend registry (issue 17)",
-    ("src/netcdf/gdal_location.cpp", "../store/backend_registry.hpp"):
-        "the URL -> GDAL /vsi…/ mapping moves into the store backend registry (issue 17)",
-    ("src/netcdf/format_sniff.cpp", "../store/url_scheme.hpp"):
-        "URL scheme parsing becomes the store backend registry's public interface (issue 17)",
-}
+KNOWN: dict = {}
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 SOURCE_EXTS = (".cpp", ".hpp", ".h", ".cu", ".cuh")

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <string>
 
-#include "../store/url_scheme.hpp"
 #include "format_sniff.hpp"
 #include "lazycube/netcdf/gdal_open.hpp"
+#include "lazycube/store/vsi_location.hpp"
 
 namespace lazycube::netcdf {
 
@@ -40,9 +40,9 @@ bool has_suffix(std::string_view url, const char* const (&suffixes)[N]) {
 enum class Signature { None, NetcdfHdf5, Grib };
 
 Signature signature_of(std::string_view url) {
-  const ParsedUrl parsed = parse_url_scheme(url);
-  if (!parsed.is_local()) return Signature::None;
-  const std::string& path = parsed.rest;
+  const std::optional<std::string> local = local_path_of(url);
+  if (!local) return Signature::None;
+  const std::string& path = *local;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return Signature::None;
   std::array<char, 8> head{};

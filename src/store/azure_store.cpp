@@ -10,6 +10,7 @@
 #include "backend_registry.hpp"
 #include "lazycube/error.hpp"
 #include "object_store.hpp"
+#include "vsi_mapping.hpp"
 
 namespace lazycube::cloud {
 
@@ -76,7 +77,7 @@ AzureSettings resolve_azure_settings(const ParsedUrl& url, const StorageOptions&
     s.endpoint = "https://" + blob_host;
   }
 
-  std::string conn_text = o.given.count("connection_string") ? o.connection_string : env("AZURE_STORAGE_CONNECTION_STRING");
+  std::string conn_text = o.given.count("connection_string") ? o.own_option("connection_string") : env("AZURE_STORAGE_CONNECTION_STRING");
   const std::string conn_source = o.given.count("connection_string") ? "the connection_string option"
                                                                       : "AZURE_STORAGE_CONNECTION_STRING";
   const auto conn = azure::parse_connection_string(conn_text);
@@ -85,7 +86,7 @@ AzureSettings resolve_azure_settings(const ParsedUrl& url, const StorageOptions&
     return it == conn.end() ? std::string() : it->second;
   };
 
-  if (s.account.empty()) s.account = o.account_name;
+  if (s.account.empty()) s.account = o.own_option("account_name");
   if (s.account.empty()) s.account = field("AccountName");
   if (s.account.empty()) s.account = env("AZURE_STORAGE_ACCOUNT_NAME");
   if (s.endpoint.empty() && !field("BlobEndpoint").empty()) {
@@ -117,7 +118,7 @@ AzureSettings resolve_azure_settings(const ParsedUrl& url, const StorageOptions&
     s.source = source;
   };
   use("", url_sas, "the URL");
-  use(o.account_key, o.sas_token, "options");
+  use(o.own_option("account_key"), o.own_option("sas_token"), "options");
   use(field("AccountKey"), field("SharedAccessSignature"), conn_source);
   use(env("AZURE_STORAGE_ACCOUNT_KEY"), env("AZURE_STORAGE_SAS_TOKEN"), "the environment");
   if (s.auth == AzureSettings::Auth::SharedKey && s.account.empty())
@@ -130,7 +131,7 @@ AzureSettings resolve_azure_settings(const ParsedUrl& url, const StorageOptions&
 }
 
 std::shared_ptr<Store> make_azure_store(const ParsedUrl& url, const StoreOptions& options) {
-  const StorageOptions o = parse_storage_options(options, UrlKind::Az);
+  const StorageOptions o = parse_storage_options(options, *url.backend);
   const AzureSettings s = resolve_azure_settings(url, o);
   ObjectStoreConfig c;
   c.scheme = "az";
@@ -151,7 +152,7 @@ std::shared_ptr<Store> make_azure_store(const ParsedUrl& url, const StoreOptions
     const auto sig = s.sas_token.find("sig=");
     if (sig != std::string::npos) c.secrets.push_back(s.sas_token.substr(sig + 4, s.sas_token.find('&', sig) - sig - 4));
   }
-  if (!o.connection_string.empty()) c.secrets.push_back(o.connection_string);
+  if (o.given.count("connection_string")) c.secrets.push_back(o.own_option("connection_string"));
   c.auth_description = s.describe();
   return make_object_store(std::move(c));
 }
@@ -160,15 +161,51 @@ namespace {
 
 Location open_az(const ParsedUrl& url, const StoreOptions& options) { return {make_azure_store(url, options), ""}; }
 
+// GDAL's /vsiaz/ with the same account, endpoint (a connection string's BlobEndpoint: Azurite)
+// and credentials as our store.
+VsiLocation vsi_az(const ParsedUrl& url, const StorageOptions& o) {
+  const AzureSettings s = resolve_azure_settings(url, o);
+  const std::string text = url.canonical();
+  if (s.container.empty() || s.prefix.empty())
+    throw StoreError("no container or blob name in '" + text + "' (a file inside a container is needed)");
+  if (s.account.empty())
+    throw StoreError("the gdal engine needs the Azure account name for '" + text +
+                     "' (account_name, AccountName in the connection string, or AZURE_STORAGE_ACCOUNT_NAME)");
+  VsiLocation loc;
+  loc.path = "/vsiaz/" + s.container + "/" + s.prefix;
+  loc.options_path = "/vsiaz/" + s.container;  // GDAL 3.6 looks /vsiaz/ options up by container
+  loc.options.emplace_back("AZURE_STORAGE_ACCOUNT", s.account);
+  if (s.endpoint_from_connection_string) {
+    const auto [host, https] = vsi_endpoint(s.endpoint);
+    loc.options.emplace_back("CPL_AZURE_ENDPOINT", host);
+    loc.options.emplace_back("CPL_AZURE_USE_HTTPS", https ? "YES" : "NO");
+  }
+  switch (s.auth) {
+    case AzureSettings::Auth::SharedKey: loc.options.emplace_back("AZURE_STORAGE_ACCESS_KEY", s.account_key); break;
+    case AzureSettings::Auth::Sas: loc.options.emplace_back("AZURE_STORAGE_SAS_TOKEN", s.sas_token); break;
+    case AzureSettings::Auth::Anonymous: loc.options.emplace_back("AZURE_NO_SIGN_REQUEST", "YES"); break;
+  }
+  return loc;
+}
+
 }  // namespace
 
 }  // namespace lazycube::cloud
 
-namespace lazycube {
-
-void register_az_backend(BackendRegistry& r) {
-  r.add({UrlKind::Az, {"az", "abfs", "abfss"}, {"*.blob.core.windows.net", "*.dfs.core.windows.net"}, &cloud::open_az,
-         "az:// (abfs://, abfss://, https://ACCOUNT.blob.core.windows.net)"});
+LAZYCUBE_REGISTER_BACKEND(az) {
+  using namespace lazycube;
+  registry.add({.role = BackendRole::ObjectStore,
+                .schemes = {"az", "abfs", "abfss"},
+                .https_hosts = {"*.blob.core.windows.net", "*.dfs.core.windows.net"},
+                .shared_options = {"list_page_size", "anon"},
+                .own_options = {{"account_name", "string", "Azure storage account (default: AZURE_STORAGE_ACCOUNT_NAME)"},
+                                {"account_key", "string", "Azure SharedKey, base64 (default: AZURE_STORAGE_ACCOUNT_KEY)"},
+                                {"sas_token", "string", "Azure shared access signature (default: AZURE_STORAGE_SAS_TOKEN)"},
+                                {"connection_string", "string",
+                                 "Azure AccountName/AccountKey/SharedAccessSignature/BlobEndpoint (default: "
+                                 "AZURE_STORAGE_CONNECTION_STRING)"}},
+                .open = &cloud::open_az,
+                .vsi = &cloud::vsi_az,
+                .describe = "az:// (abfs://, abfss://, https://ACCOUNT.blob.core.windows.net)",
+                .listing_order = 50});
 }
-
-}  // namespace lazycube

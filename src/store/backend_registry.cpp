@@ -1,34 +1,36 @@
 #include "backend_registry.hpp"
 
+#include <algorithm>
+
 #include "lazycube/error.hpp"
 
 namespace lazycube {
 
-void BackendRegistry::add(Backend backend) { backends_.push_back(std::move(backend)); }
+void BackendRegistry::add(Backend backend) {
+  if (backend.schemes.empty()) throw StoreError("a store backend registered without a URL scheme");
+  for (const auto& b : backends_) {
+    for (const auto& s : backend.schemes)
+      if (std::find(b.schemes.begin(), b.schemes.end(), s) != b.schemes.end())
+        throw StoreError("URL scheme '" + s + "' registered by two store backends");
+    for (const auto& h : backend.https_hosts)
+      if (std::find(b.https_hosts.begin(), b.https_hosts.end(), h) != b.https_hosts.end())
+        throw StoreError("https host '" + h + "' registered by two store backends");
+  }
+  const auto at = std::upper_bound(backends_.begin(), backends_.end(), backend.listing_order,
+                                   [](int order, const Backend& b) { return order < b.listing_order; });
+  backends_.insert(at, std::move(backend));
+}
 
 const BackendRegistry& backend_registry() {
-  // The one list of backends (see the header for why it is explicit).
   static const BackendRegistry registry = [] {
     BackendRegistry r;
-    register_file_backend(r);
-    register_http_backend(r);
-    register_s3_backend(r);
-    register_gs_backend(r);
-    register_az_backend(r);
-    register_reference_backend(r);
+    register_all_backends(r);
     return r;
   }();
   return registry;
 }
 
-const Backend* find_backend(UrlKind kind) {
-  if (kind == UrlKind::Local) kind = UrlKind::File;
-  for (const auto& b : backend_registry().backends())
-    if (b.kind == kind) return &b;
-  // http and https are one backend, registered under Http.
-  if (kind == UrlKind::Https) return find_backend(UrlKind::Http);
-  return nullptr;
-}
+const Backend* find_backend(std::string_view name) { return backend_for_scheme(name); }
 
 const Backend* backend_for_scheme(std::string_view scheme) {
   for (const auto& b : backend_registry().backends())
@@ -51,11 +53,10 @@ const Backend* backend_for_https_host(std::string_view host) {
 }
 
 Location open_registered(const ParsedUrl& url, const StoreOptions& options) {
-  const Backend* b = find_backend(url.kind);
-  if (!b || !b->open)
+  if (!url.backend || !url.backend->open)
     throw StoreError("unsupported URL scheme '" + url.scheme + "' in '" + url.canonical() + "' (this build reads " +
                      registered_schemes_text() + ")");
-  return b->open(url, options);
+  return url.backend->open(url, options);
 }
 
 std::string registered_schemes_text() {

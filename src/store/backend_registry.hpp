@@ -1,15 +1,15 @@
 // The registry of store backends: which URL schemes (and which https:// hosts) each backend
-// reads, and the factory that opens a URL as a store. Every caller that turns a URL into a store
-// or needs to know a URL's kind goes through here (parse_url_scheme, open_location, kerchunk
-// reference targets, the GDAL mapping); messages listing what this build reads are generated
-// from it.
+// reads, what kind of store it is, which storage options it takes, how it opens a URL as a store
+// and how GDAL's virtual file systems reach the same URL. Every caller that turns a URL into a
+// store or needs to know a URL's kind goes through here (parse_url_scheme, open_location, kerchunk
+// reference targets, the GDAL mapping, format sniffing); messages listing what this build reads
+// and the storage-option checks are generated from it.
 //
-// Adding a backend: one file defining `void register_X_backend(BackendRegistry&)` (schemes,
-// https hosts, factory), one line in backend_registry.cpp calling it, its UrlKind, its
-// storage-option column (storage_options.cpp), its GDAL mapping and its test fixture. Backends
-// are registered by an explicit list in backend_registry.cpp, not by static initialisers: the
-// linker drops unreferenced object files of a static library, and self-registering globals with
-// them.
+// Adding a backend is one file: a line `LAZYCUBE_REGISTER_BACKEND(name) { registry.add({...}); }`
+// at the start of a line in src/store/NAME.cpp (the build collects these lines into one
+// generated function, cmake/Registrations.cmake; generated calls rather than static registrar
+// objects keep the file linked in from a static archive), its signer (http::Signer) and its
+// test fixture in the contract suite (tests/cpp/test_store_contract.cpp).
 #pragma once
 
 #include <string>
@@ -17,36 +17,62 @@
 #include <vector>
 
 #include "lazycube/store/store.hpp"
+#include "lazycube/store/vsi_location.hpp"
+#include "storage_options.hpp"
 #include "url_scheme.hpp"
 
 namespace lazycube {
 
+// What a backend's URLs are (ParsedUrl::is_local, is_http, is_object_store, is_reference).
+enum class BackendRole {
+  Local,        // a plain path or file://: no storage options
+  Http,         // plain HTTP(S) objects: no listing, no credentials
+  ObjectStore,  // buckets/containers of an object service with listing and credentials
+  References,   // a kerchunk reference set: opened by open_location itself
+};
+
 struct Backend {
-  UrlKind kind = UrlKind::Unsupported;
+  BackendRole role = BackendRole::ObjectStore;
   std::vector<std::string> schemes;  // lower case; the first is the canonical name ("gs" for gcs://)
   // https:// hosts this backend reads instead of plain HTTP: "storage.example.com" exactly, or
   // "*.example.com" for any host ending in ".example.com".
   std::vector<std::string> https_hosts;
-  // Opens `url` as a store (storage options already stripped of reference-only ones). nullptr
-  // for kinds open_location handles itself (local paths, reference sets).
+  // Storage options (storage_options.hpp): every Http/ObjectStore backend takes the transfer
+  // options; besides them the shared options named here, and its own (parsed into
+  // StorageOptions::own, read by the backend's own code).
+  std::vector<std::string_view> shared_options;
+  std::vector<StorageOptionSpec> own_options;
+  // Opens `url` as a store (storage options already stripped of reference-only ones).
   Location (*open)(const ParsedUrl& url, const StoreOptions& options) = nullptr;
+  // GDAL's path (/vsis3/...) and configuration options for `url` (the gdal engine: NetCDF,
+  // HDF5, GRIB); nullptr when GDAL cannot read this backend's URLs. `options` are already
+  // parsed for this backend; the transfer options are added by the caller.
+  VsiLocation (*vsi)(const ParsedUrl& url, const StorageOptions& options) = nullptr;
   std::string_view describe;  // for "this build reads ..." messages, e.g. "az:// (abfs://, abfss://)"
+  int listing_order = 100;    // position in those messages (smaller first)
+
+  const std::string& name() const { return schemes.front(); }
+  bool takes_storage_options() const { return role == BackendRole::Http || role == BackendRole::ObjectStore; }
 };
 
 class BackendRegistry {
  public:
+  // StoreError when a scheme or https host is already claimed (a build error, caught by tests).
   void add(Backend backend);
-  const std::vector<Backend>& backends() const { return backends_; }
+  const std::vector<Backend>& backends() const { return backends_; }  // in listing order
 
  private:
   std::vector<Backend> backends_;
 };
 
-// The registry, filled once (thread-safe) by the explicit list in backend_registry.cpp.
+// The registry, filled once (thread-safe) by the generated register_all_backends.
 const BackendRegistry& backend_registry();
 
-// The backend registered for `kind`; nullptr when none (Local is served by the "file" backend).
-const Backend* find_backend(UrlKind kind);
+// Generated by the build from the LAZYCUBE_REGISTER_BACKEND lines of src/store/*.cpp.
+void register_all_backends(BackendRegistry& registry);
+
+// The backend named `name` (its canonical scheme: "file", "http", "s3", ...); nullptr when none.
+const Backend* find_backend(std::string_view name);
 
 // The backend registered for scheme `scheme` (lower case); nullptr when none.
 const Backend* backend_for_scheme(std::string_view scheme);
@@ -54,18 +80,15 @@ const Backend* backend_for_scheme(std::string_view scheme);
 // The backend claiming https:// host `host` (lower case, no port); nullptr when none.
 const Backend* backend_for_https_host(std::string_view host);
 
-// Opens a remote URL through its backend; StoreError naming the scheme when none reads it.
+// Opens a URL through its backend; StoreError naming the scheme when none reads it.
 Location open_registered(const ParsedUrl& url, const StoreOptions& options);
 
 // For messages: "local paths, file://, http(s)://, s3://, gs:// (gcs://), az:// (abfs://, abfss://)".
 std::string registered_schemes_text();
 
-// The registration functions, one per backend file (called by backend_registry.cpp only).
-void register_file_backend(BackendRegistry& r);       // open_location.cpp
-void register_http_backend(BackendRegistry& r);       // http_store.cpp
-void register_s3_backend(BackendRegistry& r);         // s3_store.cpp
-void register_gs_backend(BackendRegistry& r);         // gcs_store.cpp
-void register_az_backend(BackendRegistry& r);         // azure_store.cpp
-void register_reference_backend(BackendRegistry& r);  // open_location.cpp
-
 }  // namespace lazycube
+
+// Defines this file's registration function; its body adds backends to `registry`. Write it at
+// the start of a line, outside any namespace: the build's scan looks for exactly that.
+#define LAZYCUBE_REGISTER_BACKEND(ident) \
+  void lazycube_register_backend_##ident(::lazycube::BackendRegistry& registry)

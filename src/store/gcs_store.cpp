@@ -4,12 +4,13 @@
 #include "backend_registry.hpp"
 #include "credentials.hpp"
 #include "object_store.hpp"
+#include "vsi_mapping.hpp"
 
 namespace lazycube::cloud {
 
 std::shared_ptr<Store> make_gcs_store(const std::string& bucket, const std::string& prefix,
                                       const StoreOptions& options) {
-  const StorageOptions o = parse_storage_options(options, UrlKind::Gs);
+  const StorageOptions o = parse_storage_options(options, "gs");
   const GcsAuth auth = resolve_gcs_auth(o);
   ObjectStoreConfig c;
   c.scheme = "gs";
@@ -35,16 +36,50 @@ std::shared_ptr<Store> make_gcs_store(const std::string& bucket, const std::stri
   return make_object_store(std::move(c));
 }
 
-}  // namespace lazycube::cloud
+namespace {
 
-namespace lazycube {
-
-void register_gs_backend(BackendRegistry& r) {
-  r.add({UrlKind::Gs, {"gs", "gcs"}, {}, [](const ParsedUrl& url, const StoreOptions& options) {
-           const auto [bucket, prefix] = cloud::bucket_and_prefix(url);
-           return Location{cloud::make_gcs_store(bucket, prefix, options), ""};
-         },
-         "gs:// (gcs://)"});
+// GDAL's /vsigs/ as our gs:// store (resolve_gcs_auth): anonymous, HMAC keys, or an OAuth2
+// bearer token.
+VsiLocation vsi_gs(const ParsedUrl& url, const StorageOptions& o) {
+  VsiLocation loc;
+  loc.path = "/vsigs/" + vsi_bucket_and_key(url);
+  const GcsAuth auth = resolve_gcs_auth(o);
+  auto& out = loc.options;
+  if (!o.endpoint_url.empty()) out.emplace_back("CPL_GS_ENDPOINT", o.endpoint_url + "/");
+  if (auth.kind == GcsAuth::Kind::Hmac) {
+    out.emplace_back("GS_NO_SIGN_REQUEST", "NO");
+    out.emplace_back("GS_ACCESS_KEY_ID", auth.key);
+    out.emplace_back("GS_SECRET_ACCESS_KEY", auth.secret);
+  } else {
+    out.emplace_back("GS_NO_SIGN_REQUEST", "YES");
+    // GDAL would try to sign with its own credential chain: send the bearer token instead.
+    if (auth.kind == GcsAuth::Kind::Bearer) out.emplace_back("GDAL_HTTP_HEADERS", "Authorization: Bearer " + auth.token);
+    // GDAL's own service-account flow ignores the key's token_uri: it gets a token from ours,
+    // valid for the token's lifetime (an hour at Google) from the open.
+    if (auth.kind == GcsAuth::Kind::ServiceAccount)
+      out.emplace_back("GDAL_HTTP_HEADERS",
+                       "Authorization: Bearer " + GcsTokenSource(auth.service_account, kGcsReadOnlyScope, o.transfer).token());
+  }
+  return loc;
 }
 
-}  // namespace lazycube
+Location open_gs(const ParsedUrl& url, const StoreOptions& options) {
+  const auto [bucket, prefix] = bucket_and_prefix(url);
+  return {make_gcs_store(bucket, prefix, options), ""};
+}
+
+}  // namespace
+
+}  // namespace lazycube::cloud
+
+LAZYCUBE_REGISTER_BACKEND(gs) {
+  using namespace lazycube;
+  registry.add({.role = BackendRole::ObjectStore,
+                .schemes = {"gs", "gcs"},
+                .shared_options = {"list_page_size", "anon", "key", "secret", "token", "endpoint_url", "region_name",
+                                   "requester_pays"},
+                .open = &cloud::open_gs,
+                .vsi = &cloud::vsi_gs,
+                .describe = "gs:// (gcs://)",
+                .listing_order = 40});
+}

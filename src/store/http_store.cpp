@@ -121,21 +121,21 @@ class HttpStore final : public Store {
 }  // namespace
 
 std::shared_ptr<Store> make_http_store(const std::string& url, const StoreOptions& options) {
-  const ParsedUrl parsed = parse_url_scheme(url);
-  return std::make_shared<HttpStore>(url, parse_storage_options(options, parsed.is_http() ? parsed.kind : UrlKind::Http).transfer);
+  return std::make_shared<HttpStore>(url, parse_storage_options(options, "http").transfer);
 }
 
 }  // namespace lazycube
 
-namespace lazycube {
-
-void register_http_backend(BackendRegistry& r) {
-  r.add({UrlKind::Http, {"http", "https"}, {}, [](const ParsedUrl& url, const StoreOptions& options) {
-           std::string root = url.canonical();
-           while (root.size() > 8 && root.back() == '/') root.pop_back();
-           return Location{make_http_store(root, options), ""};
-         },
-         "http(s)://"});
+LAZYCUBE_REGISTER_BACKEND(http) {
+  using namespace lazycube;
+  registry.add({.role = BackendRole::Http,
+                .schemes = {"http", "https"},
+                .open = [](const ParsedUrl& url, const StoreOptions& options) {
+                  std::string root = url.canonical();
+                  while (root.size() > 8 && root.back() == '/') root.pop_back();
+                  return Location{make_http_store(root, options), ""};
+                },
+                .vsi = [](const ParsedUrl& url, const StorageOptions&) { return VsiLocation{.path = "/vsicurl/" + url.canonical()}; },
+                .describe = "http(s)://",
+                .listing_order = 20});
 }
-
-}  // namespace lazycube

@@ -8,6 +8,7 @@
 
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
+#include "lazycube/store/vsi_location.hpp"
 #include "backend_registry.hpp"
 #include "reference_spec.hpp"
 #include "reference_store.hpp"
@@ -16,13 +17,6 @@
 namespace lazycube {
 
 namespace {
-
-// The local path of a plain path or file:// URL; nullopt for remote URLs.
-std::optional<std::string> local_path_of(std::string_view url) {
-  ParsedUrl parsed = parse_url_scheme(url);
-  if (parsed.is_local()) return std::move(parsed.rest);
-  return std::nullopt;
-}
 
 bool is_regular_file(const std::string& path) {
   struct stat st {};
@@ -84,7 +78,7 @@ Location open_reference_url(const std::string& target, const StoreOptions& optio
 Location open_location(std::string_view url, const StoreOptions& options) {
   std::string path(url);
   const ParsedUrl parsed = parse_url_scheme(url);
-  if (parsed.kind == UrlKind::Reference) return open_reference_url(parsed.rest, options);
+  if (parsed.is_reference()) return open_reference_url(parsed.rest, options);
   // A .json file or object holding a kerchunk reference set opens as a reference store.
   if (path.size() > 5 && path.ends_with(".json")) {
     if (auto local = local_path_of(path); local && is_regular_file(*local)) {
@@ -122,12 +116,19 @@ Location open_local(const ParsedUrl& parsed, const StoreOptions&) {
 
 }  // namespace
 
-void register_file_backend(BackendRegistry& r) { r.add({UrlKind::File, {"file"}, {}, &open_local, "local paths, file://"}); }
+}  // namespace lazycube
 
-void register_reference_backend(BackendRegistry& r) {
-  r.add({UrlKind::Reference, {"reference"}, {},
-         [](const ParsedUrl& url, const StoreOptions& options) { return open_reference_url(url.rest, options); },
-         "reference://"});
+LAZYCUBE_REGISTER_BACKEND(file) {
+  using namespace lazycube;
+  registry.add({.role = BackendRole::Local, .schemes = {"file"}, .open = &open_local, .describe = "local paths, file://",
+                .listing_order = 10});
 }
 
-}  // namespace lazycube
+LAZYCUBE_REGISTER_BACKEND(reference) {
+  using namespace lazycube;
+  registry.add({.role = BackendRole::References,
+                .schemes = {"reference"},
+                .open = [](const ParsedUrl& url, const StoreOptions& options) { return open_reference_url(url.rest, options); },
+                .describe = "reference://",
+                .listing_order = 90});
+}

@@ -104,7 +104,7 @@ TargetUrl TargetUrl::parent() const {
 TargetUrl parse_absolute(std::string_view url, const std::string& what) {
   check_no_nul(url, what);
   const ParsedUrl parsed = parse_url_scheme(url);
-  if (parsed.kind == UrlKind::Local) {
+  if (parsed.is_plain_path()) {
     if (url.empty() || url.front() != '/') refuse(what, "'" + std::string(url) + "' is not an absolute path or URL");
     return {"file", "", normalise(url, what)};
   }
@@ -134,7 +134,7 @@ TargetUrl parse_absolute(std::string_view url, const std::string& what) {
 
 TargetUrl resolve_target(std::string_view target, const TargetUrl& base_dir, const std::string& what) {
   check_no_nul(target, what);
-  if (parse_url_scheme(target).kind != UrlKind::Local || (!target.empty() && target.front() == '/'))
+  if (!parse_url_scheme(target).is_plain_path() || (!target.empty() && target.front() == '/'))
     return parse_absolute(target, what);
   if (target.empty()) refuse(what, "empty target");
   TargetUrl t = base_dir;
@@ -163,7 +163,7 @@ AccessPolicy::AccessPolicy(const TargetUrl& reference_dir, std::string_view allo
       continue;
     }
     const std::string what = "allowed_prefixes entry '" + std::string(item) + "'";
-    if (parse_url_scheme(item).kind == UrlKind::Local && item.front() != '/')
+    if (parse_url_scheme(item).is_plain_path() && item.front() != '/')
       prefixes_.push_back(parse_absolute(std::filesystem::absolute(std::string(item)).string(), what));
     else
       prefixes_.push_back(parse_absolute(item, what));

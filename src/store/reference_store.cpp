@@ -45,7 +45,7 @@ class ReferenceStore final : public Store {
     for (const auto& t : set_.targets) {
       const ParsedUrl parsed = parse_url_scheme(t);
       remote_ = remote_ || parsed.is_remote() ||
-                (!base_dir_.is_local() && parsed.kind == UrlKind::Local && (t.empty() || t.front() != '/'));
+                (!base_dir_.is_local() && parsed.is_plain_path() && (t.empty() || t.front() != '/'));
     }
   }
 
@@ -234,7 +234,7 @@ StoreOptions without_reference_options(const StoreOptions& options) {
 std::shared_ptr<Store> make_reference_store_from_json(std::string_view json, const std::string& url,
                                                       const StoreOptions& options) {
   const std::string what = "file '" + url + "'";
-  TargetUrl location = parse_url_scheme(url).kind == UrlKind::Local && (url.empty() || url.front() != '/')
+  TargetUrl location = parse_url_scheme(url).is_plain_path() && (url.empty() || url.front() != '/')
                            ? parse_absolute(std::filesystem::absolute(url).string(), what)
                            : parse_absolute(url, what);
   std::string allowed;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <vector>
 
+#include "backend_registry.hpp"
 #include "lazycube/error.hpp"
 #include "reference_store.hpp"
 
@@ -20,9 +22,6 @@ std::optional<bool> parse_bool(std::string_view text) {
   if (t == "false" || t == "0" || t == "no" || t == "off") return false;
   return std::nullopt;
 }
-
-constexpr unsigned kNetwork = kHttpBackend | kS3Backend | kGsBackend | kAzBackend;
-constexpr unsigned kCloud = kS3Backend | kGsBackend;
 
 // One option being parsed: its name, text and the scheme it is for (messages).
 struct Arg {
@@ -64,114 +63,161 @@ struct Entry {
 
 constexpr long long kMaxBytes = 1LL << 40;
 
-// The table: name, backends, value type, doc line, and how the value lands in StorageOptions.
-const Entry kOptions[] = {
-    {{"max_concurrency", kNetwork, "integer", "transfers in flight for one read (default 64)"},
+// The tables: name, value type, doc line, and how the value lands in StorageOptions.
+// Every network backend: transfer tuning (and the reference sets' allowed_prefixes).
+const Entry kCommon[] = {
+    {{"max_concurrency", "integer", "transfers in flight for one read (default 64)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.max_in_flight = a.integer(1, 4096); }},
-    {{"timeout", kNetwork, "seconds", "whole-transfer limit per attempt (default 0 = none)"},
+    {{"timeout", "seconds", "whole-transfer limit per attempt (default 0 = none)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.timeout_s = a.seconds(); }},
-    {{"connect_timeout", kNetwork, "seconds", "connection set-up limit per attempt (default 10)"},
+    {{"connect_timeout", "seconds", "connection set-up limit per attempt (default 10)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.connect_timeout_s = a.seconds(); }},
-    {{"low_speed_time", kNetwork, "seconds", "abort an attempt slower than 1 byte/s for this long (default 30)"},
+    {{"low_speed_time", "seconds", "abort an attempt slower than 1 byte/s for this long (default 30)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.low_speed_time_s = a.seconds(); }},
-    {{"retries", kNetwork, "integer", "retries of a failed attempt (default 5)"},
+    {{"retries", "integer", "retries of a failed attempt (default 5)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.max_attempts = static_cast<int>(a.integer(0, 1000000)) + 1; }},
-    {{"deadline", kNetwork, "seconds", "limit per request across all its attempts (default 300)"},
+    {{"deadline", "seconds", "limit per request across all its attempts (default 300)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.deadline_s = a.seconds(); }},
-    {{"backoff", kNetwork, "seconds", "first retry backoff, doubling, full jitter (default 0.05)"},
+    {{"backoff", "seconds", "first retry backoff, doubling, full jitter (default 0.05)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.initial_backoff_s = a.seconds(); }},
-    {{"max_backoff", kNetwork, "seconds", "cap of the retry backoff (default 5)"},
+    {{"max_backoff", "seconds", "cap of the retry backoff (default 5)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.max_backoff_s = a.seconds(); }},
-    {{"ca_file", kNetwork, "path", "PEM bundle to verify HTTPS servers with (default: the system's)"},
+    {{"ca_file", "path", "PEM bundle to verify HTTPS servers with (default: the system's)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.ca_file = a.value; }},
-    {{"coalesce_gap", kNetwork, "bytes", "ranges of one object this close are merged into one request (default 65536)"},
+    {{"coalesce_gap", "bytes", "ranges of one object this close are merged into one request (default 65536)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.coalesce_gap = static_cast<std::uint64_t>(a.integer(0, kMaxBytes)); }},
-    {{"coalesce_max", kNetwork, "bytes", "largest merged request (default 16777216)"},
+    {{"coalesce_max", "bytes", "largest merged request (default 16777216)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.coalesce_max = static_cast<std::uint64_t>(a.integer(0, kMaxBytes)); }},
-    {{"list_page_size", kCloud | kAzBackend, "integer", "keys per listing request (default: the server's, 1000 on S3)"},
-     [](const Arg& a, StorageOptions& o) { o.transfer.list_page_size = static_cast<int>(a.integer(1, 1000000)); }},
-    {{"anon", kCloud | kAzBackend, "bool", "never sign requests (default: sign when credentials are found)"},
-     [](const Arg& a, StorageOptions& o) { o.anon = a.boolean(); }},
-    {{"key", kCloud, "string", "access key id (S3; GCS HMAC)"},
-     [](const Arg& a, StorageOptions& o) { o.key = a.value; }},
-    {{"secret", kCloud, "string", "secret access key (S3; GCS HMAC)"},
-     [](const Arg& a, StorageOptions& o) { o.secret = a.value; }},
-    {{"token", kCloud, "string", "S3: session token; GCS: OAuth2 bearer token, or the path of a service-account key file (JSON)"},
-     [](const Arg& a, StorageOptions& o) { o.token = a.value; }},
-    {{"endpoint_url", kCloud, "URL", "custom endpoint, path-style ENDPOINT/BUCKET/KEY"},
-     [](const Arg& a, StorageOptions& o) {
-       o.endpoint_url = a.value;
-       while (!o.endpoint_url.empty() && o.endpoint_url.back() == '/') o.endpoint_url.pop_back();
-     }},
-    {{"region_name", kCloud, "string", "S3 region (GCS HMAC: default auto)"},
-     [](const Arg& a, StorageOptions& o) { o.region_name = a.value; }},
-    {{"profile", kS3Backend, "string", "AWS profile (default: AWS_PROFILE, else default)"},
-     [](const Arg& a, StorageOptions& o) { o.profile = a.value; }},
-    {{"requester_pays", kCloud, "bool", "S3: bill the requester (GCS: not supported yet)"},
-     [](const Arg& a, StorageOptions& o) { o.requester_pays = a.boolean(); }},
-    {{"account_name", kAzBackend, "string", "Azure storage account (default: AZURE_STORAGE_ACCOUNT_NAME)"},
-     [](const Arg& a, StorageOptions& o) { o.account_name = a.value; }},
-    {{"account_key", kAzBackend, "string", "Azure SharedKey, base64 (default: AZURE_STORAGE_ACCOUNT_KEY)"},
-     [](const Arg& a, StorageOptions& o) { o.account_key = a.value; }},
-    {{"sas_token", kAzBackend, "string", "Azure shared access signature (default: AZURE_STORAGE_SAS_TOKEN)"},
-     [](const Arg& a, StorageOptions& o) { o.sas_token = a.value.starts_with('?') ? a.value.substr(1) : a.value; }},
-    {{"connection_string", kAzBackend, "string",
-      "Azure AccountName/AccountKey/SharedAccessSignature/BlobEndpoint (default: AZURE_STORAGE_CONNECTION_STRING)"},
-     [](const Arg& a, StorageOptions& o) { o.connection_string = a.value; }},
-    {{refs::kAllowedPrefixesOption, kNetwork | kReferenceBackend, "list",
+    {{refs::kAllowedPrefixesOption, "list",
       "extra prefixes a kerchunk reference set may read (other stores ignore it)"},
      [](const Arg&, StorageOptions&) {}},
 };
 
-unsigned backend_of(UrlKind kind) {
-  switch (kind) {
-    case UrlKind::Http:
-    case UrlKind::Https: return kHttpBackend;
-    case UrlKind::S3: return kS3Backend;
-    case UrlKind::Gs: return kGsBackend;
-    case UrlKind::Az: return kAzBackend;
-    case UrlKind::Reference: return kReferenceBackend;
-    default: return 0;
-  }
+// Shared by several backends, each naming those it takes (Backend::shared_options).
+const Entry kShared[] = {
+    {{"list_page_size", "integer", "keys per listing request (default: the server's, 1000 on S3)"},
+     [](const Arg& a, StorageOptions& o) { o.transfer.list_page_size = static_cast<int>(a.integer(1, 1000000)); }},
+    {{"anon", "bool", "never sign requests (default: sign when credentials are found)"},
+     [](const Arg& a, StorageOptions& o) { o.anon = a.boolean(); }},
+    {{"key", "string", "access key id (S3; GCS HMAC)"},
+     [](const Arg& a, StorageOptions& o) { o.key = a.value; }},
+    {{"secret", "string", "secret access key (S3; GCS HMAC)"},
+     [](const Arg& a, StorageOptions& o) { o.secret = a.value; }},
+    {{"token", "string", "S3: session token; GCS: OAuth2 bearer token, or the path of a service-account key file (JSON)"},
+     [](const Arg& a, StorageOptions& o) { o.token = a.value; }},
+    {{"endpoint_url", "URL", "custom endpoint, path-style ENDPOINT/BUCKET/KEY"},
+     [](const Arg& a, StorageOptions& o) {
+       o.endpoint_url = a.value;
+       while (!o.endpoint_url.empty() && o.endpoint_url.back() == '/') o.endpoint_url.pop_back();
+     }},
+    {{"region_name", "string", "S3 region (GCS HMAC: default auto)"},
+     [](const Arg& a, StorageOptions& o) { o.region_name = a.value; }},
+    {{"profile", "string", "AWS profile (default: AWS_PROFILE, else default)"},
+     [](const Arg& a, StorageOptions& o) { o.profile = a.value; }},
+    {{"requester_pays", "bool", "S3: bill the requester (GCS: not supported yet)"},
+     [](const Arg& a, StorageOptions& o) { o.requester_pays = a.boolean(); }},
+};
+
+// A backend's own option: the value checked by its type, kept as text in StorageOptions::own.
+void check_value(const Arg& a, std::string_view type) {
+  if (type == "bool") a.boolean();
+  else if (type == "integer") a.integer(std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max());
+  else if (type == "bytes") a.integer(0, kMaxBytes);
+  else if (type == "seconds") a.seconds();
+}
+
+const Entry* find_entry(std::span<const Entry> table, std::string_view name) {
+  for (const auto& e : table)
+    if (e.spec.name == name) return &e;
+  return nullptr;
+}
+
+std::vector<StorageOptionSpec> specs_of(std::span<const Entry> table) {
+  std::vector<StorageOptionSpec> out;
+  for (const auto& e : table) out.push_back(e.spec);
+  return out;
+}
+
+const StorageOptionSpec* own_spec(const Backend& b, std::string_view name) {
+  for (const auto& spec : b.own_options)
+    if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+bool shared_taken(const Backend& b, std::string_view name) {
+  return std::find(b.shared_options.begin(), b.shared_options.end(), name) != b.shared_options.end();
+}
+
+// Whether any registered backend takes `name` (for "does not apply" messages).
+bool known_anywhere(std::string_view name) {
+  if (find_entry(kCommon, name) || find_entry(kShared, name)) return true;
+  for (const auto& b : backend_registry().backends())
+    if (own_spec(b, name)) return true;
+  return false;
 }
 
 }  // namespace
 
-std::span<const StorageOptionSpec> storage_option_table() {
-  static const auto specs = [] {
-    std::vector<StorageOptionSpec> out;
-    for (const auto& e : kOptions) out.push_back(e.spec);
-    return out;
-  }();
+std::span<const StorageOptionSpec> common_option_table() {
+  static const auto specs = specs_of(kCommon);
   return specs;
 }
 
-std::string storage_option_names(UrlKind kind) {
+std::span<const StorageOptionSpec> shared_option_table() {
+  static const auto specs = specs_of(kShared);
+  return specs;
+}
+
+const std::string& StorageOptions::own_option(std::string_view name) const {
+  static const std::string none;
+  const auto it = own.find(name);
+  return it == own.end() ? none : it->second;
+}
+
+bool takes_option(const Backend& b, std::string_view name) {
+  if (!b.takes_storage_options()) return false;
+  if (find_entry(kCommon, name)) return true;
+  if (find_entry(kShared, name)) return shared_taken(b, name);
+  return own_spec(b, name) != nullptr;
+}
+
+std::string storage_option_names(const Backend& b) {
   std::string out;
-  for (const auto& e : kOptions)
-    if (e.spec.backends & backend_of(kind)) out += (out.empty() ? "" : ", ") + std::string(e.spec.name);
+  auto add = [&](std::string_view name) {
+    if (takes_option(b, name)) out += (out.empty() ? "" : ", ") + std::string(name);
+  };
+  for (const auto& e : kCommon) add(e.spec.name);
+  for (const auto& e : kShared) add(e.spec.name);
+  for (const auto& spec : b.own_options) add(spec.name);
   return out;
 }
 
-StorageOptions parse_storage_options(const StoreOptions& options, UrlKind kind) {
-  const std::string_view scheme = scheme_name(kind);
+StorageOptions parse_storage_options(const StoreOptions& options, const Backend& backend) {
+  const std::string_view scheme = backend.name();
   StorageOptions o;
   for (const auto& [name, value] : options) {
-    const Entry* entry = nullptr;
-    bool elsewhere = false;  // a known option of another backend
-    for (const auto& e : kOptions)
-      if (e.spec.name == name) {
-        if (e.spec.backends & backend_of(kind)) entry = &e;
-        else elsewhere = true;
-      }
-    if (!entry)
-      throw StoreError((elsewhere ? "storage option '" + name + "' does not apply to " + std::string(scheme) + "://"
-                                  : "unknown storage option '" + name + "' for " + std::string(scheme) + "://") +
-                       " (valid: " + storage_option_names(kind) + ")");
-    entry->apply(Arg{scheme, name, value}, o);
+    if (!takes_option(backend, name))
+      throw StoreError((known_anywhere(name) ? "storage option '" + name + "' does not apply to " + std::string(scheme) + "://"
+                                             : "unknown storage option '" + name + "' for " + std::string(scheme) + "://") +
+                       " (valid: " + storage_option_names(backend) + ")");
+    const Arg arg{scheme, name, value};
+    if (const Entry* e = find_entry(kCommon, name)) {
+      e->apply(arg, o);
+    } else if (const Entry* shared = find_entry(kShared, name)) {
+      shared->apply(arg, o);
+    } else {
+      check_value(arg, own_spec(backend, name)->value);
+      o.own[name] = value;
+    }
     o.given.insert(name);
   }
   return o;
+}
+
+StorageOptions parse_storage_options(const StoreOptions& options, std::string_view scheme) {
+  const Backend* b = backend_for_scheme(scheme);
+  if (!b) throw StoreError("no store backend for scheme '" + std::string(scheme) + "'");
+  return parse_storage_options(options, *b);
 }
 
 }  // namespace lazycube

@@ -1,9 +1,12 @@
-// Storage options (fsspec-style `storage_options`, a map of strings), defined once: one table
-// (name, backends that accept it, value type, doc line) and one parser producing the typed
-// options every network store uses (http(s)://, s3://, gs://, az://) and the GDAL mapping reads.
+// Storage options (fsspec-style `storage_options`, a map of strings), defined once: the options
+// every network backend takes (transfer tuning), the options several backends share
+// (credentials, endpoint), each named by the backends that take them (Backend::shared_options),
+// and each backend's own options declared in its own file (Backend::own_options). One parser
+// produces the typed options every network store uses and the GDAL mapping reads.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -16,18 +19,20 @@
 
 namespace lazycube {
 
-// Which backends accept an option (bits).
-enum StoreBackend : unsigned { kHttpBackend = 1, kS3Backend = 2, kGsBackend = 4, kReferenceBackend = 8, kAzBackend = 16 };
+struct Backend;  // backend_registry.hpp
 
 struct StorageOptionSpec {
   std::string_view name;
-  unsigned backends;       // StoreBackend bits
-  std::string_view value;  // value type, for docs and messages: "seconds", "integer", ...
-  std::string_view doc;    // one line: meaning and default
+  // Value type, for docs and checks: "seconds", "integer", "bytes", "bool" (checked); "string",
+  // "path", "URL", "list" (any text).
+  std::string_view value;
+  std::string_view doc;  // one line: meaning and default
 };
 
-// Every storage option, in documentation order (the README's table is this table).
-std::span<const StorageOptionSpec> storage_option_table();
+// Options every network backend (Backend::takes_storage_options) takes, in documentation order.
+std::span<const StorageOptionSpec> common_option_table();
+// Options several backends share; a backend takes those it names in Backend::shared_options.
+std::span<const StorageOptionSpec> shared_option_table();
 
 // How requests travel: the same for every backend (they share the HTTP engine).
 struct TransferOptions {
@@ -48,22 +53,26 @@ struct StorageOptions {
   std::string region_name;
   std::string profile;        // AWS profile name (overrides AWS_PROFILE)
   bool requester_pays = false;
-  // Azure (adlfs spelling); the AZURE_STORAGE_* environment is read by the az backend.
-  std::string account_name;
-  std::string account_key;        // base64 SharedKey
-  std::string sas_token;          // query string of a shared access signature (no leading '?')
-  std::string connection_string;  // AccountName=...;AccountKey=...;BlobEndpoint=...
+  // The backend's own options (Backend::own_options) as given, by name; its code reads them.
+  std::map<std::string, std::string, std::less<>> own;
   std::set<std::string, std::less<>> given;  // names of the options that were set
+
+  // The value of own option `name`; "" when not given.
+  const std::string& own_option(std::string_view name) const;
 };
 
-// Parses `options` for a store of `kind` (Http/Https, S3, Gs, Az). An option the backend does not
-// accept is a StoreError naming it and listing the valid ones; a bad value is a StoreError naming
-// the option (never echoing a secret's value). `allowed_prefixes` belongs to reference sets and
-// is accepted (ignored) by every backend, so one options map serves a reference set and its
-// targets.
-StorageOptions parse_storage_options(const StoreOptions& options, UrlKind kind);
+// Parses `options` for a store of `backend`. An option the backend does not take is a StoreError
+// naming it and listing the valid ones; a bad value is a StoreError naming the option (never
+// echoing a secret's value). `allowed_prefixes` belongs to reference sets and is accepted
+// (ignored) by every network backend, so one options map serves a reference set and its targets.
+StorageOptions parse_storage_options(const StoreOptions& options, const Backend& backend);
+// The same for the backend registered for `scheme` ("s3", "az", ...).
+StorageOptions parse_storage_options(const StoreOptions& options, std::string_view scheme);
 
-// The names `kind` accepts, "a, b, c", for messages.
-std::string storage_option_names(UrlKind kind);
+// Whether `backend` takes option `name`.
+bool takes_option(const Backend& backend, std::string_view name);
+
+// The names `backend` takes, "a, b, c", for messages.
+std::string storage_option_names(const Backend& backend);
 
 }  // namespace lazycube

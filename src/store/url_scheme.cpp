@@ -18,14 +18,14 @@ std::string lower(std::string s) {
   return s;
 }
 
+bool has_role(const Backend* b, BackendRole role) { return b != nullptr && b->role == role; }
+
 }  // namespace
 
-std::string_view scheme_name(UrlKind kind) {
-  if (kind == UrlKind::Https) return "https";  // http and https are one backend
-  if (kind == UrlKind::Local || kind == UrlKind::Unsupported) return "";
-  const Backend* b = find_backend(kind);
-  return b ? std::string_view(b->schemes.front()) : std::string_view();
-}
+bool ParsedUrl::is_local() const { return has_role(backend, BackendRole::Local); }
+bool ParsedUrl::is_http() const { return has_role(backend, BackendRole::Http); }
+bool ParsedUrl::is_object_store() const { return has_role(backend, BackendRole::ObjectStore); }
+bool ParsedUrl::is_reference() const { return has_role(backend, BackendRole::References); }
 
 std::string authority_host(std::string_view authority) {
   if (const auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
@@ -39,26 +39,23 @@ ParsedUrl parse_url_scheme(std::string_view url) {
   bool has_scheme = sep != std::string_view::npos && sep > 0;
   for (std::size_t i = 0; has_scheme && i < sep; ++i) has_scheme = scheme_char(url[i], i == 0);
   if (!has_scheme) {
+    p.backend = backend_for_scheme("file");
     p.rest = std::string(url);
     return p;
   }
   const std::string scheme = lower(std::string(url.substr(0, sep)));
   p.rest = std::string(url.substr(sep + 3));
-  const Backend* b = backend_for_scheme(scheme);
-  if (!b) {
-    p.kind = UrlKind::Unsupported;
+  p.backend = backend_for_scheme(scheme);
+  if (!p.backend) {
     p.scheme = scheme;
     return p;
   }
-  p.kind = b->kind;
-  p.scheme = b->schemes.front();
-  if (scheme == "https") {
-    p.kind = UrlKind::Https;
-    p.scheme = "https";
-    // A host a backend claims (Azure's *.blob.core.windows.net) is read by that backend.
+  // https keeps its name (http and https are one backend); a host another backend claims
+  // (Azure's *.blob.core.windows.net) is read by that backend.
+  p.scheme = scheme == "https" ? scheme : p.backend->name();
+  if (scheme == "https")
     if (const Backend* claim = backend_for_https_host(authority_host(p.rest.substr(0, p.rest.find_first_of("/?#")))))
-      p.kind = claim->kind;
-  }
+      p.backend = claim;
   return p;
 }
 

@@ -162,13 +162,13 @@ TEST_F(Azure, ConcurrentReadsFromManyThreads) {
 // The URL forms of one blob: az://, abfs:// with container@host, and the https:// blob host
 // (claimed by the az backend in the registry).
 TEST_F(Azure, UrlFormsResolveToTheSameBlob) {
-  StorageOptions o = parse_storage_options(conn(), UrlKind::Az);
+  StorageOptions o = parse_storage_options(conn(), "az");
   const auto a = cloud::resolve_azure_settings(parse_url_scheme("az://lazycube/objects/"), o);
   EXPECT_EQ(a.container, "lazycube");
   EXPECT_EQ(a.prefix, "objects");
   EXPECT_EQ(a.endpoint, az_->endpoint());
   EXPECT_EQ(a.auth, cloud::AzureSettings::Auth::SharedKey);
-  const StorageOptions none = parse_storage_options({}, UrlKind::Az);
+  const StorageOptions none = parse_storage_options({}, "az");
   const auto b = cloud::resolve_azure_settings(parse_url_scheme("abfss://data@myacct.dfs.core.windows.net/a/b.zarr"), none);
   EXPECT_EQ(b.account, "myacct");
   EXPECT_EQ(b.container, "data");
@@ -176,7 +176,7 @@ TEST_F(Azure, UrlFormsResolveToTheSameBlob) {
   EXPECT_EQ(b.endpoint, "https://myacct.blob.core.windows.net");
   EXPECT_EQ(b.auth, cloud::AzureSettings::Auth::Anonymous);
   const ParsedUrl https = parse_url_scheme("https://myacct.blob.core.windows.net/data/a/b.zarr");
-  EXPECT_EQ(https.kind, UrlKind::Az);
+  EXPECT_EQ(https.backend, find_backend("az"));
   EXPECT_EQ(https.canonical(), "https://myacct.blob.core.windows.net/data/a/b.zarr");
   const auto c = cloud::resolve_azure_settings(https, none);
   EXPECT_EQ(c.account, "myacct");
@@ -189,10 +189,10 @@ TEST_F(Azure, UrlFormsResolveToTheSameBlob) {
   EXPECT_EQ(signed_url.auth, cloud::AzureSettings::Auth::Sas);
   EXPECT_EQ(signed_url.sas_token, "sv=2021-08-06&sig=SECRETSIG");
   EXPECT_EQ(signed_url.describe().find("SECRETSIG"), std::string::npos);
-  EXPECT_EQ(parse_url_scheme("abfs://x/y").kind, UrlKind::Az);
+  EXPECT_EQ(parse_url_scheme("abfs://x/y").backend, find_backend("az"));
   EXPECT_EQ(parse_url_scheme("ABFSS://x/y").scheme, "az");
-  EXPECT_EQ(parse_url_scheme("https://example.com/x").kind, UrlKind::Https);  // other hosts stay plain HTTP
-  EXPECT_EQ(parse_url_scheme("https://evil.com/.blob.core.windows.net").kind, UrlKind::Https);
+  EXPECT_TRUE(parse_url_scheme("https://example.com/x").is_http());  // other hosts stay plain HTTP
+  EXPECT_TRUE(parse_url_scheme("https://evil.com/.blob.core.windows.net").is_http());
   // No account anywhere: a clear error.
   const std::string msg = message_of<StoreError>([&] { open_location("az://lazycube/x"); });
   EXPECT_NE(msg.find("account_name"), std::string::npos) << msg;

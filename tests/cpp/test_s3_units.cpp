@@ -153,26 +153,26 @@ TEST(Credentials, MaskKeyId) {
 TEST(S3Options, ParsesKnownOptions) {
   auto o = parse_storage_options({{"anon", "1"}, {"requester_pays", "true"}, {"max_concurrency", "8"},
                                   {"timeout", "2.5"}, {"retries", "3"}, {"endpoint_url", "http://x:1/"}},
-                                 UrlKind::S3);
+                                 "s3");
   EXPECT_EQ(o.anon, true);
   EXPECT_TRUE(o.requester_pays);
   EXPECT_EQ(o.transfer.engine.max_in_flight, 8u);
   EXPECT_DOUBLE_EQ(o.transfer.engine.timeout_s, 2.5);
   EXPECT_EQ(o.transfer.retry.max_attempts, 4);
   EXPECT_EQ(o.endpoint_url, "http://x:1");
-  EXPECT_EQ(parse_storage_options({{"anon", "False"}}, UrlKind::S3).anon, false);
+  EXPECT_EQ(parse_storage_options({{"anon", "False"}}, "s3").anon, false);
 }
 
 TEST(S3Options, UnknownOrBadOptionIsNamed) {
   try {
-    parse_storage_options({{"acl", "x"}}, UrlKind::S3);
+    parse_storage_options({{"acl", "x"}}, "s3");
     FAIL();
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("'acl'"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(parse_storage_options({{"anon", "maybe"}}, UrlKind::S3), StoreError);
-  EXPECT_THROW(parse_storage_options({{"retries", "-1"}}, UrlKind::S3), StoreError);
-  EXPECT_THROW(parse_storage_options({{"timeout", "soon"}}, UrlKind::Gs), StoreError);
+  EXPECT_THROW(parse_storage_options({{"anon", "maybe"}}, "s3"), StoreError);
+  EXPECT_THROW(parse_storage_options({{"retries", "-1"}}, "s3"), StoreError);
+  EXPECT_THROW(parse_storage_options({{"timeout", "soon"}}, "gs"), StoreError);
 }
 
 TEST(S3Protocol, UriEncode) {

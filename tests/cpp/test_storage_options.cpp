@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "../../src/netcdf/gdal_location.hpp"
+#include "../../src/store/backend_registry.hpp"
 #include "../../src/store/storage_options.hpp"
 #include "../../src/store/url_scheme.hpp"
 #include "lazycube/error.hpp"
@@ -33,27 +34,49 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // ---------------------------------------------------------------------------------------------
 // The scheme table.
 
-TEST(UrlScheme, KindsAndCanonicalNames) {
-  EXPECT_EQ(parse_url_scheme("gs://b/k").kind, UrlKind::Gs);
-  EXPECT_EQ(parse_url_scheme("gcs://b/k").kind, UrlKind::Gs);
+TEST(UrlScheme, BackendsAndCanonicalNames) {
+  EXPECT_EQ(parse_url_scheme("gs://b/k").backend, find_backend("gs"));
+  EXPECT_EQ(parse_url_scheme("gcs://b/k").backend, find_backend("gs"));
   EXPECT_EQ(parse_url_scheme("gcs://b/k").scheme, "gs");
   EXPECT_EQ(parse_url_scheme("gcs://b/k").canonical(), "gs://b/k");
-  EXPECT_EQ(parse_url_scheme("GS://b/k").kind, UrlKind::Gs);
-  EXPECT_EQ(parse_url_scheme("s3://b").kind, UrlKind::S3);
-  EXPECT_EQ(parse_url_scheme("HTTPS://h/x").kind, UrlKind::Https);
+  EXPECT_EQ(parse_url_scheme("GS://b/k").backend, find_backend("gs"));
+  EXPECT_TRUE(parse_url_scheme("GS://b/k").is_object_store());
+  EXPECT_EQ(parse_url_scheme("s3://b").backend, find_backend("s3"));
+  EXPECT_EQ(parse_url_scheme("HTTPS://h/x").scheme, "https");
+  EXPECT_TRUE(parse_url_scheme("HTTPS://h/x").is_http());
   EXPECT_EQ(parse_url_scheme("http://h/x").rest, "h/x");
-  EXPECT_EQ(parse_url_scheme("reference://x.json").kind, UrlKind::Reference);
-  EXPECT_EQ(parse_url_scheme("file:///a/b").kind, UrlKind::File);
+  EXPECT_TRUE(parse_url_scheme("reference://x.json").is_reference());
+  EXPECT_EQ(parse_url_scheme("file:///a/b").scheme, "file");
   EXPECT_EQ(parse_url_scheme("file:///a/b").rest, "/a/b");
   EXPECT_TRUE(parse_url_scheme("file:///a/b").is_local());
-  EXPECT_EQ(parse_url_scheme("/a/b").kind, UrlKind::Local);
-  EXPECT_EQ(parse_url_scheme("/a/b://c").kind, UrlKind::Local);  // not a scheme: '/' before "://"
+  EXPECT_FALSE(parse_url_scheme("file:///a/b").is_plain_path());
+  EXPECT_TRUE(parse_url_scheme("/a/b").is_plain_path());
+  EXPECT_TRUE(parse_url_scheme("/a/b://c").is_plain_path());  // not a scheme: '/' before "://"
   EXPECT_EQ(parse_url_scheme("rel/dir").rest, "rel/dir");
   const ParsedUrl ftp = parse_url_scheme("ftp://h/x");
-  EXPECT_EQ(ftp.kind, UrlKind::Unsupported);
+  EXPECT_FALSE(ftp.supported());
   EXPECT_EQ(ftp.scheme, "ftp");
   EXPECT_FALSE(ftp.is_remote());
   EXPECT_FALSE(ftp.is_local());
+  EXPECT_EQ(*local_path_of("file:///a/b"), "/a/b");
+  EXPECT_FALSE(local_path_of("s3://b/k").has_value());
+}
+
+// The registry refuses a second claim of a scheme or https host (each is defined once); every
+// shared option a backend names exists. (Each scheme registered once: test_azure_store.cpp.)
+TEST(BackendRegistry, ClaimsAreExclusiveAndSharedOptionsExist) {
+  BackendRegistry r;
+  r.add({.role = BackendRole::ObjectStore, .schemes = {"x1", "x2"}, .https_hosts = {"*.x.example"}});
+  EXPECT_THROW(r.add({.role = BackendRole::ObjectStore, .schemes = {"x2"}}), StoreError);
+  EXPECT_THROW(r.add({.role = BackendRole::ObjectStore, .schemes = {"y"}, .https_hosts = {"*.x.example"}}), StoreError);
+  EXPECT_EQ(r.backends().size(), 1u);
+  // Every shared option a backend names exists.
+  for (const auto& b : backend_registry().backends())
+    for (std::string_view name : b.shared_options) {
+      bool found = false;
+      for (const auto& spec : shared_option_table()) found = found || spec.name == name;
+      EXPECT_TRUE(found) << b.name() << " names unknown shared option " << name;
+    }
 }
 
 TEST(UrlScheme, UnsupportedSchemeIsNamedByOpenAndGdal) {
@@ -74,34 +97,60 @@ std::string sample_value(std::string_view type) {
   return "x";
 }
 
+// The network backends in listing order (the README table's columns: http(s), s3, gs, az).
+std::vector<const Backend*> network_backends() {
+  std::vector<const Backend*> out;
+  for (const auto& b : backend_registry().backends())
+    if (b.takes_storage_options()) out.push_back(&b);
+  return out;
+}
+
+// Every option any backend takes: the common ones, the shared ones, each backend's own.
+std::vector<StorageOptionSpec> every_option() {
+  std::vector<StorageOptionSpec> out(common_option_table().begin(), common_option_table().end());
+  out.insert(out.end(), shared_option_table().begin(), shared_option_table().end());
+  for (const auto& b : backend_registry().backends()) out.insert(out.end(), b.own_options.begin(), b.own_options.end());
+  return out;
+}
+
 TEST(StorageOptionTable, EveryOptionParsesForItsBackendsOnly) {
-  const std::pair<UrlKind, unsigned> kinds[] = {
-      {UrlKind::Http, kHttpBackend}, {UrlKind::Https, kHttpBackend}, {UrlKind::S3, kS3Backend}, {UrlKind::Gs, kGsBackend},
-      {UrlKind::Az, kAzBackend}};
   std::set<std::string_view> names;
-  for (const auto& spec : storage_option_table()) {
+  for (const auto& spec : every_option()) {
     EXPECT_TRUE(names.insert(spec.name).second) << "listed twice: " << spec.name;
     EXPECT_FALSE(spec.doc.empty()) << spec.name;
-    for (const auto& [kind, bit] : kinds) {
+    bool someone = false;
+    for (const Backend* b : network_backends()) {
       const StoreOptions one{{std::string(spec.name), sample_value(spec.value)}};
-      if (spec.backends & bit) {
-        EXPECT_EQ(parse_storage_options(one, kind).given.count(spec.name), 1u) << spec.name;
+      if (takes_option(*b, spec.name)) {
+        someone = true;
+        const StorageOptions o = parse_storage_options(one, *b);
+        EXPECT_EQ(o.given.count(spec.name), 1u) << spec.name;
       } else {
-        const std::string msg = message_of<StoreError>([&] { parse_storage_options(one, kind); });
+        const std::string msg = message_of<StoreError>([&] { parse_storage_options(one, *b); });
         EXPECT_NE(msg.find("'" + std::string(spec.name) + "' does not apply"), std::string::npos) << msg;
       }
     }
+    EXPECT_TRUE(someone) << spec.name << " is taken by no backend";
   }
+  // Common options: every network backend.
+  for (const auto& spec : common_option_table())
+    for (const Backend* b : network_backends()) EXPECT_TRUE(takes_option(*b, spec.name)) << spec.name;
+  // A backend's own option lands in StorageOptions::own, typed values checked.
+  const StorageOptions az = parse_storage_options({{"account_name", "acct"}}, "az");
+  EXPECT_EQ(az.own_option("account_name"), "acct");
+  EXPECT_EQ(az.own_option("sas_token"), "");
 }
 
-// The README's "Storage options" table is this table, row for row.
+// The README's "Storage options" table is the registry's options, row for row.
 TEST(StorageOptionTable, ReadmeTableMatches) {
   const std::string readme = read_file(fs::path(LAZYCUBE_SOURCE_DIR) / "README.md");
-  for (const auto& spec : storage_option_table()) {
-    auto mark = [&](unsigned bit) { return std::string((spec.backends & bit) ? " yes |" : "  |"); };
-    const std::string row = "| `" + std::string(spec.name) + "` |" + mark(kHttpBackend) + mark(kS3Backend) +
-                            mark(kGsBackend) + mark(kAzBackend) + " " + std::string(spec.value) + " | " +
-                            std::string(spec.doc) + " |";
+  std::string header = "| Option |";
+  for (const Backend* b : network_backends()) header += " " + std::string(b->name() == "http" ? "http(s)" : b->name()) + " |";
+  EXPECT_NE(readme.find(header + " Value | Meaning |"), std::string::npos) << "README.md lacks the header\n" << header;
+  for (const auto& spec : every_option()) {
+    std::string row = "| `" + std::string(spec.name) + "` |";
+    for (const Backend* b : network_backends()) row += takes_option(*b, spec.name) ? " yes |" : "  |";
+    row += " " + std::string(spec.value) + " | " + std::string(spec.doc) + " |";
     EXPECT_NE(readme.find(row), std::string::npos) << "README.md lacks the row\n" << row;
   }
 }
@@ -111,8 +160,8 @@ TEST(StorageOptionTable, TuningOptionsLandInTheSameFieldsForEveryBackend) {
                             {"low_speed_time", "4"},  {"retries", "9"},     {"deadline", "12"},
                             {"backoff", "0.25"},      {"max_backoff", "1.5"}, {"ca_file", "/tmp/ca.pem"},
                             {"coalesce_gap", "100"},  {"coalesce_max", "5000"}};
-  for (UrlKind kind : {UrlKind::Http, UrlKind::Https, UrlKind::S3, UrlKind::Gs, UrlKind::Az}) {
-    const TransferOptions t = parse_storage_options(tuning, kind).transfer;
+  for (const Backend* b : network_backends()) {
+    const TransferOptions t = parse_storage_options(tuning, *b).transfer;
     EXPECT_EQ(t.engine.max_in_flight, 7u);
     EXPECT_DOUBLE_EQ(t.engine.timeout_s, 2.5);
     EXPECT_DOUBLE_EQ(t.engine.connect_timeout_s, 3);
@@ -131,7 +180,7 @@ TEST(StorageOptionTable, BadValuesNameTheOptionButNeverASecret) {
   for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
            {"max_concurrency", "0"}, {"max_concurrency", "8.5"}, {"timeout", "soon"}, {"deadline", "-1"},
            {"retries", "-1"}, {"coalesce_gap", "1k"}, {"anon", "maybe"}}) {
-    const std::string msg = message_of<StoreError>([&] { parse_storage_options({{k, v}}, UrlKind::S3); });
+    const std::string msg = message_of<StoreError>([&] { parse_storage_options({{k, v}}, "s3"); });
     EXPECT_NE(msg.find("'" + k + "'"), std::string::npos) << msg;
   }
 }
