@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -38,20 +39,33 @@ std::size_t mapped_size(std::size_t size) {
   return use_huge_pages(size) ? round_up(size, kHugePage) : round_up(size, 4096);
 }
 
-// Recently freed mapped blocks, kept for reuse up to kPoolBytes: a fresh block costs the
-// kernel zeroing every page on first touch, which dominated filling a chunk cache and
-// allocating one batch buffer per batch. Reused blocks are already resident.
-constexpr std::size_t kPoolBytes = std::size_t{32} << 20;
+// Recently freed mapped blocks, kept for reuse: a fresh block costs the kernel zeroing every
+// page on first touch, which dominated filling a chunk cache, allocating one batch buffer per
+// batch, and receiving remote chunks (on this project's VMs first touch costs ~20x bare metal).
+// The pool may hold what keeps the mapped total (handed out + pooled) at or below the highest
+// total handed out so far, so it never raises the peak RSS by more than kPoolFloor; without that
+// room a wave of 256 transfers of 1 MiB, freed after decoding and then allocated again for the
+// next wave, got fresh memory each time. kPoolCeiling bounds what an idle process keeps after a
+// large transient.
+constexpr std::size_t kPoolFloor = std::size_t{32} << 20;
+constexpr std::size_t kPoolCeiling = std::size_t{512} << 20;
+constexpr std::size_t kMaxPooledBlock = std::size_t{8} << 20;  // larger outputs go straight back
 struct FreeBlock {
   std::byte* p;
   std::size_t length;
 };
 std::mutex pool_mutex;
-std::vector<FreeBlock> pool;  // most recently freed last
+std::vector<FreeBlock> pool;   // most recently freed last
 std::size_t pool_bytes = 0;
+std::size_t live_bytes = 0;    // poolable blocks handed out
+std::size_t peak_live = 0;     // the most of them ever handed out at once
 
 std::byte* take_from_pool(std::size_t length) {
   std::lock_guard lock(pool_mutex);
+  if (length <= kMaxPooledBlock) {
+    live_bytes += length;
+    peak_live = std::max(peak_live, live_bytes);
+  }
   for (std::size_t i = pool.size(); i-- > 0;) {
     if (pool[i].length != length) continue;
     std::byte* p = pool[i].p;
@@ -64,12 +78,15 @@ std::byte* take_from_pool(std::size_t length) {
 
 bool give_to_pool(std::byte* p, std::size_t length) {
   std::lock_guard lock(pool_mutex);
-  if (length > kPoolBytes / 4) return false;  // huge outputs go straight back
-  while (pool_bytes + length > kPoolBytes && !pool.empty()) {  // oldest out
+  if (length > kMaxPooledBlock) return false;
+  live_bytes -= length;
+  const std::size_t room = std::clamp(peak_live - live_bytes, kPoolFloor, kPoolCeiling);
+  while (pool_bytes + length > room && !pool.empty()) {  // oldest out
     ::munmap(pool.front().p, pool.front().length);
     pool_bytes -= pool.front().length;
     pool.erase(pool.begin());
   }
+  if (pool_bytes + length > room) return false;
   pool.push_back({p, length});
   pool_bytes += length;
   return true;
