@@ -31,6 +31,8 @@ class ObjectStore final : public Store {
   }
 
   StoreStats stats() const override { return counters_.snapshot(); }
+  // One engine batch per read keeps every chunk's request in flight at once (as for http(s)://).
+  bool prefers_batches() const override { return true; }
 
   std::optional<Buffer> get(std::string_view key, ByteRange range) override {
     Buffer out;
