@@ -25,6 +25,16 @@ arrives, and at ~1,500 chunks/s on loopback 256 chunks take ~0.17 s, so 50 ms of
 alone would hold a 256-chunk read to ~77 % of the zero-latency rate. Every peer's output is checked against the
 checksum of the data as written. nginx is stopped by PID at the end, also on errors.
 
+Azurite (issue 17: "the same for Azurite without injected latency vs its own file read"): the
+same store uploaded once to a private Azurite (kept under the cache directory), read in one run by
+  lazycube az://                       lazycube_bench_http read az://bench/store.zarr data (SharedKey)
+  lazycube, the local files            lazycube_bench_http read CACHE/full/store.zarr data
+  zarr-python 2.13 + azure-storage-blob  zarr.open_consolidated(mapping)["data"][:], the mapping's
+                                       getitems() fetching with 32 threads (adlfs, fsspec's Azure
+                                       filesystem, is not packaged for Debian 12)
+Targets: az:// >= 90 % of the local read, and >= 1.5x the zarr-python peer. Skipped with the
+reason when Azurite or azure-storage-blob is missing (bash scripts/setup.sh --no-build).
+
 Run from the repository root with Debian's /usr/bin/python3 after `cmake --build build`. A report,
 not a test: it exits non-zero only when a peer fails or outputs disagree, never for a missed target.
 """
@@ -43,7 +53,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 sys.path.insert(0, HERE)
-from bench_common import Nginx, checksum, run_json, warm, warn_if_busy  # noqa: E402
+from bench_common import REPO, Nginx, checksum, run_json, warm, warn_if_busy  # noqa: E402
 MB = 1e6
 MIB = 1 << 20
 
@@ -57,7 +67,10 @@ LATENCY_MS = 50
 CLEAN = {"latency_ms": LATENCY_MS}
 NO_LATENCY = {"latency_ms": 0}
 FAULTS = {"latency_ms": LATENCY_MS, "p503": 0.10, "p429": 0.05, "pdrop": 0.02}
-TARGETS = {"one_in_flight": 25.0, "zarr_python": 1.5, "latency_vs_nolat": 0.90, "faults_vs_clean": 0.70}
+TARGETS = {"one_in_flight": 25.0, "zarr_python": 1.5, "latency_vs_nolat": 0.90, "faults_vs_clean": 0.70,
+           "azurite_vs_file": 0.90, "azurite_vs_zarr_python": 1.5}
+AZ_CONTAINER = "bench"
+AZ_THREADS = 32
 
 
 # ---------------------------------------------------------------------------- data
@@ -132,6 +145,139 @@ def zarr_python_worker(url, runs):
             "versions": {"zarr": zarr.__version__, "fsspec": fsspec.__version__}}
 
 
+def azure_blob_store(connection_string, container, prefix):
+    """A read-only zarr 2.13 store over azure-storage-blob: chunks fetched by getitems() with
+    AZ_THREADS threads (zarr uses getitems when a store has it)."""
+    from zarr.storage import BaseStore
+
+    class Store(AzureBlobMapping, BaseStore):
+        def __setitem__(self, key, value):
+            raise PermissionError("read-only")
+
+        def __delitem__(self, key):
+            raise PermissionError("read-only")
+
+    return Store(connection_string, container, prefix)
+
+
+class AzureBlobMapping:
+    """The reading half of azure_blob_store."""
+
+    def __init__(self, connection_string, container, prefix):
+        from azure.storage.blob import ContainerClient
+        from concurrent.futures import ThreadPoolExecutor
+        self.cc = ContainerClient.from_connection_string(connection_string, container)
+        self.prefix = prefix.rstrip("/") + "/"
+        self.pool = ThreadPoolExecutor(AZ_THREADS)
+
+    def _get(self, key):
+        from azure.core.exceptions import ResourceNotFoundError
+        try:
+            return self.cc.download_blob(self.prefix + key).readall()
+        except ResourceNotFoundError:
+            raise KeyError(key)
+
+    def __getitem__(self, key):
+        return self._get(key)
+
+    def getitems(self, keys, on_error="omit"):
+        def one(k):
+            try:
+                return k, self._get(k)
+            except KeyError:
+                return k, None
+        return {k: v for k, v in self.pool.map(one, keys) if v is not None}
+
+    def __contains__(self, key):
+        try:
+            self._get(key)
+            return True
+        except KeyError:
+            return False
+
+    def __iter__(self):
+        return (b.name[len(self.prefix):] for b in self.cc.list_blobs(name_starts_with=self.prefix))
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+
+def zarr_azure_worker(connection_string, runs):
+    """zarr-python 2.13 through the Azure SDK (azure_blob_store)."""
+    import azure.storage.blob
+    import zarr
+    t_open = time.perf_counter()
+    g = zarr.open_consolidated(azure_blob_store(connection_string, AZ_CONTAINER, "store.zarr"), mode="r")
+    arr = g[VARIABLE]
+    open_s = time.perf_counter() - t_open
+    times, data = [], None
+    for _ in range(runs):
+        data = None
+        t0 = time.perf_counter()
+        data = arr[:]
+        times.append(time.perf_counter() - t0)
+    nchunks = int(np.prod([-(-s // c) for s, c in zip(arr.shape, arr.chunks)]))
+    return {"mode": "zarr-python+azure-sdk", "seconds": min(times), "bytes": int(data.nbytes), "runs": times,
+            "checksum": checksum(data), "chunks": nchunks, "open_seconds": open_s,
+            "versions": {"zarr": zarr.__version__, "azure-storage-blob": azure.storage.blob.__version__}}
+
+
+def azurite_unavailable():
+    sys.path.insert(0, os.path.join(REPO, "tests", "servers"))
+    import azurite
+    return azurite.unavailable_reason()
+
+
+def run_azurite(exe, www, size, cache, runs, quiet):
+    """The Azurite rows: (results, skip reason)."""
+    reason = azurite_unavailable()
+    if reason:
+        return {}, reason
+    import azurite
+    directory = os.path.join(cache, f"azurite-{size}")
+    marker = os.path.join(directory, "bench-uploaded.json")
+    store = os.path.join(www, "store.zarr")
+    with open(os.path.join(www, "bench-complete.json")) as fh:
+        want = json.load(fh)["checksum"]
+    server = azurite.AzuriteServer(directory)
+    try:
+        uploaded = None
+        if os.path.exists(marker):
+            with open(marker) as fh:
+                uploaded = json.load(fh).get("checksum")
+        if uploaded != want:  # Azurite keeps its blobs in `directory` between runs
+            if not quiet:
+                print(f"  uploading {store} to Azurite ...", file=sys.stderr, flush=True)
+            client = server.client()
+            try:
+                client.create_container(AZ_CONTAINER)
+            except Exception:  # exists from an interrupted upload
+                pass
+            server.upload_tree(AZ_CONTAINER, store, "store.zarr")
+            with open(marker, "w") as fh:
+                json.dump({"checksum": want}, fh)
+        lc = [exe, "read"]
+        peers = [
+            ("az", "lazycube az:// (Azurite, SharedKey)",
+             lc + [f"az://{AZ_CONTAINER}/store.zarr", VARIABLE, "--runs", str(runs),
+                   "--option", "connection_string=" + server.connection_string]),
+            ("az_file", "lazycube, the same store from local files", lc + [store, VARIABLE, "--runs", str(runs)]),
+            ("az_zarr_python", f"zarr-python 2.13 + azure-storage-blob ({AZ_THREADS} threads)",
+             [sys.executable, os.path.abspath(__file__), "--azure-worker", server.connection_string,
+              "--runs", str(runs)]),
+        ]
+        results = {}
+        for key, label, cmd in peers:
+            if not quiet:
+                print(f"  {label} ...", file=sys.stderr, flush=True)
+            r = run_json(cmd)
+            results[key] = {"label": label, "faults": {}, "info": False, "result": r, "summary": summarize(r),
+                            "nginx_statuses": {}}
+        return results, None
+    finally:
+        server.stop()
+
+
 def peer_list(exe, url, runs, slow_runs, info):
     """(key, label, faults, argv, extra env, informational)."""
     lc = [exe, "read", url, VARIABLE]
@@ -198,6 +344,10 @@ def evaluate(res, expected):
     ratio = s["faults"]["chunks_per_s"] / d
     checks["faults_vs_clean"] = {"ratio": ratio, "target": TARGETS["faults_vs_clean"],
                                  "pass": ratio >= TARGETS["faults_vs_clean"]}
+    if "az" in s:
+        for key, peer in (("azurite_vs_file", "az_file"), ("azurite_vs_zarr_python", "az_zarr_python")):
+            ratio = s["az"]["chunks_per_s"] / s[peer]["chunks_per_s"]
+            checks[key] = {"ratio": ratio, "target": TARGETS[key], "pass": ratio >= TARGETS[key]}
     sums = {k: v["result"]["checksum"] for k, v in res.items()}
     checks["checksums"] = sums
     checks["expected_checksum"] = expected
@@ -228,8 +378,11 @@ def print_report(report):
               f"{sm['median_s']:8.3f} {sm['first_s']:7.3f} {req:>8}  {fmt_retries(sm)}  {st}")
     c = report["checks"]
     labels = {"one_in_flight": "lazycube / one in flight", "zarr_python": "lazycube / zarr-python+fsspec",
-              "latency_vs_nolat": "lazycube 50 ms / no latency", "faults_vs_clean": "lazycube fault mix / clean"}
+              "latency_vs_nolat": "lazycube 50 ms / no latency", "faults_vs_clean": "lazycube fault mix / clean",
+              "azurite_vs_file": "lazycube az:// / local files", "azurite_vs_zarr_python": "az:// / zarr-python+SDK"}
     for key, label in labels.items():
+        if key not in c:
+            continue
         x = c[key]
         print(f"  {label:32} {x['ratio']:7.2f}x  target >= {x['target']:.2f}x  "
               f"{'PASS' if x['pass'] else 'MISS'}")
@@ -253,9 +406,14 @@ def markdown(report):
     for key, label in (("one_in_flight", "lazycube >= 25x one request in flight"),
                        ("zarr_python", "lazycube >= 1.5x zarr-python 2.13 + fsspec at 50 ms"),
                        ("latency_vs_nolat", "lazycube at 50 ms >= 90 % of its zero-latency rate"),
-                       ("faults_vs_clean", "fault mix >= 70 % of clean")):
+                       ("faults_vs_clean", "fault mix >= 70 % of clean"),
+                       ("azurite_vs_file", "Azurite: lazycube az:// >= 90 % of its local file read"),
+                       ("azurite_vs_zarr_python", "Azurite: lazycube >= 1.5x zarr-python 2.13 + azure-storage-blob")):
+        if key not in c:
+            continue
         x = c[key]
-        val = f"{x['ratio'] * 100:.0f} %" if key in ("faults_vs_clean", "latency_vs_nolat") else f"{x['ratio']:.2f}x"
+        val = (f"{x['ratio'] * 100:.0f} %" if key in ("faults_vs_clean", "latency_vs_nolat", "azurite_vs_file")
+               else f"{x['ratio']:.2f}x")
         lines.append(f"| {label} | {val} | {'PASS' if x['pass'] else 'MISS'} |")
     lines.append(f"| outputs identical (checksum) | {c['expected_checksum']} | "
                  f"{'PASS' if c['checksums_equal'] else 'MISMATCH'} |")
@@ -276,10 +434,15 @@ def main():
     ap.add_argument("--json", action="store_true", help="print one JSON document instead")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables instead")
     ap.add_argument("--save", metavar="FILE", help="also write the JSON document to FILE")
+    ap.add_argument("--no-azurite", action="store_true", help="skip the Azurite rows")
     ap.add_argument("--worker", metavar="URL", help=argparse.SUPPRESS)
+    ap.add_argument("--azure-worker", metavar="CONNECTION_STRING", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(zarr_python_worker(args.worker, args.runs)))
+        return 0
+    if args.azure_worker:
+        print(json.dumps(zarr_azure_worker(args.azure_worker, args.runs)))
         return 0
     if args.quick:
         args.runs = 1
@@ -323,6 +486,14 @@ def main():
                                       "nginx_statuses": nginx.statuses_since(off)}
     finally:
         nginx.stop()
+    if args.no_azurite:
+        report["azurite_skipped"] = "--no-azurite"
+    else:
+        az, reason = run_azurite(exe, www, size, os.path.abspath(args.cache), args.runs, quiet)
+        report["results"].update(az)
+        if reason:
+            report["azurite_skipped"] = reason
+            print(f"Azurite rows skipped: {reason}", file=sys.stderr)
     report["checks"] = evaluate(report["results"], marker["checksum"])
     if args.save:
         with open(args.save, "w") as fh:
