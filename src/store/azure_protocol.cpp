@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <ctime>
 
 #include "http_util.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/util/text.hpp"
 
 namespace lazycube::azure {
 
@@ -70,25 +72,22 @@ std::string header_value(const std::vector<std::string>& headers, std::string_vi
 
 }  // namespace
 
-std::string base64_encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
+std::string base64_decode(std::string_view text, const std::string& what) {
+  auto out = lazycube::base64_decode(trim(text));
+  if (!out || out->empty()) throw StoreError(what + " is not valid base64");
+  return std::move(*out);
 }
 
-std::string base64_decode(std::string_view text, const std::string& what) {
-  const std::string t = trim(text);
-  if (t.empty() || t.size() % 4 != 0) throw StoreError(what + " is not valid base64");
-  std::string out(3 * t.size() / 4, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(t.data()), static_cast<int>(t.size()));
-  if (n < 0) throw StoreError(what + " is not valid base64");
-  std::size_t len = static_cast<std::size_t>(n);
-  for (std::size_t i = t.size(); i > 0 && t[i - 1] == '='; --i) --len;  // EVP counts the padding
-  out.resize(len);
-  return out;
+std::string block_id(std::size_t index) {
+  char text[32];
+  std::snprintf(text, sizeof text, "lazycube-%012zu", index);  // 21 bytes: 28 base64 characters, no '='
+  return lazycube::base64_encode(text);
+}
+
+std::string block_list_xml(const std::vector<std::string>& ids) {
+  std::string xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>";
+  for (const auto& id : ids) xml += "<Latest>" + id + "</Latest>";
+  return xml + "</BlockList>";
 }
 
 SharedKeySigner::SharedKeySigner(std::string account, std::string_view base64_key)
@@ -145,7 +144,7 @@ std::string SharedKeySigner::string_to_sign(const std::string& method, const std
 void SharedKeySigner::sign(const std::string& method, std::string& url, std::vector<std::string>& headers) const {
   headers.push_back("x-ms-date: " + http_date_now());
   headers.push_back("Authorization: SharedKey " + account_ + ":" +
-                    base64_encode(hmac_sha256(key_, string_to_sign(method, url, headers))));
+                    lazycube::base64_encode(hmac_sha256(key_, string_to_sign(method, url, headers))));
 }
 
 std::string hmac_sha256(std::string_view key, std::string_view text) {

@@ -60,8 +60,14 @@ std::map<std::string, std::string> parse_connection_string(std::string_view text
 // signatures.
 std::string hmac_sha256(std::string_view key, std::string_view text);
 
-std::string base64_encode(std::string_view bytes);
-// Throws StoreError naming `what` when `text` is not base64.
+// lazycube::base64_decode (util/text.hpp) that throws StoreError naming `what` when `text` is
+// not base64 (never echoing it).
 std::string base64_decode(std::string_view text, const std::string& what);
+
+// The id of block `index` of a block list: base64 of a fixed-length text (Azure wants every id
+// of a blob the same length).
+std::string block_id(std::size_t index);
+// The Put Block List body committing `ids` in order.
+std::string block_list_xml(const std::vector<std::string>& ids);
 
 }  // namespace lazycube::azure

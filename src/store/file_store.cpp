@@ -79,6 +79,50 @@ class FileStore final : public Store {
     return static_cast<std::uint64_t>(st.st_size);
   }
 
+  bool writable() const override { return true; }
+
+  // Written to a temporary file beside the target, then renamed over it: a reader sees the old
+  // file or the whole new one. (No fsync, as in zarr-python: surviving a power cut is not
+  // promised.)
+  void put(std::string_view key, ByteView bytes) override {
+    const std::string path = path_of(key);
+    if (path == root_) throw StoreError("invalid key '" + std::string(key) + "': empty");
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    if (ec) throw StoreError("cannot create the directory of " + path + ": " + ec.message());
+    std::string tmp = path + ".lazycube-tmp-XXXXXX";
+    Fd f{::mkstemp(tmp.data())};
+    if (f.fd < 0) throw StoreError("cannot create " + tmp + ": " + std::strerror(errno));
+    auto fail = [&](const char* what) {
+      const std::string why = std::strerror(errno);
+      ::unlink(tmp.c_str());
+      throw StoreError(std::string("cannot ") + what + " " + path + ": " + why);
+    };
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(f.fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("write");
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fchmod(f.fd, 0644) != 0) fail("write");
+    if (::close(f.fd) != 0) {
+      f.fd = -1;
+      fail("write");
+    }
+    f.fd = -1;
+    if (::rename(tmp.c_str(), path.c_str()) != 0) fail("write");
+  }
+
+  void remove(std::string_view key) override {
+    const std::string path = path_of(key);
+    if (path == root_) throw StoreError("invalid key '" + std::string(key) + "': empty");
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR)
+      throw StoreError("cannot remove " + path + ": " + std::strerror(errno));
+  }
+
   std::vector<std::string> list(std::string_view prefix) override {
     std::vector<std::string> keys;
     const fs::path base = path_of(prefix);

@@ -40,10 +40,13 @@ class Signer {
 };
 
 struct Request {
-  std::string method = "GET";  // GET, HEAD, or POST (with `body`)
+  std::string method = "GET";  // GET, HEAD, DELETE, or POST/PUT (with a body)
   std::string url;
   std::vector<std::string> headers;  // "Name: value" (a POST's Content-Type among them)
-  std::string body;                  // POST only: sent as is (an OAuth2 token exchange's form)
+  std::string body;                  // POST/PUT: sent as is (an OAuth2 token exchange's form, an XML document)
+  // POST/PUT: sent instead of `body` when not empty, without a copy (an upload's part); the
+  // caller keeps the bytes alive until perform returns.
+  ByteView payload;
   ByteRange range;                   // sent as a Range header unless Full
   std::optional<SigV4> sigv4;
   std::shared_ptr<const Signer> signer;  // per-attempt signing (see Signer); with sigv4: unused

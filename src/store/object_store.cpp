@@ -117,6 +117,30 @@ class ObjectStore final : public Store {
     }
   }
 
+  // Writable with a bucket or container in the URL (an account-wide store addresses objects by
+  // container-qualified keys for reading kerchunk targets only).
+  bool writable() const override { return !c_.bucket.empty(); }
+
+  void put(std::string_view key, ByteView bytes) override {
+    if (!writable()) Store::put(key, bytes);
+    const std::uint64_t part = c_.transfer.part_size;
+    if (bytes.size() <= part) {
+      auto req = upload_request("PUT", object_url(key), bytes);
+      if (c_.dialect == ListDialect::Azure) req.headers.push_back("x-ms-blob-type: BlockBlob");
+      check_written(perform({std::move(req)})[0], key);
+    } else if (c_.dialect == ListDialect::Azure) {
+      put_block_list(key, bytes, part);
+    } else {
+      put_multipart(key, bytes, part);
+    }
+  }
+
+  void remove(std::string_view key) override {
+    if (!writable()) Store::remove(key);
+    const auto r = perform({base_request("DELETE", object_url(key))})[0];
+    if (r.status != 404 && (r.status < 200 || r.status > 299)) fail(r, "removing " + describe(key));
+  }
+
   std::vector<std::string> list(std::string_view prefix) override {
     std::vector<std::string> keys;
     const std::string rel = dir_prefix(prefix);
@@ -162,10 +186,105 @@ class ObjectStore final : public Store {
     return req;
   }
 
+  std::string object_url(std::string_view key) const {
+    return c_.base_url + "/" + http::percent_encode(full_key(key), true);
+  }
+
   http::Request object_request(const std::string& method, std::string_view key, ByteRange range) const {
-    auto req = base_request(method, c_.base_url + "/" + http::percent_encode(full_key(key), true));
+    auto req = base_request(method, object_url(key));
     req.range = range;
     return req;
+  }
+
+  // A PUT or POST carrying `payload` (not copied: the caller's bytes stay alive through
+  // perform). Content-Length is explicit: Azure's SharedKey signs it.
+  http::Request upload_request(const std::string& method, std::string url, ByteView payload,
+                               const std::string& content_type = "application/octet-stream") const {
+    auto req = base_request(method, std::move(url));
+    req.payload = payload;
+    req.headers.push_back("Content-Type: " + content_type);
+    req.headers.push_back("Content-Length: " + std::to_string(payload.size()));
+    return req;
+  }
+
+  http::Request text_request(const std::string& method, std::string url, std::string body,
+                             const std::string& content_type) const {
+    auto req = base_request(method, std::move(url));
+    req.headers.push_back("Content-Type: " + content_type);
+    req.headers.push_back("Content-Length: " + std::to_string(body.size()));
+    req.body = std::move(body);
+    return req;
+  }
+
+  void check_written(const http::Response& r, std::string_view key) const {
+    if (r.status < 200 || r.status > 299) fail(r, "writing " + describe(key));
+    // S3 may answer a CompleteMultipartUpload 200 with an <Error> body.
+    const auto err = s3::parse_error_body(body_text(r.body));
+    if (!err.code.empty()) fail(r, "writing " + describe(key));
+  }
+
+  static std::vector<ByteView> parts_of(ByteView bytes, std::uint64_t part) {
+    std::vector<ByteView> parts;
+    for (std::uint64_t at = 0; at < bytes.size(); at += part)
+      parts.push_back(bytes.subspan(at, std::min<std::uint64_t>(part, bytes.size() - at)));
+    return parts;
+  }
+
+  // S3 (and GCS's XML API): initiate, upload the parts concurrently, complete with their ETags;
+  // any failure aborts the upload, so no invisible parts are left billed.
+  void put_multipart(std::string_view key, ByteView bytes, std::uint64_t part) {
+    const std::string url = object_url(key);
+    const auto init = perform({upload_request("POST", url + "?uploads=", {})})[0];
+    check_written(init, key);
+    std::size_t from = 0;
+    const std::string upload_id = s3::xml_element(body_text(init.body), "UploadId", from);
+    if (upload_id.empty()) throw StoreError("writing " + describe(key) + ": the multipart upload got no UploadId");
+    const std::string id_query = "uploadId=" + http::percent_encode(upload_id, false);
+    try {
+      const auto parts = parts_of(bytes, part);
+      std::vector<http::Request> puts;
+      for (std::size_t i = 0; i < parts.size(); ++i)
+        puts.push_back(upload_request("PUT", url + "?partNumber=" + std::to_string(i + 1) + "&" + id_query, parts[i]));
+      std::vector<std::string> etags(parts.size());
+      redacted([&] {
+        http::Engine::global().perform_each(puts, c_.transfer.retry, c_.transfer.engine, &counters_,
+                                            [&](std::size_t i, http::Response&& r) {
+          check_written(r, key);
+          const auto it = r.headers.find("etag");
+          if (it == r.headers.end())
+            throw StoreError("writing " + describe(key) + ": part " + std::to_string(i + 1) + " got no ETag");
+          etags[i] = it->second;
+        });
+      });
+      check_written(perform({text_request("POST", url + "?" + id_query, s3::complete_multipart_xml(etags),
+                                          "application/xml")})[0],
+                    key);
+    } catch (...) {
+      try {
+        perform({base_request("DELETE", url + "?" + id_query)});
+      } catch (const StoreError&) {
+      }
+      throw;
+    }
+  }
+
+  // Azure: Put Block for each part (uncommitted blocks are dropped by the service after a week),
+  // then Put Block List commits them in order.
+  void put_block_list(std::string_view key, ByteView bytes, std::uint64_t part) {
+    const std::string url = object_url(key);
+    const auto parts = parts_of(bytes, part);
+    std::vector<std::string> ids;
+    std::vector<http::Request> puts;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      ids.push_back(azure::block_id(i));
+      puts.push_back(upload_request("PUT", url + "?comp=block&blockid=" + http::percent_encode(ids.back(), false), parts[i]));
+    }
+    redacted([&] {
+      http::Engine::global().perform_each(puts, c_.transfer.retry, c_.transfer.engine, &counters_,
+                                          [&](std::size_t, http::Response&& r) { check_written(r, key); });
+    });
+    check_written(perform({text_request("PUT", url + "?comp=blocklist", azure::block_list_xml(ids), "application/xml")})[0],
+                  key);
   }
 
   std::vector<http::Response> perform(const std::vector<http::Request>& requests) {

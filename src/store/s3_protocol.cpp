@@ -191,4 +191,31 @@ std::string redact(std::string text, const std::vector<std::string>& secrets) {
   return text;
 }
 
+namespace {
+
+// The five XML entities (an ETag is quoted: "&quot;...&quot;" is what S3 itself writes).
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string complete_multipart_xml(const std::vector<std::string>& etags) {
+  std::string xml = "<CompleteMultipartUpload>";
+  for (std::size_t i = 0; i < etags.size(); ++i)
+    xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + xml_escape(etags[i]) + "</ETag></Part>";
+  return xml + "</CompleteMultipartUpload>";
+}
+
 }  // namespace lazycube::s3

@@ -43,4 +43,8 @@ ErrorBody parse_error_body(std::string_view xml);
 // Replaces every occurrence of each non-empty secret in `text` by "***".
 std::string redact(std::string text, const std::vector<std::string>& secrets);
 
+// The CompleteMultipartUpload body listing parts 1..N with their ETags (as the server sent them,
+// quotes included).
+std::string complete_multipart_xml(const std::vector<std::string>& etags);
+
 }  // namespace lazycube::s3

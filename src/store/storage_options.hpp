@@ -41,6 +41,7 @@ struct TransferOptions {
   std::uint64_t coalesce_gap = 64 * 1024;         // merge ranges of one object this close...
   std::uint64_t coalesce_max = 16 * 1024 * 1024;  // ...into requests at most this long
   int list_page_size = 0;                         // keys per listing page; 0: the server's default
+  std::uint64_t part_size = 16 * 1024 * 1024;     // uploads larger than this go in parts of this size
 };
 
 struct StorageOptions {

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "lazycube/error.hpp"
+
 namespace lazycube {
 
 namespace {
@@ -25,6 +27,14 @@ bool Store::get_into(std::string_view key, ByteRange range, Buffer& out) {
   if (!bytes) return false;
   out = std::move(*bytes);
   return true;
+}
+
+void Store::put(std::string_view key, ByteView) {
+  throw StoreError(url() + " is read-only: cannot write '" + std::string(key) + "'");
+}
+
+void Store::remove(std::string_view key) {
+  throw StoreError(url() + " is read-only: cannot remove '" + std::string(key) + "'");
 }
 
 std::string Store::describe(std::string_view key) const {

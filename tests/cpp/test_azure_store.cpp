@@ -19,6 +19,7 @@
 #include "gdal_test_files.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/util/text.hpp"
 #include "moto_fixture.hpp"
 
 using namespace lazycube;
@@ -200,7 +201,7 @@ TEST_F(Azure, UrlFormsResolveToTheSameBlob) {
 }
 
 TEST_F(Azure, WrongKeyIs403AuthenticationFailedWithoutTheKey) {
-  const std::string wrong = azure::base64_encode("not-the-right-key-not-the-right-key!");
+  const std::string wrong = lazycube::base64_encode("not-the-right-key-not-the-right-key!");
   OpenOptions o;
   o.storage_options = {{"connection_string", az_->connection_string(wrong)}};
   const std::string msg = message_of<AuthError>([&] { open(url("era5_v2.zarr"), o); });
@@ -218,12 +219,29 @@ TEST_F(Azure, WrongKeyIs403AuthenticationFailedWithoutTheKey) {
   EXPECT_EQ(bad.find("not base64!"), std::string::npos) << bad;
 }
 
+// Writes are signed like reads: a wrong key is refused (HTTP 403), nothing is written, and the
+// key never shows.
+TEST_F(Azure, WritesWithWrongCredentialsAreAuthErrors) {
+  const std::string wrong = lazycube::base64_encode("not-the-right-key-not-the-right-key!");
+  const std::string blob = "written/refused.bin";
+  const Location bad = open_location(url(""), {{"connection_string", az_->connection_string(wrong)}});
+  const std::string data(100, 'x');
+  const ByteView bytes(reinterpret_cast<const std::byte*>(data.data()), data.size());
+  const std::string msg = message_of<AuthError>([&] { bad.store->put(blob, bytes); });
+  EXPECT_NE(msg.find("HTTP 403"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("writing"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find(wrong), std::string::npos) << msg;
+  const Location good = open_location(url(""), {{"connection_string", az_->connection_string()}});
+  EXPECT_FALSE(good.store->get(blob).has_value());
+  EXPECT_THROW(bad.store->remove(blob), AuthError);
+}
+
 // A service SAS for the test container (read + list), signed like Azure's SDKs do.
 std::string container_sas(const std::string& permissions) {
   const std::string version(azure::kApiVersion), expiry = "2099-01-01T00:00:00Z";
   const std::string to_sign = permissions + "\n\n" + expiry + "\n/blob/" + AzuriteServer::kAccount + "/" + kContainer +
                               "\n\n\n\n" + version + "\nc\n\n\n\n\n\n\n";
-  const std::string sig = azure::base64_encode(
+  const std::string sig = lazycube::base64_encode(
       azure::hmac_sha256(azure::base64_decode(AzuriteServer::kKey, "key"), to_sign));
   return "sv=" + version + "&sr=c&sp=" + permissions + "&se=" + http::percent_encode(expiry, false) +
          "&sig=" + http::percent_encode(sig, false);
@@ -264,14 +282,14 @@ TEST_F(Azure, ForgedSasIsRefusedWithoutTheSignature) {
 
 // The SharedKey string-to-sign of a ranged GET with a query, in the documented layout.
 TEST(AzureSharedKey, CanonicalStringLayout) {
-  const azure::SharedKeySigner signer("acct", azure::base64_encode("key"));
+  const azure::SharedKeySigner signer("acct", lazycube::base64_encode("key"));
   const std::vector<std::string> headers = {"x-ms-version: 2021-08-06", "Range: bytes=0-9",
                                             "X-MS-Date: Wed, 25 Nov 2026 03:07:39 GMT"};
   EXPECT_EQ(signer.string_to_sign("GET", "http://127.0.0.1:1/acct/c?restype=container&comp=list&prefix=a%2Fb", headers),
             "GET\n\n\n\n\n\n\n\n\n\n\nbytes=0-9\n"
             "x-ms-date:Wed, 25 Nov 2026 03:07:39 GMT\nx-ms-version:2021-08-06\n"
             "/acct/acct/c\ncomp:list\nprefix:a/b\nrestype:container");
-  EXPECT_EQ(azure::base64_decode(azure::base64_encode("any bytes\x01\xff"), "x"), "any bytes\x01\xff");
+  EXPECT_EQ(azure::base64_decode(lazycube::base64_encode("any bytes\x01\xff"), "x"), "any bytes\x01\xff");
   EXPECT_THROW(azure::base64_decode("abc", "x"), StoreError);
   const auto conn = azure::parse_connection_string("AccountName=a;AccountKey=k==;;BlobEndpoint=http://h/a;");
   EXPECT_EQ(conn.at("AccountKey"), "k==");

@@ -92,7 +92,7 @@ TEST(UrlScheme, UnsupportedSchemeIsNamedByOpenAndGdal) {
 std::string sample_value(std::string_view type) {
   if (type == "seconds") return "1.5";
   if (type == "integer") return "3";
-  if (type == "bytes") return "1024";
+  if (type == "bytes") return "8388608";  // 8 MiB: inside every byte option's range
   if (type == "bool") return "true";
   return "x";
 }

@@ -87,6 +87,20 @@ class Store {
   // Traffic counters (see StoreStats); all zero for stores that do no network I/O.
   virtual StoreStats stats() const { return {}; }
 
+  // ---- writing (the Zarr writer) ----
+  // Whether put() and remove() work here: local directories, memory, and the object stores
+  // (s3://, gs://, az://); plain http(s):// and kerchunk reference sets are read-only.
+  virtual bool writable() const { return false; }
+  // Writes `bytes` as the whole object at `key`, replacing any. Readers see the old object or the
+  // new one, never a part: a local file is written beside and renamed into place; an object
+  // store gets one PUT, or above the `part_size` storage option a multipart upload (S3, GCS) or
+  // a block list (Azure) committed once every part is in, and aborted when one fails.
+  // StoreError naming the key when it fails (AuthError when credentials are refused), or when
+  // the store is read-only.
+  virtual void put(std::string_view key, ByteView bytes);
+  // Removes the object at `key`; nothing happens when there is none. StoreError as for put().
+  virtual void remove(std::string_view key);
+
   // Unique id of this store instance within the process (used in cache keys).
   std::uint64_t id() const { return id_; }
   // Joins a key for messages: "<url>/<key>".
@@ -117,6 +131,9 @@ class MemoryStore : public Store {
   void set(const std::string& key, ByteView value);
   void set(const std::string& key, std::string_view value);
   void erase(const std::string& key);
+  bool writable() const override { return true; }
+  void put(std::string_view key, ByteView bytes) override { set(std::string(key), bytes); }
+  void remove(std::string_view key) override { erase(std::string(key)); }
 
  private:
   std::map<std::string, Buffer, std::less<>> objects_;
