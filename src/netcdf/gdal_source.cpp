@@ -93,7 +93,8 @@ std::unique_ptr<GdalHandle> GdalSource::open_handle() {
       GDALOpenEx(location_.path.c_str(), GDAL_OF_MULTIDIM_RASTER | GDAL_OF_READONLY, nullptr, nullptr, nullptr));
   if (!handle->dataset) {
     const std::string why = guard.last_error();
-    const std::string where = location_.remote ? " (" + location_.path + ")" : std::string();
+    const std::string where = (location_.remote ? " (" + location_.path + ")" : std::string()) +
+                              (location_.caveat.empty() ? std::string() : " [" + location_.caveat + "]");
     VSIErrorReset();
     VSIStatBufL st;
     if (VSIStatExL(location_.path.c_str(), &st, VSI_STAT_EXISTS_FLAG) != 0) {

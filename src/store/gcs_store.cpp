@@ -3,6 +3,7 @@
 // (gcs_token.hpp), or HMAC keys signed with SigV4.
 #include "backend_registry.hpp"
 #include "credentials.hpp"
+#include "http_util.hpp"
 #include "object_store.hpp"
 #include "vsi_mapping.hpp"
 
@@ -38,8 +39,10 @@ std::shared_ptr<Store> make_gcs_store(const std::string& bucket, const std::stri
 
 namespace {
 
-// GDAL's /vsigs/ as our gs:// store (resolve_gcs_auth): anonymous, HMAC keys, or an OAuth2
-// bearer token.
+// GDAL's /vsigs/ as our gs:// store (resolve_gcs_auth): anonymous or HMAC keys. OAuth2 bearer
+// tokens (given, or a service account's) cannot reach GDAL 3.6: /vsigs/ and /vsicurl/ drop a
+// per-path Authorization header (GDAL_HTTP_HEADERS, GDAL_HTTP_HEADER_FILE; tried), and a global
+// one would go to every host. Such reads go anonymously, with a caveat for the error message.
 VsiLocation vsi_gs(const ParsedUrl& url, const StorageOptions& o) {
   VsiLocation loc;
   loc.path = "/vsigs/" + vsi_bucket_and_key(url);
@@ -52,14 +55,10 @@ VsiLocation vsi_gs(const ParsedUrl& url, const StorageOptions& o) {
     out.emplace_back("GS_SECRET_ACCESS_KEY", auth.secret);
   } else {
     out.emplace_back("GS_NO_SIGN_REQUEST", "YES");
-    // GDAL would try to sign with its own credential chain: send the bearer token instead.
-    if (auth.kind == GcsAuth::Kind::Bearer) out.emplace_back("GDAL_HTTP_HEADERS", "Authorization: Bearer " + auth.token);
-    // GDAL's own service-account flow ignores the key's token_uri: it gets a token from ours,
-    // valid for the token's lifetime (an hour at Google) from the open.
-    if (auth.kind == GcsAuth::Kind::ServiceAccount)
-      out.emplace_back("GDAL_HTTP_HEADERS",
-                       "Authorization: Bearer " + GcsTokenSource(auth.service_account, kGcsReadOnlyScope, o.transfer).token());
   }
+  if (auth.kind == GcsAuth::Kind::Bearer || auth.kind == GcsAuth::Kind::ServiceAccount)
+    loc.caveat = "the gdal engine read it anonymously: GDAL 3.6 cannot send OAuth2 bearer tokens (" +
+                 auth.describe() + "); give HMAC keys (key, secret) for private NetCDF/HDF5/GRIB objects on GCS";
   return loc;
 }
 

@@ -4,6 +4,7 @@ openssl CLI) and nginx serving ROOT's buckets, admitting only the tokens that se
 
     with serving(tmp, www) as gcs:   # www/BUCKET/... is what gs://BUCKET/... reads
         gcs["endpoint"], gcs["key"], gcs["wrong_key"]   # endpoint_url, key files
+        gcs["www"]                                       # the directory served
 
 The module fixture `gcs` serves the bundled ERA5 sample as gs://bkt/era5.zarr (import it into a
 test module: `from gcs_service_account_fixture import gcs`).
@@ -66,7 +67,7 @@ def serving(tmp, www):
         (tmp / "wrong-key.json").write_text(json.dumps(dict(fields, private_key=_rsa_key(tmp / "wrong.pem"))))
         with nginx.NginxServer(tmp / "nginx", www) as s:
             s.set_faults("bearer_tokens = '%s'" % issued)
-            yield {"endpoint": s.url, "key": tmp / "key.json", "wrong_key": tmp / "wrong-key.json"}
+            yield {"endpoint": s.url, "key": tmp / "key.json", "wrong_key": tmp / "wrong-key.json", "www": Path(www)}
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -42,3 +42,24 @@ def test_cli_info_with_a_key_file(lazycube_cli, gcs):
     assert r.returncode != 0
     assert "invalid_grant" in r.stderr and "PRIVATE KEY" not in r.stderr
 
+
+
+def test_netcdf_over_gs_with_a_key_file_says_why_gdal_is_refused(gcs, tmp_path):
+    """GDAL 3.6 cannot send bearer tokens: a private NetCDF object on GCS read with a service
+    account fails with an error that says so (not a bare "no such file"), and never hangs."""
+    try:
+        import netCDF4  # noqa: F401
+    except ImportError:
+        pytest.skip("netCDF4-python is not installed (it writes the NetCDF fixture)")
+    import netcdf4_fixture
+    local = tmp_path / "fixture.nc"
+    netcdf4_fixture.write(str(local))
+    (gcs["www"] / "bkt" / "nc").mkdir(parents=True, exist_ok=True)
+    (gcs["www"] / "bkt" / "nc" / "fixture.nc").write_bytes(local.read_bytes())
+    options = {"token": str(gcs["key"]), "endpoint_url": gcs["endpoint"]}
+    with pytest.raises(lazycube.Error) as err:
+        lazycube.open_dataset("gs://bkt/nc/fixture.nc", storage_options=options)
+    msg = str(err.value)
+    assert "bearer tokens" in msg and "HMAC" in msg, msg
+    assert "service account" in msg, msg
+    assert "PRIVATE KEY" not in msg and "eyJ" not in msg

@@ -24,6 +24,9 @@ struct VsiLocation {
   // they may hold secrets: never print them.
   std::vector<std::pair<std::string, std::string>> options;
   bool remote = false;
+  // Why GDAL may be refused where our own store is not (credentials GDAL cannot send), for the
+  // message of a failed open; "" when nothing is known.
+  std::string caveat;
 };
 
 // Maps `url` (a local path, file://, or any registered remote URL) with `options` (the same
