@@ -119,7 +119,8 @@ class IcechunkStore final : public Store {
     if (r.kind == Resolved::Missing) return std::nullopt;
     const auto [off, len] = slice(r.size(), range, describe(key));
     if (r.kind == Resolved::Bytes) return Buffer::copy_of(r.bytes.subspan(off, len));
-    auto got = r.store->get(r.key, ByteRange::range(r.offset + off, len));
+    auto got = r.condition.empty() ? r.store->get(r.key, ByteRange::range(r.offset + off, len))
+                                   : std::move(r.store->get_many({{r.key, ByteRange::range(r.offset + off, len), r.condition}})[0]);
     check_read(r, key, got, len);
     return got;
   }
@@ -144,7 +145,7 @@ class IcechunkStore final : public Store {
         continue;
       }
       lengths[i] = len;
-      reads[i] = {r.key, ByteRange::range(r.offset + off, len)};
+      reads[i] = {r.key, ByteRange::range(r.offset + off, len), r.condition};
       groups[r.store.get()].push_back(i);
     }
     for (auto& [store, indexes] : groups) {
@@ -215,6 +216,7 @@ class IcechunkStore final : public Store {
     std::string key, url;                          // Read: the key in `store`; the URL for messages
     std::uint64_t offset = 0, length = 0;          // Read
     bool is_virtual = false;
+    ReadCondition condition;                       // Read, virtual: the recorded ETag / last-modified
     std::uint64_t size() const { return kind == Bytes ? bytes.size() : length; }
   };
 
@@ -294,6 +296,7 @@ class IcechunkStore final : public Store {
           r.key = std::move(target.key);
           r.url = loc->url;
           r.is_virtual = true;
+          r.condition = {loc->etag, loc->last_modified_s};
           break;
         }
       }

@@ -28,6 +28,8 @@ struct Ref {
   std::string bytes;               // Inline and Native: the chunk's encoded bytes
   std::string url;                 // Virtual
   std::uint64_t offset = 0, length = 0;  // Virtual
+  std::string etag{};                    // Virtual: the recorded ETag ("": none)
+  std::uint32_t last_modified_s = 0;     // Virtual: the recorded last-modified time (0: none)
 };
 
 struct ManifestSpec {
@@ -106,11 +108,12 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
           }
           case Ref::Kind::Virtual:
             if (m.location_dictionary.empty()) {
-              refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, r.offset, r.length, nullptr, r.url.c_str()));
+              refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, r.offset, r.length, nullptr, r.url.c_str(),
+                                                      r.etag.empty() ? nullptr : r.etag.c_str(), r.last_modified_s));
             } else {
               const auto packed = compress_with(r.url, m.location_dictionary);
               refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, r.offset, r.length, nullptr, nullptr,
-                                                      nullptr, 0, &packed));
+                                                      r.etag.empty() ? nullptr : r.etag.c_str(), r.last_modified_s, &packed));
             }
             break;
         }
