@@ -101,7 +101,7 @@ std::pair<std::uint64_t, std::uint64_t> slice(std::uint64_t size, const ByteRang
 class IcechunkStore final : public Store {
  public:
   IcechunkStore(std::shared_ptr<const Repository> repo, const IcechunkOptions& options)
-      : repo_(std::move(repo)), virtual_(options.virtual_chunk_containers) {
+      : repo_(std::move(repo)), virtual_(options.virtual_chunk_containers, state_of(*repo_).containers) {
     snapshot_id_ = repo_->resolve(options.version);
     const Location& root = repo_->root();
     snapshot_ = read_snapshot(*root.store, key_in(root, "snapshots/" + snapshot_id_));

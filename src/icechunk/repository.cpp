@@ -40,6 +40,7 @@ std::unique_ptr<RepositoryState> read_v2_state(const MetadataFile& file) {
   for (const auto* b : *r->branches()) state->branches[b->name()->str()] = snapshot_at(b->snapshot(), "branch '" + b->name()->str() + "'");
   for (const auto* t : *r->tags()) state->tags[t->name()->str()] = snapshot_at(t->snapshot(), "tag '" + t->name()->str() + "'");
   for (const auto* d : *r->deleted_tags()) state->deleted_tags.insert(d->str());
+  if (const auto* config = r->config()) state->containers = containers_from_flexbuffers(config->data(), config->size(), file.name);
   return state;
 }
 
@@ -76,6 +77,10 @@ std::unique_ptr<RepositoryState> read_v1_state(const Location& root) {
     if (!id) continue;
     (branch ? state->branches : state->tags)[name] = *id;
   }
+  const std::string config_key = key_in(root, "config.yaml");  // optional
+  if (auto config = root.store->get(config_key))
+    state->containers = containers_from_yaml(std::string_view(reinterpret_cast<const char*>(config->data()), config->size()),
+                                             root.store->describe(config_key));
   return state;
 }
 
@@ -121,6 +126,8 @@ Repository::Repository(Location root, std::unique_ptr<RepositoryState> state)
     : root_(std::move(root)), state_(std::move(state)) {}
 
 Repository::~Repository() = default;
+
+RepositoryState& state_of(const Repository& repository) { return *repository.state_; }
 
 std::shared_ptr<Repository> Repository::open(const Location& root) {
   return std::make_shared<Repository>(root, read_repository_state(root));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lazycube/icechunk/repository.hpp"
+#include "repo_config.hpp"
 
 namespace lazycube::icechunk {
 
@@ -27,7 +28,12 @@ class RepositoryState {
   // Spec 2: every snapshot by id. Spec 1 keeps the links in the snapshot files.
   std::map<std::string, Entry> snapshots;
   bool has_snapshot_list = false;
+  // The virtual chunk containers the repository's configuration declares.
+  std::vector<DeclaredContainer> containers;
 };
+
+// The repository's internal state (its parsed refs and configuration, the file caches).
+RepositoryState& state_of(const Repository& repository);
 
 // 2: a spec 2 repository (a `repo` file starting with the Icechunk magic) at `root`; 1: spec 1 (refs/branch.main/ref.json, the
 // branch every repository has); 0: none.

@@ -23,9 +23,37 @@ std::string join_path(const std::vector<std::string>& parts) {
 
 }  // namespace
 
-VirtualContainers::VirtualContainers(const std::map<std::string, StoreOptions>& authorised) {
-  for (const auto& [prefix, options] : authorised)
-    containers_.push_back({prefix, refs::parse_absolute(prefix, "virtual chunk container '" + prefix + "'"), options, {}});
+VirtualContainers::VirtualContainers(const std::map<std::string, StoreOptions>& authorised,
+                                     const std::vector<DeclaredContainer>& declared) {
+  for (const auto& d : declared) {
+    if (d.url_prefix.find("://") == std::string::npos) continue;  // a bare name of spec 1's defaults
+    try {
+      declared_.push_back({d, refs::parse_absolute(d.url_prefix, "virtual chunk container '" + d.url_prefix + "'")});
+    } catch (const StoreError&) {  // a scheme lazycube cannot read: only the user's authorisation counts
+    }
+  }
+  for (const auto& [prefix, options] : authorised) {
+    Container c{prefix, refs::parse_absolute(prefix, "virtual chunk container '" + prefix + "'"), options, {}};
+    // The repository's settings for the same place, overridden by the user's (credentials given
+    // by the user replace a declared anonymous access).
+    const Declared* d = declared_for(c.url);
+    if (d) {
+      StoreOptions merged = d->container.options;
+      const bool user_credentials = options.count("key") || options.count("secret") || options.count("token") ||
+                                    options.count("anon") || options.count("profile");
+      if (user_credentials) merged.erase("anon");
+      for (const auto& [k, v] : options) merged[k] = v;
+      c.options = std::move(merged);
+    }
+    containers_.push_back(std::move(c));
+  }
+}
+
+const VirtualContainers::Declared* VirtualContainers::declared_for(const refs::TargetUrl& url) const {
+  const Declared* best = nullptr;
+  for (const auto& d : declared_)
+    if (under(url, d.url) && (!best || d.url.path.size() > best->url.path.size())) best = &d;
+  return best;
 }
 
 VirtualContainers::Target VirtualContainers::open(const std::string& url, const std::string& what) {
@@ -36,7 +64,12 @@ VirtualContainers::Target VirtualContainers::open(const std::string& url, const 
   if (!best) {
     std::vector<std::string> names;
     for (const auto& c : containers_) names.push_back(c.prefix);
-    throw StoreError(what + " is a virtual chunk at '" + url + "', whose container is not authorised (" +
+    const Declared* d = declared_for(target);
+    const std::string declared =
+        d ? "the repository declares it as '" + d->container.url_prefix + "'" +
+                (d->container.name.empty() ? "" : " (name '" + d->container.name + "')") + "; "
+          : "the repository declares no container for it; ";
+    throw StoreError(what + " is a virtual chunk at '" + url + "', whose container is not authorised (" + declared +
                      (names.empty() ? std::string("no virtual chunk containers are authorised")
                                     : "authorised: " + join_names(names)) +
                      "): authorise its URL prefix with its storage options (virtual_chunk_containers)");

@@ -78,7 +78,9 @@ inline std::vector<std::uint8_t> compress_with(const std::string& text, const st
 }
 
 // Writes the repository under `dir`: repo, snapshots/, manifests/, chunks/.
-inline void write_repository(const std::filesystem::path& dir, const std::vector<NodeSpec>& nodes) {
+// `config`: the repo file's configuration (FlexBuffers bytes), none when empty.
+inline void write_repository(const std::filesystem::path& dir, const std::vector<NodeSpec>& nodes,
+                             const std::vector<std::uint8_t>& config = {}) {
   std::uint8_t next_id = 1;
   std::string chunk_file = "padding";  // native chunks share one file, at offsets
   const fb::Id12 chunk_id = id12(200);
@@ -153,7 +155,8 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
       fb::CreateSnapshotEntryDirect(rb, &sid, -1, 1'700'000'000'000'000, "generated")};
   std::vector<flatbuffers::Offset<fb::OpEntry>> ops;
   const auto status = fb::CreateStatus(rb);
-  rb.Finish(fb::CreateRepoFileDirect(rb, 2, &tags, &branches, &deleted, &snaps, status, nullptr, &ops));
+  rb.Finish(fb::CreateRepoFileDirect(rb, 2, &tags, &branches, &deleted, &snaps, status, nullptr, &ops, nullptr,
+                                     config.empty() ? nullptr : &config));
   write_metadata(dir / "repo", 6, rb);
 }
 

@@ -2,6 +2,8 @@
 // the object it points into; reading checks it (If-Match / If-Unmodified-Since over HTTP and S3,
 // the file's ETag and mtime locally). The object unchanged reads; the object replaced after the
 // repository was written is an error naming its URL, never other bytes or fill values.
+// Also the containers a repository's configuration declares: their settings under the user's.
+#include <flatbuffers/flexbuffers.h>
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -41,11 +43,39 @@ std::string array_json() {
 
 // A repository whose array "v" has one virtual chunk: `url`, bytes [2, 18), with `etag` and
 // `last_modified_s` recorded.
-void write_repo(const fs::path& dir, const std::string& url, const std::string& etag, std::uint32_t last_modified_s) {
+void write_repo(const fs::path& dir, const std::string& url, const std::string& etag, std::uint32_t last_modified_s,
+                const std::vector<std::uint8_t>& config = {}) {
   fs::remove_all(dir);
   w::ManifestSpec m{{{0, 1}}, {}, ""};
   m.refs.push_back({w::Ref::Kind::Virtual, {0}, "", url, 2, kChunk.size(), etag, last_modified_s});
-  w::write_repository(dir, {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/v", array_json(), true, {m}}});
+  w::write_repository(dir, {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/v", array_json(), true, {m}}},
+                      config);
+}
+
+// A repo file configuration as Icechunk 2 writes it (serde -> FlexBuffers) declaring one S3
+// container.
+std::vector<std::uint8_t> s3_container_config(const std::string& prefix, const std::string& endpoint, bool anonymous) {
+  flexbuffers::Builder b;
+  b.Map([&] {
+    b.Int("inline_chunk_threshold_bytes", 12);
+    b.Map("virtual_chunk_containers", [&] {
+      b.Map(prefix.c_str(), [&] {
+        b.Null("name");
+        b.Map("store", [&] {
+          b.Map("s3_compatible", [&] {
+            b.Bool("allow_http", true);
+            b.Bool("anonymous", anonymous);
+            b.String("endpoint_url", endpoint);
+            b.Bool("force_path_style", true);
+            b.String("region", "us-east-1");
+          });
+        });
+        b.String("url_prefix", prefix);
+      });
+    });
+  });
+  b.Finish();
+  return b.GetBuffer();
 }
 
 std::string read_v(const fs::path& dir, const std::string& container, const StoreOptions& options = {}) {
@@ -179,6 +209,17 @@ TEST(IcechunkIntegrity, S3EtagAndLastModifiedSigV4) {
   EXPECT_EQ(read_v(repo, "s3://integrity/", options), kChunk);
   write_repo(repo, url, "", static_cast<std::uint32_t>(uploaded - 3600));  // the object is newer
   EXPECT_CHANGED(read_v(repo, "s3://integrity/", options), url);
+
+  // The repository declares the container (endpoint, region, anonymous): the user's
+  // authorisation with credentials alone reads through the declared endpoint; without it the
+  // error names the declared container.
+  write_repo(repo, url, "", 0, s3_container_config("s3://integrity/", moto->endpoint, true));
+  EXPECT_EQ(read_v(repo, "s3://integrity/", {{"key", moto->key_id}, {"secret", moto->secret}}), kChunk);
+  auto refused = message_of<StoreError>([&] { read_v(repo, "s3://other/", options); });
+  EXPECT_NE(refused.find("the repository declares it as 's3://integrity/'"), std::string::npos) << refused;
+  // The user's endpoint overrides the declared one.
+  write_repo(repo, url, "", 0, s3_container_config("s3://integrity/", "http://127.0.0.1:9", false));
+  EXPECT_EQ(read_v(repo, "s3://integrity/", options), kChunk);
 
   // Replaced after the repository was written.
   moto->set_auth(false);
