@@ -29,6 +29,7 @@ class Manifest {
  public:
   explicit Manifest(MetadataFile file);
   const std::string& name() const { return file_.name; }
+  std::uint64_t payload_bytes() const { return file_.payload.size(); }
   // The reference of chunk `coords` of node `node`; nullopt when the manifest has none.
   std::optional<ChunkLocation> find(const Id8& node, const std::vector<std::uint32_t>& coords) const;
   // Every chunk coordinate of `node` in this manifest, in order.

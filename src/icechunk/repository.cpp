@@ -108,11 +108,17 @@ int repository_layout(const Location& root) {
 
 std::unique_ptr<RepositoryState> read_repository_state(const Location& root) {
   const std::string repo_key = key_in(root, "repo");
+  std::unique_ptr<RepositoryState> state;
   if (auto bytes = root.store->get(repo_key)) {  // a `repo` file: spec 2, whatever its bytes
     const auto* p = reinterpret_cast<const std::uint8_t*>(bytes->data());
-    return read_v2_state(parse_file({p, p + bytes->size()}, FileType::RepoInfo, root.store->describe(repo_key)));
+    state = read_v2_state(parse_file({p, p + bytes->size()}, FileType::RepoInfo, root.store->describe(repo_key)));
+  } else if (repository_layout(root) == 1) {
+    state = read_v1_state(root);
   }
-  if (repository_layout(root) == 1) return read_v1_state(root);
+  if (state) {
+    state->files = std::make_unique<FileCache>(root);
+    return state;
+  }
   throw NotFound("no Icechunk repository at " + repo_url(root) + " (no 'repo' file, nor 'refs/branch.main/ref.json')");
 }
 
@@ -187,7 +193,7 @@ std::vector<SnapshotInfo> Repository::history(const std::string& snapshot_id) co
       out.push_back({id, it->second.written_at_us, it->second.message});
       id = it->second.parent;
     } else {
-      const auto snap = read_snapshot(*root_.store, key_in(root_, "snapshots/" + id));
+      const auto snap = state_->files->snapshot(id);
       out.push_back({id, snap->written_at_us(), snap->message()});
       id = snap->parent_id();
     }

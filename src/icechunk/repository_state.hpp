@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lazycube/icechunk/repository.hpp"
+#include "file_cache.hpp"
 #include "repo_config.hpp"
 
 namespace lazycube::icechunk {
@@ -30,6 +31,8 @@ class RepositoryState {
   bool has_snapshot_list = false;
   // The virtual chunk containers the repository's configuration declares.
   std::vector<DeclaredContainer> containers;
+  // Snapshot and manifest files, shared by every store of the repository.
+  std::unique_ptr<FileCache> files;
 };
 
 // The repository's internal state (its parsed refs and configuration, the file caches).

@@ -49,7 +49,7 @@ void write_repo(const fs::path& dir, const std::string& url, const std::string& 
   w::ManifestSpec m{{{0, 1}}, {}, ""};
   m.refs.push_back({w::Ref::Kind::Virtual, {0}, "", url, 2, kChunk.size(), etag, last_modified_s});
   w::write_repository(dir, {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/v", array_json(), true, {m}}},
-                      config);
+                      {config});
 }
 
 // A repo file configuration as Icechunk 2 writes it (serde -> FlexBuffers) declaring one S3
