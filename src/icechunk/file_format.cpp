@@ -7,6 +7,7 @@
 
 #include "lazycube/codec/codec.hpp"
 #include "lazycube/error.hpp"
+#include "manifest.hpp"
 #include "manifest_generated.h"
 #include "repo_generated.h"
 #include "snapshot_generated.h"
@@ -40,7 +41,7 @@ bool verify(const Buffer& payload, FileType type) {
   flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(), opts);
   switch (type) {
     case FileType::Snapshot: return fb::VerifySnapshotFileBuffer(v);
-    case FileType::Manifest: return fb::VerifyManifestFileBuffer(v);
+    case FileType::Manifest: return verify_manifest_shallow(payload);  // references: on first read
     case FileType::RepoInfo: return fb::VerifyRepoFileBuffer(v);
     case FileType::TransactionLog: return false;  // not read by lazycube
   }
