@@ -33,7 +33,7 @@ class VirtualContainers {
     std::string prefix;  // as the user wrote it
     refs::TargetUrl url;
     StoreOptions options;
-    std::map<std::string, std::shared_ptr<Store>> stores;  // by scheme://authority
+    std::map<std::string, std::shared_ptr<Store>> stores;  // by scheme://authority and declared container
   };
   struct Declared {
     DeclaredContainer container;

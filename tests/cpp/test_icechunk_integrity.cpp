@@ -217,6 +217,9 @@ TEST(IcechunkIntegrity, S3EtagAndLastModifiedSigV4) {
   EXPECT_EQ(read_v(repo, "s3://integrity/", {{"key", moto->key_id}, {"secret", moto->secret}}), kChunk);
   auto refused = message_of<StoreError>([&] { read_v(repo, "s3://other/", options); });
   EXPECT_NE(refused.find("the repository declares it as 's3://integrity/'"), std::string::npos) << refused;
+  // The settings of the declared container holding the chunk, under a broader authorisation.
+  write_repo(repo, url, "", 0, s3_container_config("s3://integrity/v1/", moto->endpoint, false));
+  EXPECT_EQ(read_v(repo, "s3://integrity/", {{"key", moto->key_id}, {"secret", moto->secret}}), kChunk);
   // The user's endpoint overrides the declared one.
   write_repo(repo, url, "", 0, s3_container_config("s3://integrity/", "http://127.0.0.1:9", false));
   EXPECT_EQ(read_v(repo, "s3://integrity/", options), kChunk);
