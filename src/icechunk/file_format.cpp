@@ -7,6 +7,7 @@
 
 #include "lazycube/codec/codec.hpp"
 #include "lazycube/error.hpp"
+#include "manifest.hpp"
 #include "manifest_generated.h"
 #include "repo_generated.h"
 #include "snapshot_generated.h"
@@ -33,34 +34,33 @@ const char* type_name(FileType t) {
 
 bool known_type(std::uint8_t t) { return t == 1 || t == 2 || t == 4 || t == 6; }
 
-bool verify(const std::vector<std::uint8_t>& payload, FileType type) {
+bool verify(const Buffer& payload, FileType type) {
   flatbuffers::Verifier::Options opts;
   opts.max_tables = 1u << 30;  // big manifests hold millions of chunk refs
   opts.max_depth = 64;
-  flatbuffers::Verifier v(payload.data(), payload.size(), opts);
+  flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(), opts);
   switch (type) {
     case FileType::Snapshot: return fb::VerifySnapshotFileBuffer(v);
-    case FileType::Manifest: return fb::VerifyManifestFileBuffer(v);
+    case FileType::Manifest: return verify_manifest_shallow(payload);  // references: on first read
     case FileType::RepoInfo: return fb::VerifyRepoFileBuffer(v);
     case FileType::TransactionLog: return false;  // not read by lazycube
   }
   return false;
 }
 
-std::vector<std::uint8_t> decompress(const std::uint8_t* data, std::size_t n, const std::string& name) {
+Buffer decompress(ByteView in, const std::string& name) {
   static const auto zstd = codec::make_bytes_codec("zstd", nlohmann::json::object(), codec::ChunkSpec{});
   Buffer scratch;
   codec::DecodeLimits limits;
   limits.max_size = kMaxPayload;
   ByteView out;
   try {
-    out = zstd->decode(ByteView(reinterpret_cast<const std::byte*>(data), n), scratch, limits);
+    out = zstd->decode(in, scratch, limits);
   } catch (const CodecError& e) {
     throw CodecError(name + ": cannot decompress the Icechunk file (" + e.what() + ")");
   }
-  std::vector<std::uint8_t> payload(out.size());
-  if (!out.empty()) std::memcpy(payload.data(), out.data(), out.size());
-  return payload;
+  if (out.data() == scratch.data() && out.size() == scratch.size()) return scratch;  // decoded in place: no copy
+  return Buffer::copy_of(out);
 }
 
 }  // namespace
@@ -69,15 +69,16 @@ bool starts_with_magic(ByteView bytes) {
   return bytes.size() >= kMagic.size() && std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) == 0;
 }
 
-MetadataFile parse_file(std::vector<std::uint8_t> bytes, FileType expected, const std::string& name) {
-  if (bytes.size() < kHeaderSize)
-    throw MetadataError(name + ": not an Icechunk file (" + std::to_string(bytes.size()) +
+MetadataFile parse_file(ByteView file, FileType expected, const std::string& name) {
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(file.data());
+  if (file.size() < kHeaderSize)
+    throw MetadataError(name + ": not an Icechunk file (" + std::to_string(file.size()) +
                         " bytes, shorter than the 39-byte header)");
-  if (!starts_with_magic(ByteView(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size())))
+  if (!starts_with_magic(file))
     throw MetadataError(name + ": not an Icechunk file (wrong magic bytes)");
   MetadataFile f;
   f.name = name;
-  f.implementation.assign(reinterpret_cast<const char*>(bytes.data()) + 12, 24);
+  f.implementation.assign(reinterpret_cast<const char*>(bytes) + 12, 24);
   while (!f.implementation.empty() && (f.implementation.back() == ' ' || f.implementation.back() == '\0'))
     f.implementation.pop_back();
   const std::uint8_t version = bytes[36], type = bytes[37], compression = bytes[38];
@@ -89,8 +90,8 @@ MetadataFile parse_file(std::vector<std::uint8_t> bytes, FileType expected, cons
   if (type != static_cast<std::uint8_t>(expected))
     throw MetadataError(name + ": an Icechunk " + type_name(static_cast<FileType>(type)) + " file where a " +
                         type_name(expected) + " file was expected");
-  if (compression == 0) f.payload.assign(bytes.begin() + kHeaderSize, bytes.end());
-  else if (compression == 1) f.payload = decompress(bytes.data() + kHeaderSize, bytes.size() - kHeaderSize, name);
+  if (compression == 0) f.payload = Buffer::copy_of(file.subspan(kHeaderSize));  // aligned for FlatBuffers
+  else if (compression == 1) f.payload = decompress(file.subspan(kHeaderSize), name);
   else throw MetadataError(name + ": unknown Icechunk compression " + std::to_string(compression) + " (0: none, 1: zstd)");
   if (!verify(f.payload, expected))
     throw MetadataError(name + ": corrupt Icechunk " + type_name(expected) + " file (FlatBuffer verification failed)");
@@ -101,8 +102,7 @@ MetadataFile read_file(Store& store, const std::string& key, FileType expected) 
   auto got = store.get(key);
   const std::string name = store.describe(key);
   if (!got) throw NotFound("Icechunk " + std::string(type_name(expected)) + " file not found: " + name);
-  const auto* p = reinterpret_cast<const std::uint8_t*>(got->data());
-  return parse_file(std::vector<std::uint8_t>(p, p + got->size()), expected, name);
+  return parse_file(got->view(), expected, name);
 }
 
 }  // namespace lazycube::icechunk

@@ -19,7 +19,7 @@ struct MetadataFile {
   std::string name;          // store->describe(key), for messages
   int spec_version = 0;      // 1 or 2, from the header
   std::string implementation;  // the writer, from the header (trailing spaces trimmed)
-  std::vector<std::uint8_t> payload;  // the FlatBuffer (8-byte aligned storage)
+  Buffer payload;            // the FlatBuffer (64-byte aligned storage)
 };
 
 // Length of the magic bytes every Icechunk metadata file starts with.
@@ -28,7 +28,7 @@ inline constexpr std::size_t kMagicSize = 12;
 bool starts_with_magic(ByteView bytes);
 
 // Parses and verifies `bytes` (the whole file) read from `name`.
-MetadataFile parse_file(std::vector<std::uint8_t> bytes, FileType expected, const std::string& name);
+MetadataFile parse_file(ByteView bytes, FileType expected, const std::string& name);
 
 // Reads `key` from `store` and parses it; NotFound naming the file when it does not exist.
 MetadataFile read_file(Store& store, const std::string& key, FileType expected);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <mutex>
+#include <shared_mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -101,10 +102,9 @@ std::pair<std::uint64_t, std::uint64_t> slice(std::uint64_t size, const ByteRang
 class IcechunkStore final : public Store {
  public:
   IcechunkStore(std::shared_ptr<const Repository> repo, const IcechunkOptions& options)
-      : repo_(std::move(repo)), virtual_(options.virtual_chunk_containers) {
+      : repo_(std::move(repo)), virtual_(options.virtual_chunk_containers, state_of(*repo_).containers) {
     snapshot_id_ = repo_->resolve(options.version);
-    const Location& root = repo_->root();
-    snapshot_ = read_snapshot(*root.store, key_in(root, "snapshots/" + snapshot_id_));
+    snapshot_ = state_of(*repo_).files->snapshot(snapshot_id_);
     for (const auto& [path, node] : snapshot_->nodes())
       if (node.is_array) keys_.emplace(path, chunk_keys_of(node, snapshot_->name()));
   }
@@ -119,9 +119,25 @@ class IcechunkStore final : public Store {
     if (r.kind == Resolved::Missing) return std::nullopt;
     const auto [off, len] = slice(r.size(), range, describe(key));
     if (r.kind == Resolved::Bytes) return Buffer::copy_of(r.bytes.subspan(off, len));
-    auto got = r.store->get(r.key, ByteRange::range(r.offset + off, len));
+    auto got = r.condition.empty() ? r.store->get(r.key, ByteRange::range(r.offset + off, len))
+                                   : std::move(r.store->get_many({{r.key, ByteRange::range(r.offset + off, len), r.condition}})[0]);
     check_read(r, key, got, len);
     return got;
+  }
+
+  // The Zarr reader's per-thread buffer path: native chunks read straight into `out`.
+  bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
+    Resolved r = resolve(key);
+    if (r.kind != Resolved::Read || !r.condition.empty()) {
+      auto got = get(key, range);
+      if (!got) return false;
+      out = std::move(*got);
+      return true;
+    }
+    const auto [off, len] = slice(r.size(), range, describe(key));
+    const bool found = r.store->get_into(r.key, ByteRange::range(r.offset + off, len), out);
+    check_read(r, key, found ? std::optional<std::uint64_t>(out.size()) : std::nullopt, len);
+    return true;
   }
 
   void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
@@ -144,7 +160,7 @@ class IcechunkStore final : public Store {
         continue;
       }
       lengths[i] = len;
-      reads[i] = {r.key, ByteRange::range(r.offset + off, len)};
+      reads[i] = {r.key, ByteRange::range(r.offset + off, len), r.condition};
       groups[r.store.get()].push_back(i);
     }
     for (auto& [store, indexes] : groups) {
@@ -212,9 +228,11 @@ class IcechunkStore final : public Store {
     ByteView bytes;                                // Bytes
     std::shared_ptr<const Manifest> manifest;      // keeps inline bytes alive
     std::shared_ptr<Store> store;                  // Read
-    std::string key, url;                          // Read: the key in `store`; the URL for messages
+    std::string key;                               // Read: the key in `store`
+    std::string url;                               // Read, virtual: its URL (native: store->describe(key))
     std::uint64_t offset = 0, length = 0;          // Read
     bool is_virtual = false;
+    ReadCondition condition;                       // Read, virtual: the recorded ETag / last-modified
     std::uint64_t size() const { return kind == Bytes ? bytes.size() : length; }
   };
 
@@ -242,14 +260,15 @@ class IcechunkStore final : public Store {
       });
   }
 
+  // The manifest (loaded once per repository: FileCache), held by this store once used.
   std::shared_ptr<const Manifest> manifest(const Id12& id) {
-    std::lock_guard lock(mutex_);
-    auto& m = manifests_[id];
-    if (!m) {
-      const Location& root = repo_->root();
-      m = std::make_shared<const Manifest>(read_file(*root.store, key_in(root, "manifests/" + encode_id(id)), FileType::Manifest));
+    {
+      std::shared_lock lock(mutex_);
+      if (auto it = manifests_.find(id); it != manifests_.end()) return it->second;
     }
-    return m;
+    auto m = state_of(*repo_).files->manifest(id);
+    std::unique_lock lock(mutex_);
+    return manifests_.emplace(id, std::move(m)).first->second;
   }
 
   Resolved resolve(std::string_view key) {
@@ -284,7 +303,6 @@ class IcechunkStore final : public Store {
           r.kind = Resolved::Read;
           r.store = root.store;
           r.key = key_in(root, "chunks/" + loc->chunk_id);
-          r.url = root.store->describe(r.key);
           break;
         }
         case ChunkLocation::Kind::Virtual: {
@@ -292,8 +310,9 @@ class IcechunkStore final : public Store {
           r.kind = Resolved::Read;
           r.store = std::move(target.store);
           r.key = std::move(target.key);
-          r.url = loc->url;
+          r.url = std::move(loc->url);
           r.is_virtual = true;
+          r.condition = {loc->etag, loc->last_modified_s};
           break;
         }
       }
@@ -307,14 +326,18 @@ class IcechunkStore final : public Store {
   // A referenced chunk must be there in full: a missing object or a short read is an error,
   // never a fill value.
   void check_read(const Resolved& r, std::string_view key, const std::optional<Buffer>& got, std::uint64_t want) const {
+    check_read(r, key, got ? std::optional<std::uint64_t>(got->size()) : std::nullopt, want);
+  }
+  void check_read(const Resolved& r, std::string_view key, std::optional<std::uint64_t> got, std::uint64_t want) const {
+    if (got && *got == want) return;
     const std::string kind = r.is_virtual ? "virtual" : "native";
+    const std::string object = r.is_virtual ? r.url : r.store->describe(r.key);
     if (!got)
       throw StoreError("chunk '" + std::string(key) + "' of Icechunk repository " + url() + ": its " + kind +
-                       " chunk object " + r.url + " does not exist");
-    if (got->size() != want)
-      throw StoreError("chunk '" + std::string(key) + "' of Icechunk repository " + url() + ": the reference (offset " +
-                       std::to_string(r.offset) + ", length " + std::to_string(r.length) + ") reaches past the end of " +
-                       r.url + " (read " + std::to_string(got->size()) + " of " + std::to_string(want) + " bytes)");
+                       " chunk object " + object + " does not exist");
+    throw StoreError("chunk '" + std::string(key) + "' of Icechunk repository " + url() + ": the reference (offset " +
+                     std::to_string(r.offset) + ", length " + std::to_string(r.length) + ") reaches past the end of " +
+                     object + " (read " + std::to_string(*got) + " of " + std::to_string(want) + " bytes)");
   }
 
   std::shared_ptr<const Repository> repo_;
@@ -322,7 +345,7 @@ class IcechunkStore final : public Store {
   std::shared_ptr<const Snapshot> snapshot_;
   std::map<std::string, ChunkKeys, std::less<>> keys_;
   VirtualContainers virtual_;
-  std::mutex mutex_;
+  std::shared_mutex mutex_;
   std::map<Id12, std::shared_ptr<const Manifest>> manifests_;
 };
 

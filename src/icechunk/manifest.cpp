@@ -31,6 +31,47 @@ const fb::ArrayRefs* array_of(const fb::ManifestFile& m, const Id8& node) {
   return *it;
 }
 
+flatbuffers::Verifier verifier_over(const Buffer& payload) {
+  flatbuffers::Verifier::Options opts;
+  opts.max_tables = 1u << 30;
+  return flatbuffers::Verifier(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(), opts);
+}
+
+// The generated tables derive privately from flatbuffers::Table (same layout, no members).
+const flatbuffers::Table& table(const void* t) { return *reinterpret_cast<const flatbuffers::Table*>(t); }
+
+// ArrayRefs::Verify without descending into the reference tables (their offsets are checked).
+bool verify_array_shallow(flatbuffers::Verifier& v, const fb::ArrayRefs* a) {
+  const auto& t = table(a);
+  return t.VerifyTableStart(v) && t.VerifyFieldRequired<fb::Id8>(v, fb::ArrayRefs::VT_NODE, 1) &&
+         t.VerifyOffsetRequired(v, fb::ArrayRefs::VT_REFS) && v.VerifyVector(a->refs()) &&
+         t.VerifyOffset(v, fb::ArrayRefs::VT_EXTRA) && v.VerifyVector(a->extra()) && v.EndTable();
+}
+
+[[noreturn]] void corrupt_ref(const std::string& name) {
+  throw MetadataError(name + ": corrupt Icechunk manifest file (a chunk reference fails FlatBuffer verification)");
+}
+
+}  // namespace
+
+// One reference, verified (once: a bit per 4-byte position of the payload remembers it) before
+// any of its fields is read.
+const fb::ChunkRef* Manifest::checked(const fb::ChunkRef* r) const {
+  // The reference's offset was not checked with its vector: it may point anywhere.
+  const auto base = reinterpret_cast<std::uintptr_t>(file_.payload.data()), p = reinterpret_cast<std::uintptr_t>(r);
+  auto v = verifier_over(file_.payload);
+  if (p < base || p >= base + file_.payload.size()) corrupt_ref(file_.name);
+  const std::size_t at = (p - base) / 4;
+  auto& word = verified_[at / 64];
+  const std::uint64_t bit = std::uint64_t{1} << (at % 64);
+  if (word.load(std::memory_order_acquire) & bit) return r;
+  if (!r->Verify(v)) corrupt_ref(file_.name);
+  word.fetch_or(bit, std::memory_order_release);
+  return r;
+}
+
+namespace {
+
 struct DCtxFree {
   void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
 };
@@ -56,17 +97,36 @@ std::string unpack_location(const flatbuffers::Vector<std::uint8_t>& packed, con
 
 }  // namespace
 
-Manifest::Manifest(MetadataFile file) : file_(std::move(file)) {}
+bool verify_manifest_shallow(const Buffer& payload) {
+  auto v = verifier_over(payload);
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(payload.data());
+  const flatbuffers::uoffset_t root = v.VerifyOffset(0);
+  if (!root) return false;
+  const auto* m = reinterpret_cast<const fb::ManifestFile*>(bytes + root);
+  const auto& t = table(m);
+  if (!(t.VerifyTableStart(v) && t.VerifyFieldRequired<fb::Id12>(v, fb::ManifestFile::VT_ID, 1) &&
+        t.VerifyOffsetRequired(v, fb::ManifestFile::VT_ARRAYS) && v.VerifyVector(m->arrays())))
+    return false;
+  for (const auto* a : *m->arrays())
+    if (!verify_array_shallow(v, a)) return false;
+  return t.VerifyOffset(v, fb::ManifestFile::VT_LOCATION_DICTIONARY) && v.VerifyVector(m->location_dictionary()) &&
+         t.VerifyField<std::uint8_t>(v, fb::ManifestFile::VT_LOCATION_COMPRESSION, 1) &&
+         t.VerifyOffset(v, fb::ManifestFile::VT_EXTRA) && v.VerifyVector(m->extra()) && v.EndTable();
+}
+
+Manifest::Manifest(MetadataFile file) : file_(std::move(file)), verified_(file_.payload.size() / 4 / 64 + 1) {}
 
 std::optional<ChunkLocation> Manifest::find(const Id8& node, const std::vector<std::uint32_t>& coords) const {
   const auto* m = fb::GetManifestFile(file_.payload.data());
   const auto* array = array_of(*m, node);
   if (!array) return std::nullopt;
   const auto& refs = *array->refs();
-  auto it = std::lower_bound(refs.begin(), refs.end(), coords, [](const fb::ChunkRef* r, const std::vector<std::uint32_t>& c) {
-    return compare(*r->coords(), c) < 0;
+  // Binary search in place; each reference it reads is verified first (the file's verification
+  // stopped at the reference offsets: a million references open without a pass over them all).
+  auto it = std::lower_bound(refs.begin(), refs.end(), coords, [&](const fb::ChunkRef* r, const std::vector<std::uint32_t>& c) {
+    return compare(*checked(r)->coords(), c) < 0;
   });
-  if (it == refs.end() || compare(*it->coords(), coords) != 0) return std::nullopt;
+  if (it == refs.end() || compare(*checked(*it)->coords(), coords) != 0) return std::nullopt;
   const fb::ChunkRef& r = **it;
   ChunkLocation loc;
   if (r.inline_bytes()) {
@@ -96,6 +156,7 @@ void Manifest::for_each_coords(const Id8& node, const std::function<void(const s
   if (!array) return;
   std::vector<std::uint32_t> coords;
   for (const auto* r : *array->refs()) {
+    checked(r);
     coords.assign(r->coords()->begin(), r->coords()->end());
     f(coords);
   }

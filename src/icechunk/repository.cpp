@@ -40,6 +40,7 @@ std::unique_ptr<RepositoryState> read_v2_state(const MetadataFile& file) {
   for (const auto* b : *r->branches()) state->branches[b->name()->str()] = snapshot_at(b->snapshot(), "branch '" + b->name()->str() + "'");
   for (const auto* t : *r->tags()) state->tags[t->name()->str()] = snapshot_at(t->snapshot(), "tag '" + t->name()->str() + "'");
   for (const auto* d : *r->deleted_tags()) state->deleted_tags.insert(d->str());
+  if (const auto* config = r->config()) state->containers = containers_from_flexbuffers(config->data(), config->size(), file.name);
   return state;
 }
 
@@ -76,6 +77,10 @@ std::unique_ptr<RepositoryState> read_v1_state(const Location& root) {
     if (!id) continue;
     (branch ? state->branches : state->tags)[name] = *id;
   }
+  const std::string config_key = key_in(root, "config.yaml");  // optional
+  if (auto config = root.store->get(config_key))
+    state->containers = containers_from_yaml(std::string_view(reinterpret_cast<const char*>(config->data()), config->size()),
+                                             root.store->describe(config_key));
   return state;
 }
 
@@ -103,11 +108,16 @@ int repository_layout(const Location& root) {
 
 std::unique_ptr<RepositoryState> read_repository_state(const Location& root) {
   const std::string repo_key = key_in(root, "repo");
+  std::unique_ptr<RepositoryState> state;
   if (auto bytes = root.store->get(repo_key)) {  // a `repo` file: spec 2, whatever its bytes
-    const auto* p = reinterpret_cast<const std::uint8_t*>(bytes->data());
-    return read_v2_state(parse_file({p, p + bytes->size()}, FileType::RepoInfo, root.store->describe(repo_key)));
+    state = read_v2_state(parse_file(bytes->view(), FileType::RepoInfo, root.store->describe(repo_key)));
+  } else if (repository_layout(root) == 1) {
+    state = read_v1_state(root);
   }
-  if (repository_layout(root) == 1) return read_v1_state(root);
+  if (state) {
+    state->files = std::make_unique<FileCache>(root);
+    return state;
+  }
   throw NotFound("no Icechunk repository at " + repo_url(root) + " (no 'repo' file, nor 'refs/branch.main/ref.json')");
 }
 
@@ -121,6 +131,8 @@ Repository::Repository(Location root, std::unique_ptr<RepositoryState> state)
     : root_(std::move(root)), state_(std::move(state)) {}
 
 Repository::~Repository() = default;
+
+RepositoryState& state_of(const Repository& repository) { return *repository.state_; }
 
 std::shared_ptr<Repository> Repository::open(const Location& root) {
   return std::make_shared<Repository>(root, read_repository_state(root));
@@ -180,7 +192,7 @@ std::vector<SnapshotInfo> Repository::history(const std::string& snapshot_id) co
       out.push_back({id, it->second.written_at_us, it->second.message});
       id = it->second.parent;
     } else {
-      const auto snap = read_snapshot(*root_.store, key_in(root_, "snapshots/" + id));
+      const auto snap = state_->files->snapshot(id);
       out.push_back({id, snap->written_at_us(), snap->message()});
       id = snap->parent_id();
     }

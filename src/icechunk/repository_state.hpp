@@ -9,6 +9,8 @@
 #include <string>
 
 #include "lazycube/icechunk/repository.hpp"
+#include "file_cache.hpp"
+#include "repo_config.hpp"
 
 namespace lazycube::icechunk {
 
@@ -27,7 +29,14 @@ class RepositoryState {
   // Spec 2: every snapshot by id. Spec 1 keeps the links in the snapshot files.
   std::map<std::string, Entry> snapshots;
   bool has_snapshot_list = false;
+  // The virtual chunk containers the repository's configuration declares.
+  std::vector<DeclaredContainer> containers;
+  // Snapshot and manifest files, shared by every store of the repository.
+  std::unique_ptr<FileCache> files;
 };
+
+// The repository's internal state (its parsed refs and configuration, the file caches).
+RepositoryState& state_of(const Repository& repository);
 
 // 2: a spec 2 repository (a `repo` file starting with the Icechunk magic) at `root`; 1: spec 1 (refs/branch.main/ref.json, the
 // branch every repository has); 0: none.

@@ -32,6 +32,7 @@ class Snapshot {
  public:
   Snapshot(MetadataFile file);
   const std::string& name() const { return file_.name; }
+  std::uint64_t payload_bytes() const { return file_.payload.size(); }
   int spec_version() const { return file_.spec_version; }
   std::string id() const { return id_; }
   std::string parent_id() const { return parent_; }  // spec 1 files only; "" otherwise

@@ -23,9 +23,39 @@ std::string join_path(const std::vector<std::string>& parts) {
 
 }  // namespace
 
-VirtualContainers::VirtualContainers(const std::map<std::string, StoreOptions>& authorised) {
+VirtualContainers::VirtualContainers(const std::map<std::string, StoreOptions>& authorised,
+                                     const std::vector<DeclaredContainer>& declared) {
+  for (const auto& d : declared) {
+    if (d.url_prefix.find("://") == std::string::npos) continue;  // a bare name of spec 1's defaults
+    try {
+      declared_.push_back({d, refs::parse_absolute(d.url_prefix, "virtual chunk container '" + d.url_prefix + "'")});
+    } catch (const StoreError&) {  // a scheme lazycube cannot read: only the user's authorisation counts
+    }
+  }
   for (const auto& [prefix, options] : authorised)
     containers_.push_back({prefix, refs::parse_absolute(prefix, "virtual chunk container '" + prefix + "'"), options, {}});
+}
+
+namespace {
+
+// The repository's settings for a chunk's container, overridden by the user's (credentials given
+// by the user replace a declared anonymous access).
+StoreOptions merged_options(const DeclaredContainer* declared, const StoreOptions& user) {
+  if (!declared) return user;
+  StoreOptions merged = declared->options;
+  if (user.count("key") || user.count("secret") || user.count("token") || user.count("anon") || user.count("profile"))
+    merged.erase("anon");
+  for (const auto& [k, v] : user) merged[k] = v;
+  return merged;
+}
+
+}  // namespace
+
+const VirtualContainers::Declared* VirtualContainers::declared_for(const refs::TargetUrl& url) const {
+  const Declared* best = nullptr;
+  for (const auto& d : declared_)
+    if (under(url, d.url) && (!best || d.url.path.size() > best->url.path.size())) best = &d;
+  return best;
 }
 
 VirtualContainers::Target VirtualContainers::open(const std::string& url, const std::string& what) {
@@ -33,10 +63,15 @@ VirtualContainers::Target VirtualContainers::open(const std::string& url, const 
   Container* best = nullptr;
   for (auto& c : containers_)
     if (under(target, c.url) && (!best || c.url.path.size() > best->url.path.size())) best = &c;
+  const Declared* d = declared_for(target);
   if (!best) {
     std::vector<std::string> names;
     for (const auto& c : containers_) names.push_back(c.prefix);
-    throw StoreError(what + " is a virtual chunk at '" + url + "', whose container is not authorised (" +
+    const std::string declared =
+        d ? "the repository declares it as '" + d->container.url_prefix + "'" +
+                (d->container.name.empty() ? "" : " (name '" + d->container.name + "')") + "; "
+          : "the repository declares no container for it; ";
+    throw StoreError(what + " is a virtual chunk at '" + url + "', whose container is not authorised (" + declared +
                      (names.empty() ? std::string("no virtual chunk containers are authorised")
                                     : "authorised: " + join_names(names)) +
                      "): authorise its URL prefix with its storage options (virtual_chunk_containers)");
@@ -45,8 +80,11 @@ VirtualContainers::Target VirtualContainers::open(const std::string& url, const 
   const std::string key = join_path(target.path);
   if (key.empty()) throw StoreError(what + ": virtual chunk location '" + url + "' names no object");
   std::lock_guard lock(mutex_);
-  auto& store = best->stores[root];
-  if (!store) store = target.is_local() ? make_file_store(root) : open_location(root, best->options).store;
+  // One store per host or bucket and declared container (whose settings it merges).
+  auto& store = best->stores[root + (d ? "\n" + d->container.url_prefix : std::string())];
+  if (!store)
+    store = target.is_local() ? make_file_store(root)
+                              : open_location(root, merged_options(d ? &d->container : nullptr, best->options)).store;
   return {store, key};
 }
 

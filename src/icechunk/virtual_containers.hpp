@@ -1,7 +1,8 @@
-// The virtual chunk containers a user authorised: URL prefix -> storage options. A virtual
-// chunk's URL is read through a store opened with its container's options (one store per
-// container and host or bucket); a URL under no authorised prefix is refused with a StoreError
-// naming it.
+// The virtual chunk containers a user authorised (URL prefix -> storage options) and those the
+// repository declares (repo_config.hpp). A virtual chunk's URL is read through a store opened
+// with its container's options (one store per container and host or bucket): the repository's
+// declared settings (endpoint, region, anonymous) overridden by the user's. A URL under no
+// authorised prefix is refused with a StoreError naming it and the declared container it lies in.
 #pragma once
 
 #include <map>
@@ -11,13 +12,14 @@
 #include <vector>
 
 #include "lazycube/store/reference_access.hpp"
+#include "repo_config.hpp"
 #include "lazycube/store/store.hpp"
 
 namespace lazycube::icechunk {
 
 class VirtualContainers {
  public:
-  explicit VirtualContainers(const std::map<std::string, StoreOptions>& authorised);
+  VirtualContainers(const std::map<std::string, StoreOptions>& authorised, const std::vector<DeclaredContainer>& declared);
 
   struct Target {
     std::shared_ptr<Store> store;
@@ -31,9 +33,16 @@ class VirtualContainers {
     std::string prefix;  // as the user wrote it
     refs::TargetUrl url;
     StoreOptions options;
-    std::map<std::string, std::shared_ptr<Store>> stores;  // by scheme://authority
+    std::map<std::string, std::shared_ptr<Store>> stores;  // by scheme://authority and declared container
   };
+  struct Declared {
+    DeclaredContainer container;
+    refs::TargetUrl url;
+  };
+  const Declared* declared_for(const refs::TargetUrl& url) const;
+
   std::vector<Container> containers_;
+  std::vector<Declared> declared_;  // those whose prefix is a URL (spec 1 also has bare names: "az")
   std::mutex mutex_;
 };
 

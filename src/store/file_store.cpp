@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -41,31 +42,15 @@ class FileStore final : public Store {
     return out;
   }
 
-  bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
-    const std::string path = path_of(key);
-    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (f.fd < 0) {
-      if (errno == ENOENT || errno == ENOTDIR) return false;
-      throw StoreError("cannot open " + path + ": " + std::strerror(errno));
+  bool get_into(std::string_view key, ByteRange range, Buffer& out) override { return read(key, range, {}, out); }
+
+  // Reads with their conditions checked on the opened file (see ReadCondition).
+  void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      Buffer out;
+      if (read(requests[i].key, requests[i].range, requests[i].condition, out)) sink(i, std::move(out));
+      else sink(i, std::nullopt);
     }
-    struct stat st {};
-    if (::fstat(f.fd, &st) != 0)
-      throw StoreError("cannot stat " + path + ": " + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) return false;
-    auto r = detail::resolve_range(range, static_cast<std::uint64_t>(st.st_size), path);
-    out.resize(r.length);
-    std::uint64_t done = 0;
-    while (done < r.length) {
-      ssize_t n = ::pread(f.fd, out.data() + done, r.length - done,
-                          static_cast<off_t>(r.offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw StoreError("cannot read " + path + ": " + std::strerror(errno));
-      }
-      if (n == 0) throw StoreError("cannot read " + path + ": file shrank while reading");
-      done += static_cast<std::uint64_t>(n);
-    }
-    return true;
   }
 
   std::optional<std::uint64_t> size(std::string_view key) override {
@@ -152,6 +137,53 @@ class FileStore final : public Store {
   }
 
  private:
+  // `key`'s bytes in `out`; false when it does not exist.
+  bool read(std::string_view key, const ByteRange& range, const ReadCondition& condition, Buffer& out) {
+    const std::string path = path_of(key);
+    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (f.fd < 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return false;
+      throw StoreError("cannot open " + path + ": " + std::strerror(errno));
+    }
+    struct stat st {};
+    if (::fstat(f.fd, &st) != 0)
+      throw StoreError("cannot stat " + path + ": " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) return false;
+    check_condition(st, condition, path);
+    auto r = detail::resolve_range(range, static_cast<std::uint64_t>(st.st_size), path);
+    out.resize(r.length);
+    std::uint64_t done = 0;
+    while (done < r.length) {
+      ssize_t n = ::pread(f.fd, out.data() + done, r.length - done,
+                          static_cast<off_t>(r.offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw StoreError("cannot read " + path + ": " + std::strerror(errno));
+      }
+      if (n == 0) throw StoreError("cannot read " + path + ": file shrank while reading");
+      done += static_cast<std::uint64_t>(n);
+    }
+    return true;
+  }
+
+  // The file must be the one `condition` names: object_store's local ETag
+  // ("{inode:x}-{mtime in microseconds:x}-{size:x}") and a whole-second mtime not after the date.
+  static void check_condition(const struct stat& st, const ReadCondition& condition, const std::string& path) {
+    if (condition.empty()) return;
+    char etag[64];
+    const auto mtime_us = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000u +
+                          static_cast<std::uint64_t>(st.st_mtim.tv_nsec) / 1000u;
+    std::snprintf(etag, sizeof etag, "%llx-%llx-%llx", static_cast<unsigned long long>(st.st_ino),
+                  static_cast<unsigned long long>(mtime_us), static_cast<unsigned long long>(st.st_size));
+    std::string_view want = condition.etag;
+    if (want.size() >= 2 && want.front() == '"' && want.back() == '"') want = want.substr(1, want.size() - 2);
+    const bool etag_ok = condition.etag.empty() || want == etag;
+    const bool time_ok = condition.unmodified_since == 0 || st.st_mtim.tv_sec <= condition.unmodified_since;
+    if (!etag_ok || !time_ok)
+      throw StoreError(path + ": the file changed since it was referenced (expected " + condition.describe() +
+                       "; its ETag is " + etag + ", its mtime " + std::to_string(st.st_mtim.tv_sec) + " s since the epoch)");
+  }
+
   // Keys come from metadata we do not trust: refuse anything that could leave the root.
   std::string path_of(std::string_view key) const {
     std::string k(key);

@@ -17,7 +17,7 @@ CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t ga
       ranges_by_key[r.key].push_back(i);
     } else {
       plan.parts[i].fetch = plan.fetches.size();
-      plan.fetches.push_back({r.key, r.range});
+      plan.fetches.push_back({r.key, r.range, r.condition});
     }
   }
   for (auto& [key, idx] : ranges_by_key) {
@@ -33,15 +33,16 @@ CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t ga
         const auto& next = requests[idx[run_end]].range;
         const std::uint64_t next_end = std::max(end, next.offset + next.length);
         if (next.offset > end + gap || next_end - start > max_size) break;
+        if (requests[idx[run_end]].condition != requests[idx[run_begin]].condition) break;
         end = next_end;
         ++run_end;
       }
       const std::size_t f = plan.fetches.size();
       if (run_end - run_begin == 1) {
-        plan.fetches.push_back({std::string(key), requests[idx[run_begin]].range});
+        plan.fetches.push_back({std::string(key), requests[idx[run_begin]].range, requests[idx[run_begin]].condition});
         plan.parts[idx[run_begin]].fetch = f;
       } else {
-        plan.fetches.push_back({std::string(key), ByteRange::range(start, end - start)});
+        plan.fetches.push_back({std::string(key), ByteRange::range(start, end - start), requests[idx[run_begin]].condition});
         for (std::size_t k = run_begin; k < run_end; ++k) {
           auto& p = plan.parts[idx[k]];
           p.fetch = f;

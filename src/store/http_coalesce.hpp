@@ -16,6 +16,7 @@ struct CoalescePlan {
   struct Fetch {
     std::string key;
     ByteRange range;
+    ReadCondition condition;  // the requests' (only requests with equal conditions merge)
   };
   struct Part {
     std::size_t fetch = 0;     // which fetch delivers this request
@@ -29,7 +30,7 @@ struct CoalescePlan {
 };
 
 // Ranges (Kind::Range) of the same key whose gap is at most `gap` bytes are merged while the
-// merged request stays within `max_size` bytes. Whole-object, offset and suffix requests are
+// merged request stays within `max_size` bytes and their read conditions are equal. Whole-object, offset and suffix requests are
 // fetched as they are.
 CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t gap, std::uint64_t max_size);
 

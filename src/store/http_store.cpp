@@ -99,11 +99,13 @@ class HttpStore final : public Store {
     for (std::size_t i = 0; i < plan.fetches.size(); ++i) {
       reqs[i].url = url_of(plan.fetches[i].key);
       reqs[i].range = plan.fetches[i].range;
+      reqs[i].headers = http::condition_headers(plan.fetches[i].condition);
     }
     const auto name = [this](std::string_view key) { return describe(key); };
     http::Engine::global().perform_each(reqs, options_.retry, options_.engine, &counters_,
                                         [&](std::size_t f, http::Response&& r) {
       if (r.status == 404) return http::deliver(plan, f, std::nullopt, requests, name, sink);  // every part missing
+      http::check_condition(r.status, r.headers, plan.fetches[f].condition, describe(plan.fetches[f].key));
       if (r.status == 416 && starts_at_end(r, reqs[f].range)) {
         r.status = 206;  // a read starting exactly at the end is empty, not an error
         r.body.clear();

@@ -1,7 +1,11 @@
 #include "http_util.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
+
+#include "lazycube/error.hpp"
 
 namespace lazycube::http {
 
@@ -93,6 +97,52 @@ std::string percent_encode(std::string_view text, bool keep_slash) {
     }
   }
   return out;
+}
+
+namespace {
+
+// An entity tag without its weak prefix and quotes, for comparing.
+std::string_view bare_etag(std::string_view e) {
+  e = trim(e);
+  if (e.starts_with("W/")) e.remove_prefix(2);
+  if (e.size() >= 2 && e.front() == '"' && e.back() == '"') e = e.substr(1, e.size() - 2);
+  return e;
+}
+
+}  // namespace
+
+std::vector<std::string> condition_headers(const ReadCondition& c) {
+  std::vector<std::string> out;
+  if (!c.etag.empty()) {
+    const bool quoted = c.etag.front() == '"' || c.etag.starts_with("W/");
+    out.push_back("If-Match: " + (quoted ? c.etag : "\"" + c.etag + "\""));
+  }
+  if (c.unmodified_since != 0) {
+    const std::time_t t = static_cast<std::time_t>(c.unmodified_since);
+    std::tm tm{};
+    char date[64] = "";
+    static const char* const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char* const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    if (::gmtime_r(&t, &tm))  // RFC 9110 IMF-fixdate, spelled out (strftime's %a/%b follow the locale)
+      std::snprintf(date, sizeof date, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday % 7], tm.tm_mday,
+                    months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    out.push_back(std::string("If-Unmodified-Since: ") + date);
+  }
+  return out;
+}
+
+void check_condition(long status, const std::map<std::string, std::string>& headers, const ReadCondition& c,
+                     const std::string& what) {
+  if (c.empty()) return;
+  if (status == 412)
+    throw StoreError(what + ": the object changed since it was referenced (HTTP 412 Precondition Failed; expected " +
+                     c.describe() + ")");
+  const auto etag = headers.find("etag");
+  if (!c.etag.empty() && status >= 200 && status < 300 && etag != headers.end() &&
+      bare_etag(etag->second) != bare_etag(c.etag))
+    throw StoreError(what + ": the object changed since it was referenced (its ETag is " + etag->second +
+                     "; expected " + c.describe() + ")");
 }
 
 }  // namespace lazycube::http

@@ -3,9 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "lazycube/store/store.hpp"
 
 namespace lazycube::http {
 
@@ -26,5 +30,14 @@ std::string redact_url(std::string_view url);
 // RFC 3986 percent-encoding: unreserved characters kept, '/' kept when `keep_slash` (store keys
 // in URL paths); query values and SigV4 canonical strings use keep_slash = false.
 std::string percent_encode(std::string_view text, bool keep_slash = true);
+
+// The request headers of a read condition: If-Match (the ETag quoted when it is not already) and
+// If-Unmodified-Since (an HTTP date).
+std::vector<std::string> condition_headers(const ReadCondition& condition);
+// Throws a StoreError naming `what` when a reply shows the object is not the one `condition`
+// names: HTTP 412, or an ETag header that differs from the expected one (a server that ignored
+// If-Match). `headers`: the reply's, lower-cased names.
+void check_condition(long status, const std::map<std::string, std::string>& headers, const ReadCondition& condition,
+                     const std::string& what);
 
 }  // namespace lazycube::http

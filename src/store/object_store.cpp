@@ -73,7 +73,10 @@ class ObjectStore final : public Store {
     if (batched.empty()) return;
     const auto plan = http::coalesce(batched, c_.transfer.coalesce_gap, c_.transfer.coalesce_max);
     std::vector<http::Request> fetches;
-    for (const auto& f : plan.fetches) fetches.push_back(object_request("GET", f.key, f.range));
+    for (const auto& f : plan.fetches) {
+      fetches.push_back(object_request("GET", f.key, f.range));
+      for (auto& h : http::condition_headers(f.condition)) fetches.back().headers.push_back(std::move(h));
+    }
     const auto name = [this](std::string_view key) { return describe(key); };
     const ByteSink to_caller = [&](std::size_t j, std::optional<Buffer>&& bytes) { sink(index[j], std::move(bytes)); };
     std::vector<std::size_t> check_end;  // fetches answered 416 without the object's size
@@ -81,6 +84,7 @@ class ObjectStore final : public Store {
       http::Engine::global().perform_each(fetches, c_.transfer.retry, c_.transfer.engine, &counters_,
                                           [&](std::size_t f, http::Response&& response) {
         Buffer b;
+        http::check_condition(response.status, response.headers, plan.fetches[f].condition, describe(plan.fetches[f].key));
         const Got got = finish_get(plan.fetches[f].key, plan.fetches[f].range, response, b);
         if (got == Got::CheckEnd) check_end.push_back(f);
         else if (got == Got::Bytes) http::deliver(plan, f, std::move(b), batched, name, to_caller);

@@ -1,6 +1,9 @@
 #include "lazycube/store/store.hpp"
 
 #include <atomic>
+#include <ctime>
+
+#include "lazycube/error.hpp"
 
 #include "lazycube/error.hpp"
 
@@ -13,7 +16,24 @@ std::atomic<std::uint64_t> next_store_id{1};
 Store::Store() : id_(next_store_id.fetch_add(1)) {}
 
 void Store::get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) {
+  for (const auto& r : requests)
+    if (!r.condition.empty())
+      throw StoreError(describe(r.key) + ": this store cannot check that the object is unchanged (" +
+                       r.condition.describe() + ")");
   for (std::size_t i = 0; i < requests.size(); ++i) sink(i, get(requests[i].key, requests[i].range));
+}
+
+std::string ReadCondition::describe() const {
+  std::string out;
+  if (!etag.empty()) out = "ETag " + etag;
+  if (unmodified_since != 0) {
+    const std::time_t t = static_cast<std::time_t>(unmodified_since);
+    std::tm tm{};
+    char text[32] = "?";
+    if (::gmtime_r(&t, &tm)) std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    out += (out.empty() ? "" : ", ") + std::string("not modified after ") + text;
+  }
+  return out.empty() ? "no condition" : out;
 }
 
 std::vector<std::optional<Buffer>> Store::get_many(const std::vector<ByteRequest>& requests) {

@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ struct Ref {
   std::string bytes;               // Inline and Native: the chunk's encoded bytes
   std::string url;                 // Virtual
   std::uint64_t offset = 0, length = 0;  // Virtual
+  std::string etag{};                    // Virtual: the recorded ETag ("": none)
+  std::uint32_t last_modified_s = 0;     // Virtual: the recorded last-modified time (0: none)
 };
 
 struct ManifestSpec {
@@ -51,16 +54,30 @@ inline fb::Id12 id12(std::uint8_t seed) {
 
 inline std::string crockford(const fb::Id12& id) { return icechunk::encode_id(id.bytes()->data(), 12); }
 
-// The 39-byte header and an uncompressed payload.
-inline void write_metadata(const std::filesystem::path& p, std::uint8_t file_type, const flatbuffers::FlatBufferBuilder& b) {
+struct WriteOptions {
+  std::vector<std::uint8_t> config;  // the repo file's configuration (FlexBuffers bytes), none when empty
+  bool compress = false;             // zstd-compress the metadata files (as Icechunk does)
+  bool chunk_per_file = false;       // each native chunk in a file of its own (as Icechunk does)
+};
+
+// The 39-byte header and the payload (zstd-compressed when `compress`).
+inline void write_metadata(const std::filesystem::path& p, std::uint8_t file_type, const flatbuffers::FlatBufferBuilder& b,
+                           bool compress = false) {
   std::string bytes = "ICE\xF0\x9F\xA7\x8A" "CHUNK";
   std::string impl = "lazycube-tests";
   impl.resize(24, ' ');
   bytes += impl;
   bytes += static_cast<char>(2);
   bytes += static_cast<char>(file_type);
-  bytes += static_cast<char>(0);
-  bytes.append(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  bytes += static_cast<char>(compress ? 1 : 0);
+  if (compress) {
+    std::string packed(ZSTD_compressBound(b.GetSize()), '\0');
+    const std::size_t n = ZSTD_compress(packed.data(), packed.size(), b.GetBufferPointer(), b.GetSize(), 3);
+    if (ZSTD_isError(n)) throw std::runtime_error("zstd compression failed");
+    bytes.append(packed.data(), n);
+  } else {
+    bytes.append(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  }
   write_file(p, bytes);
 }
 
@@ -76,7 +93,9 @@ inline std::vector<std::uint8_t> compress_with(const std::string& text, const st
 }
 
 // Writes the repository under `dir`: repo, snapshots/, manifests/, chunks/.
-inline void write_repository(const std::filesystem::path& dir, const std::vector<NodeSpec>& nodes) {
+inline void write_repository(const std::filesystem::path& dir, const std::vector<NodeSpec>& nodes,
+                             const WriteOptions& options = {}) {
+  std::uint32_t next_chunk = 0;  // chunk_per_file: chunk ids
   std::uint8_t next_id = 1;
   std::string chunk_file = "padding";  // native chunks share one file, at offsets
   const fb::Id12 chunk_id = id12(200);
@@ -99,6 +118,15 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
             refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, &bytes));
             break;
           case Ref::Kind::Native: {
+            if (options.chunk_per_file) {
+              std::array<std::uint8_t, 12> b{0xC4};
+              std::memcpy(b.data() + 8, &next_chunk, 4);
+              ++next_chunk;
+              const fb::Id12 id(flatbuffers::span<const std::uint8_t, 12>(b.data(), 12));
+              write_file(dir / "chunks" / crockford(id), r.bytes);
+              refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, 0, r.bytes.size(), &id));
+              break;
+            }
             const std::uint64_t offset = chunk_file.size();
             chunk_file += r.bytes;
             refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, offset, r.bytes.size(), &chunk_id));
@@ -106,11 +134,12 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
           }
           case Ref::Kind::Virtual:
             if (m.location_dictionary.empty()) {
-              refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, r.offset, r.length, nullptr, r.url.c_str()));
+              refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, r.offset, r.length, nullptr, r.url.c_str(),
+                                                      r.etag.empty() ? nullptr : r.etag.c_str(), r.last_modified_s));
             } else {
               const auto packed = compress_with(r.url, m.location_dictionary);
               refs.push_back(fb::CreateChunkRefDirect(mb, &r.coords, nullptr, r.offset, r.length, nullptr, nullptr,
-                                                      nullptr, 0, &packed));
+                                                      r.etag.empty() ? nullptr : r.etag.c_str(), r.last_modified_s, &packed));
             }
             break;
         }
@@ -118,7 +147,7 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
       std::vector<flatbuffers::Offset<fb::ArrayRefs>> arrays = {fb::CreateArrayRefsDirect(mb, &node_id, &refs)};
       std::vector<std::uint8_t> dict(m.location_dictionary.begin(), m.location_dictionary.end());
       mb.Finish(fb::CreateManifestFileDirect(mb, &mid, &arrays, dict.empty() ? nullptr : &dict, dict.empty() ? 0 : 1));
-      write_metadata(dir / "manifests" / crockford(mid), 2, mb);
+      write_metadata(dir / "manifests" / crockford(mid), 2, mb, options.compress);
       std::vector<fb::Extent> extents;
       for (const auto& [b, e] : m.extents) extents.emplace_back(b, e);
       pointers.push_back(fb::CreateManifestPointerDirect(sb, &mid, &extents));
@@ -139,7 +168,7 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
   std::vector<fb::ManifestInfoV1> no_v1;
   sb.Finish(fb::CreateSnapshotFileDirect(sb, &sid, nullptr, &node_offsets, 1'700'000'000'000'000, "generated", &no_meta,
                                          &no_v1));
-  write_metadata(dir / "snapshots" / crockford(sid), 1, sb);
+  write_metadata(dir / "snapshots" / crockford(sid), 1, sb, options.compress);
   write_file(dir / "chunks" / crockford(chunk_id), chunk_file);
 
   flatbuffers::FlatBufferBuilder rb;
@@ -150,8 +179,9 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
       fb::CreateSnapshotEntryDirect(rb, &sid, -1, 1'700'000'000'000'000, "generated")};
   std::vector<flatbuffers::Offset<fb::OpEntry>> ops;
   const auto status = fb::CreateStatus(rb);
-  rb.Finish(fb::CreateRepoFileDirect(rb, 2, &tags, &branches, &deleted, &snaps, status, nullptr, &ops));
-  write_metadata(dir / "repo", 6, rb);
+  rb.Finish(fb::CreateRepoFileDirect(rb, 2, &tags, &branches, &deleted, &snaps, status, nullptr, &ops, nullptr,
+                                     options.config.empty() ? nullptr : &options.config));
+  write_metadata(dir / "repo", 6, rb, options.compress);
 }
 
 }  // namespace lazycube::test::icechunk_writer

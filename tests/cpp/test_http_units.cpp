@@ -5,6 +5,7 @@
 #include "../../src/store/http_coalesce.hpp"
 #include "../../src/store/http_counters.hpp"
 #include "../../src/store/http_util.hpp"
+#include "lazycube/error.hpp"
 
 using namespace lazycube;
 using namespace lazycube::http;
@@ -77,4 +78,28 @@ TEST(HttpUnits, HttpCountersPercentiles) {
   EXPECT_DOUBLE_EQ(s.latency_ms_p90, 90.0);
   EXPECT_DOUBLE_EQ(s.latency_ms_p99, 99.0);
   EXPECT_DOUBLE_EQ(s.latency_ms_max, 100.0);
+}
+
+TEST(HttpUnits, ReadConditions) {
+  // If-Match quotes a bare ETag; If-Unmodified-Since is an IMF-fixdate (also past 2038).
+  EXPECT_EQ(condition_headers({"abc", 0}), std::vector<std::string>{"If-Match: \"abc\""});
+  EXPECT_EQ(condition_headers({"W/\"abc\"", 0}), std::vector<std::string>{"If-Match: W/\"abc\""});
+  EXPECT_EQ(condition_headers({"", 1'700'000'000}),
+            std::vector<std::string>{"If-Unmodified-Since: Tue, 14 Nov 2023 22:13:20 GMT"});
+  EXPECT_EQ(condition_headers({"", 4'294'111'232}),
+            std::vector<std::string>{"If-Unmodified-Since: Thu, 28 Jan 2106 08:40:32 GMT"});
+  EXPECT_TRUE(condition_headers({}).empty());
+  // 412, or an ETag differing from the expected one (a server ignoring If-Match), fail.
+  EXPECT_THROW(check_condition(412, {}, {"abc", 0}, "u"), StoreError);
+  EXPECT_THROW(check_condition(206, {{"etag", "\"xyz\""}}, {"abc", 0}, "u"), StoreError);
+  EXPECT_NO_THROW(check_condition(206, {{"etag", "\"abc\""}}, {"abc", 0}, "u"));
+  EXPECT_NO_THROW(check_condition(206, {{"etag", "W/\"abc\""}}, {"\"abc\"", 0}, "u"));
+  EXPECT_NO_THROW(check_condition(412, {}, {}, "u"));  // no condition: the store's own handling
+  // Ranges of one object with different conditions are fetched apart.
+  std::vector<ByteRequest> reqs = {{"k", ByteRange::range(0, 10), {"a", 0}}, {"k", ByteRange::range(10, 10), {"a", 0}},
+                                   {"k", ByteRange::range(20, 10), {"b", 0}}};
+  const auto plan = coalesce(reqs, 100, 1 << 20);
+  ASSERT_EQ(plan.fetches.size(), 2u);
+  EXPECT_EQ(plan.fetches[0].condition.etag, "a");
+  EXPECT_EQ(plan.fetches[1].condition.etag, "b");
 }

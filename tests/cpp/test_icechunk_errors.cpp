@@ -34,7 +34,7 @@ class IcechunkCorrupt : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto shared = test::shared_data_dir();
-    const auto src = shared.empty() ? fs::path() : shared / "icechunk-fixtures" / "test-repo-v2";
+    const auto src = shared.empty() ? fs::path() : shared / "icechunk-fixtures" / source();
     if (src.empty() || !fs::exists(src)) GTEST_SKIP() << "Icechunk fixture not found (../shared/data/icechunk-fixtures)";
     fs::copy(src, tmp_.path() / "repo", fs::copy_options::recursive);
     for (const auto& e : fs::recursive_directory_iterator(tmp_.path()))
@@ -42,6 +42,8 @@ class IcechunkCorrupt : public ::testing::Test {
                       fs::perm_options::add);
     dir_ = tmp_.path() / "repo";
   }
+
+  virtual std::string source() const { return "test-repo-v2"; }
 
   std::shared_ptr<icechunk::Repository> open_repo() const {
     return icechunk::Repository::open(open_location(dir_.string()));
@@ -136,6 +138,65 @@ TEST_F(IcechunkCorrupt, ManifestAndChunkFiles) {
   // Missing manifests: NotFound naming the manifest file, not fill values.
   for (const auto& e : fs::directory_iterator(dir_ / "manifests")) fs::remove(e.path());
   EXPECT_MESSAGE(NotFound, read_big_chunks(snapshot), "Icechunk manifest file not found");
+}
+
+// Every way a manifest file can be broken: a typed error naming manifests/ID, never fill values.
+TEST_F(IcechunkCorrupt, ManifestFileBytes) {
+  const std::string snapshot = fill_data_snapshot();
+  std::vector<std::string> manifests;
+  for (const auto& e : fs::directory_iterator(dir_ / "manifests")) manifests.push_back("manifests/" + e.path().filename().string());
+  std::map<std::string, std::string> original;
+  for (const auto& m : manifests) original[m] = test::read_file(dir_ / m);
+  auto with = [&](const std::function<void(std::string&)>& f) {
+    for (const auto& m : manifests) {
+      test::write_file(dir_ / m, original[m]);
+      edit(m, f);
+    }
+  };
+  struct Case {
+    const char* what;
+    std::function<void(std::string&)> edit;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"truncated header", [](std::string& b) { b.resize(30); }, "shorter than the 39-byte header"},
+      {"wrong magic", [](std::string& b) { b[3] = 'X'; }, "wrong magic bytes"},
+      {"spec version", [](std::string& b) { b[36] = 3; }, "unsupported Icechunk spec version 3"},
+      {"file type", [](std::string& b) { b[37] = 1; }, "an Icechunk snapshot file where a manifest file was expected"},
+      {"compression", [](std::string& b) { b[38] = 2; }, "unknown Icechunk compression 2"},
+      {"truncated payload", [](std::string& b) { b.resize(b.size() / 2); }, "cannot decompress"},
+      {"not zstd", [](std::string& b) { b[38] = 0; }, "FlatBuffer verification failed"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    with(c.edit);
+    const std::string m = message_of<Error>([&] { read_big_chunks(snapshot); });
+    EXPECT_NE(m.find("/manifests/"), std::string::npos) << m;
+    EXPECT_NE(m.find(c.message), std::string::npos) << m;
+  }
+}
+
+// Spec 1: refs, snapshots and config.yaml as separate files.
+class IcechunkCorruptV1 : public IcechunkCorrupt {
+ protected:
+  std::string source() const override { return "test-repo-v1"; }
+};
+
+TEST_F(IcechunkCorruptV1, RefAndConfigFiles) {
+  ASSERT_EQ(open_repo()->spec_version(), 1);
+  const std::string config = test::read_file(dir_ / "config.yaml");
+  test::write_file(dir_ / "config.yaml", "virtual_chunk_containers:\n  s3:\n    - not a mapping\n");
+  EXPECT_MESSAGE(MetadataError, open_repo(), "config.yaml:3: cannot read the virtual chunk containers");
+  test::write_file(dir_ / "config.yaml", config);
+  test::write_file(dir_ / "refs" / "branch.main" / "ref.json", "{\"snapshot\": 12}");
+  EXPECT_MESSAGE(MetadataError, open_repo(), "refs/branch.main/ref.json: not an Icechunk ref file");
+  test::write_file(dir_ / "refs" / "branch.main" / "ref.json", "{\"snapshot\": \"AAAAAAAAAAAAAAAAAAA0\"}");
+  EXPECT_MESSAGE(NotFound, icechunk::make_icechunk_store(open_repo()), "snapshots/AAAAAAAAAAAAAAAAAAA0");
+  // A truncated snapshot of spec 1 (its history is read from the snapshot files).
+  auto repo = open_repo();
+  const std::string tip = repo->resolve({.branch = "my-branch"});
+  edit("snapshots/" + tip, [](std::string& b) { b.resize(b.size() - 7); });
+  EXPECT_MESSAGE(CodecError, open_repo()->history(tip), "snapshots/" + tip);
 }
 
 }  // namespace

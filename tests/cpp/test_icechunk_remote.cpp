@@ -54,6 +54,30 @@ TEST(IcechunkRemote, Http) {
   for (const char* name : kRepos) check_remote_repository(server.url() + "/" + name, {});
 }
 
+// Snapshot and manifest files are fetched once per repository: several stores (and versions
+// sharing files) of one Repository read each over the network once.
+TEST(IcechunkRemote, FilesFetchedOncePerRepository) {
+  LAZYCUBE_REQUIRE_SHARED_DATA(shared);
+  const auto fixtures = shared / "icechunk-fixtures";
+  if (!std::filesystem::exists(fixtures)) GTEST_SKIP() << "Icechunk fixtures not found: " << fixtures.string();
+  LAZYCUBE_REQUIRE_NGINX();
+  test::NginxServer server(fixtures);
+  auto repo = icechunk::Repository::open(open_location(server.url() + "/test-repo-v2"));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(small_chunks(repo, {}), std::vector<std::int8_t>(5, 84));
+    EXPECT_EQ(small_chunks(repo, {.tag = "it works!"}), (std::vector<std::int8_t>{84, 84, 84, 84, 8}));
+  }
+  const std::string log = server.access_log();
+  std::map<std::string, int> fetches;  // "GET /test-repo-v2/manifests/ID" -> times
+  for (std::size_t at = log.find("\"GET "); at != std::string::npos; at = log.find("\"GET ", at + 1)) {
+    const std::string request = log.substr(at + 1, log.find(' ', at + 5) - at - 1);
+    if (request.find("/snapshots/") != std::string::npos || request.find("/manifests/") != std::string::npos)
+      ++fetches[request];
+  }
+  EXPECT_EQ(fetches.size(), 4u) << log;  // two snapshots, two manifests of small_chunks
+  for (const auto& [request, n] : fetches) EXPECT_EQ(n, 1) << request;
+}
+
 TEST(IcechunkRemote, S3) {
   LAZYCUBE_REQUIRE_SHARED_DATA(shared);
   const auto fixtures = shared / "icechunk-fixtures";

@@ -62,6 +62,9 @@ TEST(IcechunkVirtual, ReadsAuthorisedContainersOnly) {
     auto refused = message_of<StoreError>([&] { read_big_chunks(dir, {}); });
     EXPECT_NE(refused.find(kVirtualUrl), std::string::npos) << refused;
     EXPECT_NE(refused.find("not authorised"), std::string::npos) << refused;
+    // The container the repository's configuration declares (spec 1: config.yaml; spec 2: the
+    // repo file), named in the refusal.
+    EXPECT_NE(refused.find("the repository declares it as 's3://testbucket"), std::string::npos) << refused;
     auto other = message_of<StoreError>([&] { read_big_chunks(dir, {{"s3://otherbucket/", container}}); });
     EXPECT_NE(other.find("authorised: s3://otherbucket/"), std::string::npos) << other;
     auto sibling = message_of<StoreError>([&] { read_big_chunks(dir, {{"s3://testbucket/can_read_new", container}}); });

@@ -61,6 +61,7 @@ class Repository {
   explicit Repository(Location root, std::unique_ptr<RepositoryState> state);
 
  private:
+  friend RepositoryState& state_of(const Repository& repository);  // src/icechunk: caches, config
   Location root_;
   std::unique_ptr<RepositoryState> state_;
 };

@@ -29,9 +29,23 @@ struct ByteRange {
   std::string describe() const;
 };
 
+// A precondition on the object a read is served from: it must still be the object a reference
+// recorded (Icechunk's virtual chunks). HTTP backends send it as If-Match / If-Unmodified-Since;
+// the file store compares the file's ETag (object_store's "inode-mtime-size" hex form) and mtime.
+// A failed condition is a StoreError naming the object, never other bytes; a store that cannot
+// check conditions refuses a conditional read (Store::get_each).
+struct ReadCondition {
+  std::string etag;                   // the object's ETag must equal this one ("": no check)
+  std::int64_t unmodified_since = 0;  // Unix seconds: not modified after this (0: no check)
+  bool empty() const { return etag.empty() && unmodified_since == 0; }
+  bool operator==(const ReadCondition&) const = default;
+  std::string describe() const;  // "ETag \"abc\"", "not modified after 2024-01-02T03:04:05Z"
+};
+
 struct ByteRequest {
   std::string key;
   ByteRange range;
+  ReadCondition condition{};  // none by default (the braces keep {key, range} warning-free)
 };
 
 // Counters of a store's traffic (network backends; local stores report zeros). Latency is per
@@ -70,7 +84,7 @@ class Store {
   // as soon as it is complete: once per request, in completion order, one call at a time,
   // possibly on another thread than the caller's. Errors as for get(). When `sink` throws, the
   // reads not yet started are dropped and the exception is rethrown. The default reads one
-  // request after the other with get().
+  // request after the other with get(), and refuses requests with a ReadCondition.
   virtual void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink);
   // get_each collected: the results in request order.
   std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests);
