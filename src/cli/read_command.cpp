@@ -1,4 +1,4 @@
-// lazycube read URL [VARIABLE] [--isel DIM=...]... [--raw] [--mask-valid-range] [--progress|--no-progress] -o OUT.npy
+// lazycube read URL [VARIABLE | GROUP/ARRAY] [--isel DIM=...]... [--raw] [--mask-valid-range] [--progress|--no-progress] -o OUT.npy
 #include <algorithm>
 #include <iostream>
 
@@ -48,8 +48,14 @@ int run_read(const ReadArgs& args) {
   }
   OpenOptions options = open_options_of(args.open);
   options.decode_cf = !args.raw;
-  const Dataset ds = open(args.url, options);
   std::string name = args.variable;
+  // A node path ("group1/array") of a Zarr store or Icechunk repository: that array opened as
+  // the dataset (its one variable named after it). GDAL names arrays of subgroups "group/var".
+  if (const auto slash = name.rfind('/'); slash != std::string::npos && !opens_with_gdal(args.url, options)) {
+    options.group = name;
+    name = name.substr(slash + 1);
+  }
+  const Dataset ds = open(args.url, options);
   if (name.empty()) {
     const auto names = ds.variable_names();
     if (names.size() != 1)

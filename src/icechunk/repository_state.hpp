@@ -27,6 +27,9 @@ class RepositoryState {
   // Spec 2: every snapshot by id. Spec 1 keeps the links in the snapshot files.
   std::map<std::string, Entry> snapshots;
   bool has_snapshot_list = false;
+  // False for spec 1 on a store that cannot list refs/ (HTTP): branches and tags are then read
+  // by name only, and the maps above hold none.
+  bool refs_listed = true;
 };
 
 // 2: a spec 2 repository (a `repo` file starting with the Icechunk magic) at `root`; 1: spec 1 (refs/branch.main/ref.json, the
