@@ -98,6 +98,15 @@ nlohmann::ordered_json snapshot_json(const icechunk::SnapshotInfo& snapshot);
 // Microseconds since the Unix epoch as ISO 8601 UTC: "2024-05-03T12:34:56.123456Z".
 std::string iso_utc(std::uint64_t microseconds);
 
+// Variables given as node paths inside a Zarr/Icechunk hierarchy ("group1/a"; read's VARIABLE,
+// bench's --variables): sets `options.group` and returns the plain names. One path opens that
+// array alone (the other arrays of its group need not share its dims); several must share their
+// group, which is opened. Names without '/', and any name of a GDAL file (whose variables of
+// subgroups are named "group/var"), are returned as given. UsageProblem for paths in different
+// groups, or mixed with plain names.
+std::vector<std::string> node_path_variables(const std::string& url, const std::vector<std::string>& names,
+                                             OpenOptions& options);
+
 // Moves the library's pending warnings (util/diagnostics.hpp) into `out["warnings"]`, when there
 // are any: --json output carries them instead of stderr.
 void add_warnings(nlohmann::ordered_json& out);

@@ -49,12 +49,7 @@ int run_read(const ReadArgs& args) {
   OpenOptions options = open_options_of(args.open);
   options.decode_cf = !args.raw;
   std::string name = args.variable;
-  // A node path ("group1/array") of a Zarr store or Icechunk repository: that array opened as
-  // the dataset (its one variable named after it). GDAL names arrays of subgroups "group/var".
-  if (const auto slash = name.rfind('/'); slash != std::string::npos && !opens_with_gdal(args.url, options)) {
-    options.group = name;
-    name = name.substr(slash + 1);
-  }
+  if (!name.empty()) name = node_path_variables(args.url, {name}, options).front();
   const Dataset ds = open(args.url, options);
   if (name.empty()) {
     const auto names = ds.variable_names();

@@ -287,6 +287,23 @@ def test_info_shows_the_repository(lazycube_cli, repo):
     assert ("it also works!, it works!" in text) == repo.lists_refs
 
 
+def test_bench_reads_the_chosen_version(lazycube_cli, repo, container):
+    def bench(*flags):
+        return json.loads(cli(lazycube_cli, "bench", repo.url, "--input-dims", "dim_0=5,dim_1=5", "--batch-size",
+                              "1", "--json", "--no-progress", *flags, *repo.cli_options()).stdout)
+
+    # my-branch's big_chunks: a virtual chunk, read from the authorised container
+    out = bench("--variables", "group1/big_chunks", "--branch", "my-branch", *container_flags(container))
+    assert out["windows"] == 4 and out["variables"] == ["big_chunks"] and out["bytes_delivered"] == 400
+    r = cli(lazycube_cli, "bench", repo.url, "--variables", "group1/big_chunks", "--input-dims", "dim_0=5",
+            "--no-progress", *repo.cli_options(), check=False)
+    assert r.returncode == 1 and VIRTUAL_URL in r.stderr and "not authorised" in r.stderr
+    # several variables share their group; paths in different groups are a usage mistake
+    r = cli(lazycube_cli, "bench", repo.url, "--variables", "group1/big_chunks,group2/x", "--input-dims", "dim_0=5",
+            *repo.cli_options(), check=False)
+    assert r.returncode == 2 and "share one group" in r.stderr
+
+
 # ---- through everything built on a dataset ---------------------------------------------------
 
 def _values_in_child(source):
