@@ -152,6 +152,8 @@ class Source:
         for key, value in (("group", group), ("branch", branch), ("tag", tag), ("snapshot", snapshot)):
             if value is not None and not isinstance(value, str):
                 raise TypeError("%s takes a str, not %s" % (key, type(value).__name__))
+            if value == "" and key != "group":  # group="" is the root, as in xarray
+                raise ValueError("%s='' names no %s" % (key, key))
             setattr(self, key, value or None)
         self.virtual_chunk_containers = _virtual_chunk_containers(virtual_chunk_containers)
         self.decode_cf = bool(decode_cf)

@@ -22,9 +22,13 @@ void add_repository_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
   cmd->add_option("--option", open.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  auto* branch = cmd->add_option("--branch", open.version.branch, "Icechunk repository: read this branch (default: main)");
-  auto* tag = cmd->add_option("--tag", open.version.tag, "Icechunk repository: read this tag");
-  auto* snapshot = cmd->add_option("--snapshot", open.version.snapshot, "Icechunk repository: read this snapshot id");
+  const CLI::Validator named([](std::string& v) { return v.empty() ? std::string("needs a name, got ''") : ""; },
+                             "NAME");
+  auto* branch = cmd->add_option("--branch", open.version.branch, "Icechunk repository: read this branch (default: main)")
+                     ->check(named);
+  auto* tag = cmd->add_option("--tag", open.version.tag, "Icechunk repository: read this tag")->check(named);
+  auto* snapshot =
+      cmd->add_option("--snapshot", open.version.snapshot, "Icechunk repository: read this snapshot id")->check(named);
   branch->excludes(tag)->excludes(snapshot);
   tag->excludes(snapshot);
 }

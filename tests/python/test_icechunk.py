@@ -370,6 +370,10 @@ def test_version_and_container_flags_need_a_repository(lazycube_cli, fixtures, t
     assert r.returncode == 2 and "excludes" in r.stderr
     with pytest.raises(lazycube.UsageError, match="at most one of branch, tag and snapshot"):
         lazycube.open_dataset(str(repo), branch="main", tag="it works!")
+    r = cli(lazycube_cli, "info", repo, "--tag", "", check=False)
+    assert r.returncode == 2 and "--tag" in r.stderr and "needs a name" in r.stderr
+    with pytest.raises(ValueError, match="tag='' names no tag"):
+        lazycube.open_dataset(str(repo), tag="")
     r = cli(lazycube_cli, "info", repo, "--virtual-option", "s3://b/:anon=true", check=False)
     assert r.returncode == 2 and "--virtual-option 's3://b/:anon=true'" in r.stderr and "--virtual" in r.stderr
     r = cli(lazycube_cli, "info", repo, "--virtual", "s3://b/", "--virtual-option", "s3://b/:anon", check=False)
