@@ -24,12 +24,12 @@ class RepositoryState {
   std::map<std::string, std::string> branches;  // name -> snapshot id (spec 1: read on demand)
   std::map<std::string, std::string> tags;
   std::set<std::string> deleted_tags;
-  // Spec 2: every snapshot by id. Spec 1 keeps the links in the snapshot files.
-  std::map<std::string, Entry> snapshots;
-  bool has_snapshot_list = false;
   // False for spec 1 on a store that cannot list refs/ (HTTP): branches and tags are then read
   // by name only, and the maps above hold none.
   bool refs_listed = true;
+  // Spec 2: every snapshot by id. Spec 1 keeps the links in the snapshot files.
+  std::map<std::string, Entry> snapshots;
+  bool has_snapshot_list = false;
 };
 
 // 2: a spec 2 repository (a `repo` file starting with the Icechunk magic) at `root`; 1: spec 1 (refs/branch.main/ref.json, the
