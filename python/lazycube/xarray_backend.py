@@ -220,8 +220,11 @@ def _strip_url(url: str) -> str:
 
 
 class LazycubeBackendEntrypoint(BackendEntrypoint):
-    """``xr.open_dataset(url, engine="lazycube")``: Zarr v2/v3 cubes on local disk, HTTP(S),
-    S3 and GCS, read lazily by lazycube (only the chunks an indexing operation touches)."""
+    """``xr.open_dataset(url, engine="lazycube")``: Zarr v2/v3 cubes and Icechunk repositories on
+    local disk, HTTP(S), S3, GCS and Azure, read lazily by lazycube (only the chunks an indexing
+    operation touches). ``group=`` opens a node below the root; ``branch=`` / ``tag=`` /
+    ``snapshot=`` and ``virtual_chunk_containers=`` choose an Icechunk repository's version and
+    authorise its virtual chunk containers (see ``lazycube.open_dataset``)."""
 
     description = ("Open Zarr v2/v3 data cubes (local, HTTP, S3, GCS) lazily with lazycube's "
                    "C++ reader")
