@@ -265,7 +265,8 @@ class Dataset:
 
 
 def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
-                 mask_valid_range=False):
+                 mask_valid_range=False, group=None, branch=None, tag=None, snapshot=None,
+                 virtual_chunk_containers=None):
     """Opens a Zarr v2/v3 store, a kerchunk reference set or a NetCDF/HDF5/GRIB file (local
     path, file://, http(s)://, s3://, gs:// or gcs://, az:// (abfs[s]://), reference://) lazily:
     only metadata is read.
@@ -275,9 +276,21 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
     signature, else "zarr"), "zarr" or "gdal". ``mask_valid_range=True`` masks stored values
     outside a variable's ``valid_range`` / ``valid_min`` / ``valid_max`` to NaN (before
     scale/offset, as netCDF4-python does; xarray never does) and moves those attributes to the
-    encoding."""
+    encoding.
+
+    ``group``: the node opened instead of the root, a path inside the hierarchy ("group1",
+    "a/b"; xarray's spelling), for Zarr stores and Icechunk repositories.
+
+    Icechunk repositories (recognised at the URL by their layout) open at branch ``main``, or at
+    ``branch=``, ``tag=`` or ``snapshot=`` (at most one); an unknown or deleted ref is a
+    ``NotFoundError`` ("ref not found") naming it. ``virtual_chunk_containers={"s3://bucket/":
+    {...storage options...}}`` authorises reading virtual chunks under those URL prefixes, with
+    those options (endpoint_url, region_name, key, secret, anon, ...); a virtual chunk of any other
+    container is an error naming it. All of these are an error for a store that is not a
+    repository."""
     source = Source(url, storage_options, decode_cf=decode_cf, consolidated=consolidated,
-                    engine=engine, mask_valid_range=mask_valid_range)
+                    engine=engine, mask_valid_range=mask_valid_range, group=group, branch=branch,
+                    tag=tag, snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers)
     return Dataset(source.open(), source)
 
 

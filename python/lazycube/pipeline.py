@@ -4,7 +4,8 @@
   secrets (keys, tokens, passwords, ...) masked in ``repr``/``str``. They travel in a pickle
   (a worker process needs them) but are never shown.
 * :class:`Source` -- where the data is: URL, storage options, open arguments (``decode_cf``,
-  ``mask_valid_range``, ``consolidated``, ``engine``: :data:`OPEN_ARGS`), the positional selection the user applied (``isel``, and
+  ``mask_valid_range``, ``consolidated``, ``engine``, ``group``, Icechunk's ``branch`` / ``tag``
+  / ``snapshot`` and ``virtual_chunk_containers``: :data:`OPEN_ARGS`), the positional selection the user applied (``isel``, and
   ``sel`` recorded by position) and the data variables kept. ``Source.open()`` gives the same
   ``_core.Dataset`` in any process. ``lazycube.Dataset``, xarray Datasets opened with
   ``engine="lazycube"``, ``BatchGenerator`` and the torch datasets all carry one.
@@ -102,9 +103,34 @@ def _indexer_value(v):
     return int(v)
 
 
+def _virtual_chunk_containers(containers):
+    """``{prefix: StorageOptions}`` of the Icechunk virtual chunk containers the user authorises
+    (None when none): each container's storage options normalised and masked like the store's."""
+    if containers is None:
+        return None
+    if not isinstance(containers, Mapping):
+        raise TypeError("virtual_chunk_containers takes a dict of URL prefix -> storage options "
+                        "(e.g. {'s3://bucket/': {'region_name': 'us-east-1'}}), not %s"
+                        % type(containers).__name__)
+    out = {}
+    for prefix, options in containers.items():
+        if not isinstance(prefix, str) or not prefix:
+            raise TypeError("virtual_chunk_containers: a container is named by its URL prefix "
+                            "(a non-empty str), not %r" % (prefix,))
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError("virtual_chunk_containers[%r]: storage options are a dict, not %s"
+                            % (prefix, type(options).__name__))
+        out[prefix] = StorageOptions(options)
+    return out
+
+
 # The open arguments a Source carries besides the URL and storage options: the one list every
 # entry point taking a URL (torch datasets, ...) passes through to Source.
-OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine")
+OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine", "group", "branch", "tag",
+             "snapshot", "virtual_chunk_containers")
+
+# Open arguments that name something (group path, Icechunk version): None or a str.
+_NAME_ARGS = ("group", "branch", "tag", "snapshot")
 
 
 class Source:
@@ -114,12 +140,22 @@ class Source:
     after opening; ``variables`` the data variables kept (None: all)."""
 
     __slots__ = ("url", "storage_options", "decode_cf", "mask_valid_range", "consolidated", "engine",
-                 "selection", "variables")
+                 "group", "branch", "tag", "snapshot", "virtual_chunk_containers", "selection",
+                 "variables")
 
     def __init__(self, url, storage_options=None, decode_cf=True, mask_valid_range=False,
-                 consolidated=None, engine=None, selection=(), variables=None):
+                 consolidated=None, engine=None, group=None, branch=None, tag=None, snapshot=None,
+                 virtual_chunk_containers=None, selection=(), variables=None):
         self.url = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
         self.storage_options = StorageOptions(storage_options)
+        # group: a node path inside the hierarchy; branch/tag/snapshot: an Icechunk version.
+        for key, value in (("group", group), ("branch", branch), ("tag", tag), ("snapshot", snapshot)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError("%s takes a str, not %s" % (key, type(value).__name__))
+            if value == "" and key != "group":  # group="" is the root, as in xarray
+                raise ValueError("%s='' names no %s" % (key, key))
+            setattr(self, key, value or None)
+        self.virtual_chunk_containers = _virtual_chunk_containers(virtual_chunk_containers)
         self.decode_cf = bool(decode_cf)
         # CF valid_range / valid_min / valid_max masking (opt-in, netCDF4-python's rule).
         self.mask_valid_range = bool(mask_valid_range)
@@ -149,6 +185,8 @@ class Source:
         """`text` without the secrets: storage option secrets and the URL's query string (a
         signed URL carries its signature there)."""
         text = self.storage_options.scrub(text)
+        for options in (self.virtual_chunk_containers or {}).values():
+            text = options.scrub(text)
         query = self.url.partition("?")[2]
         return text.replace(query, _MASK) if query else text
 
@@ -157,7 +195,11 @@ class Source:
         try:
             core = _core.open(self.url, self.storage_options.core(), decode_cf=self.decode_cf,
                               consolidated=self.consolidated, engine=self.engine,
-                              mask_valid_range=self.mask_valid_range)
+                              mask_valid_range=self.mask_valid_range, group=self.group,
+                              branch=self.branch, tag=self.tag, snapshot=self.snapshot,
+                              virtual_chunk_containers=None if self.virtual_chunk_containers is None
+                              else {p: o.core() or {} for p, o in
+                                    self.virtual_chunk_containers.items()})
             for step in self.selection:
                 core = core.isel(step)
             return core
@@ -184,7 +226,7 @@ class Source:
             parts.append("decode_cf=False")
         if self.mask_valid_range:
             parts.append("mask_valid_range=True")
-        for key in ("consolidated", "engine"):
+        for key in ("consolidated", "engine") + _NAME_ARGS + ("virtual_chunk_containers",):
             if getattr(self, key) is not None:
                 parts.append("%s=%r" % (key, getattr(self, key)))
         if self.selection:

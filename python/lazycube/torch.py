@@ -239,8 +239,9 @@ class BatchDataset(torch.utils.data.IterableDataset):
     ``BatchDataset(generator)`` wraps an existing generator (``lazycube.BatchGenerator`` or
     ``lazycube._core.BatchGenerator``); ``BatchDataset(ds_or_url, input_dims=..., batch_size=N,
     **generator_kwargs)`` builds one (``ds_or_url``: a URL, a lazycube Dataset, or an xarray
-    Dataset opened with ``engine="lazycube"``; the open options ``storage_options``,
-    ``decode_cf``, ``mask_valid_range``, ``consolidated`` and ``engine`` may be given too). ``target=`` accepts a variable
+    Dataset opened with ``engine="lazycube"``; ``storage_options`` and the open arguments of
+    :data:`lazycube.pipeline.OPEN_ARGS` (``decode_cf``, ..., ``group``, Icechunk's ``branch`` /
+    ``tag`` / ``snapshot`` / ``virtual_chunk_containers``) may be given too). ``target=`` accepts a variable
     name, a list of names or ``{"variables": [...], "offset": {"time": 1}}``.
 
     Items: ``x`` with dims ``(sample, channel, window dims...)``, or ``(x, y)`` when a target

@@ -220,8 +220,11 @@ def _strip_url(url: str) -> str:
 
 
 class LazycubeBackendEntrypoint(BackendEntrypoint):
-    """``xr.open_dataset(url, engine="lazycube")``: Zarr v2/v3 cubes on local disk, HTTP(S),
-    S3 and GCS, read lazily by lazycube (only the chunks an indexing operation touches)."""
+    """``xr.open_dataset(url, engine="lazycube")``: Zarr v2/v3 cubes and Icechunk repositories on
+    local disk, HTTP(S), S3, GCS and Azure, read lazily by lazycube (only the chunks an indexing
+    operation touches). ``group=`` opens a node below the root; ``branch=`` / ``tag=`` /
+    ``snapshot=`` and ``virtual_chunk_containers=`` choose an Icechunk repository's version and
+    authorise its virtual chunk containers (see ``lazycube.open_dataset``)."""
 
     description = ("Open Zarr v2/v3 data cubes (local, HTTP, S3, GCS) lazily with lazycube's "
                    "C++ reader")
@@ -229,21 +232,21 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
     open_dataset_parameters = (
         "filename_or_obj", "drop_variables", "storage_options", "decode_cf", "consolidated",
         "group", "mask_and_scale", "decode_times", "decode_timedelta", "use_cftime",
-        "concat_characters", "decode_coords", "mask_valid_range",
+        "concat_characters", "decode_coords", "mask_valid_range", "branch", "tag", "snapshot",
+        "virtual_chunk_containers",
     )
 
     def open_dataset(self, filename_or_obj, *, drop_variables=None, storage_options=None,
                      decode_cf=None, consolidated=None, group=None, mask_and_scale=None,
                      decode_times=None, decode_timedelta=None, use_cftime=None,
-                     concat_characters=None, decode_coords=None, mask_valid_range=False):
+                     concat_characters=None, decode_coords=None, mask_valid_range=False,
+                     branch=None, tag=None, snapshot=None, virtual_chunk_containers=None):
         if isinstance(filename_or_obj, os.PathLike):
             filename_or_obj = os.fspath(filename_or_obj)
         if not isinstance(filename_or_obj, str):
             raise TypeError("engine='lazycube' opens a URL or a path, not %s"
                             % type(filename_or_obj).__name__)
         url = _strip_url(filename_or_obj)
-        if group:
-            url = url + "/" + str(group).strip("/")
         if isinstance(drop_variables, str):
             drop_variables = [drop_variables]
         if use_cftime:
@@ -260,7 +263,8 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
                 "engine='lazycube' decodes CF conventions all-or-nothing: pass decode_cf=False "
                 "(or both mask_and_scale=False and decode_times=False) for raw values")
         source = Source(url, storage_options, decode_cf=decode, consolidated=consolidated,
-                        mask_valid_range=mask_valid_range)
+                        mask_valid_range=mask_valid_range, group=group, branch=branch, tag=tag,
+                        snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers)
         ds = to_xarray(lazycube_dataset.Dataset(source.open(), source), drop_variables=drop_variables,
                        decode_coords=decode_coords is not False and decode, decode=decode)
         ds.encoding["source"] = filename_or_obj

@@ -102,7 +102,8 @@ int run_bench(const BenchArgs& args) {
   options.prefetch = static_cast<std::size_t>(args.prefetch);
   options.cache = std::make_shared<ChunkCache>(args.cache_mb * std::uint64_t{1024 * 1024});
   if (args.fetch_ahead_mb) options.fetch_ahead_bytes = *args.fetch_ahead_mb * std::uint64_t{1024 * 1024};
-  const OpenOptions open_options = open_options_of(args.open);
+  OpenOptions open_options = open_options_of(args.open);
+  options.variables = node_path_variables(args.url, options.variables, open_options);
 
   const auto t_start = Clock::now();
   Dataset ds = open(args.url, open_options);

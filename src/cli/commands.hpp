@@ -14,6 +14,7 @@
 
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/dataset/selection.hpp"
+#include "lazycube/icechunk/repository.hpp"
 #include "lazycube/store/store.hpp"
 #include "progress.hpp"
 
@@ -25,14 +26,19 @@ class UsageProblem : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// How info, read and bench open their URL (--option, --engine, --mask-valid-range): one set of
-// flags (add_open_flags in main.cpp), one OpenOptions (open_options_of).
+// How info, read and bench open their URL (--option, --engine, --mask-valid-range, Icechunk's
+// --branch/--tag/--snapshot and --virtual/--virtual-option): one set of flags (add_open_flags
+// in main.cpp; log takes --option and the version flags), one OpenOptions (open_options_of).
 struct OpenArgs {
   std::vector<std::string> options;  // storage options, KEY=VALUE
   std::string engine;                // "", "zarr" or "gdal"
   bool mask_valid_range = false;     // OpenOptions::mask_valid_range
+  icechunk::VersionRef version;      // --branch, --tag, --snapshot (at most one)
+  std::vector<std::string> virtual_prefixes;  // --virtual PREFIX (repeatable)
+  std::vector<std::string> virtual_options;   // --virtual-option PREFIX:KEY=VALUE (repeatable)
 };
-// OpenOptions from the flags; UsageProblem for a malformed --option.
+// OpenOptions from the flags; UsageProblem for a malformed --option or --virtual-option, or a
+// --virtual-option whose prefix no --virtual authorises.
 OpenOptions open_options_of(const OpenArgs& args);
 
 struct InfoArgs {
@@ -73,12 +79,33 @@ struct BenchArgs {
 };
 int run_bench(const BenchArgs& args);
 
+struct LogArgs {
+  std::string url;
+  bool json = false;
+  OpenArgs open;  // --option and the version flags
+};
+int run_log(const LogArgs& args);
+
 struct RefsArgs {
   std::string file;    // NetCDF4/HDF5 file
   std::string output;  // the kerchunk JSON to write
   std::string target;  // URL/path written into the refs; empty: relative to the output's directory
 };
 int run_refs(const RefsArgs& args);
+
+// An Icechunk snapshot as JSON: {"id", "written_at" (ISO 8601 UTC), "message"}.
+nlohmann::ordered_json snapshot_json(const icechunk::SnapshotInfo& snapshot);
+// Microseconds since the Unix epoch as ISO 8601 UTC: "2024-05-03T12:34:56.123456Z".
+std::string iso_utc(std::uint64_t microseconds);
+
+// Variables given as node paths inside a Zarr/Icechunk hierarchy ("group1/a"; read's VARIABLE,
+// bench's --variables): sets `options.group` and returns the plain names. One path opens that
+// array alone (the other arrays of its group need not share its dims); several must share their
+// group, which is opened. Names without '/', and any name of a GDAL file (whose variables of
+// subgroups are named "group/var"), are returned as given. UsageProblem for paths in different
+// groups, or mixed with plain names.
+std::vector<std::string> node_path_variables(const std::string& url, const std::vector<std::string>& names,
+                                             OpenOptions& options);
 
 // Moves the library's pending warnings (util/diagnostics.hpp) into `out["warnings"]`, when there
 // are any: --json output carries them instead of stderr.

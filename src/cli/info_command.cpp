@@ -1,6 +1,7 @@
 // lazycube info URL [--json]: a summary like xarray's Dataset repr, or JSON.
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "commands.hpp"
@@ -104,32 +105,61 @@ void print_stats(const StoreStats& s, std::ostream& out) {
       << s.latency_ms_p90 << ", p99 " << s.latency_ms_p99 << ", max " << s.latency_ms_max << "\n";
 }
 
+// The Icechunk repository at `location`, if it is one: {"spec_version", "branches", "tags",
+// "snapshot": {"id", "written_at", "message"}} of the version `options` choose.
+std::optional<ordered_json> repository_json(const Location& location, const OpenOptions& options) {
+  if (!icechunk::is_repository(location)) return std::nullopt;
+  const auto repository = icechunk::Repository::open(location);
+  ordered_json j;
+  j["spec_version"] = repository->spec_version();
+  // null: not listable here (spec 1 over HTTP); refs are still found by name
+  j["branches"] = repository->refs_listed() ? ordered_json(repository->branches()) : ordered_json();
+  j["tags"] = repository->refs_listed() ? ordered_json(repository->tags()) : ordered_json();
+  j["snapshot"] = snapshot_json(repository->history(repository->resolve(options.icechunk.version)).front());
+  return j;
+}
+
+void print_repository(const ordered_json& j, std::ostream& out) {
+  auto names = [](const ordered_json& list) {
+    if (list.is_null()) return std::string("(this store cannot list them)");
+    std::string text;
+    for (const auto& n : list) text += (text.empty() ? "" : ", ") + n.get<std::string>();
+    return text;
+  };
+  const auto& s = j["snapshot"];
+  out << "Icechunk repository (spec version " << j["spec_version"].get<int>() << "):\n"
+      << "    snapshot: " << s["id"].get<std::string>() << "  " << s["written_at"].get<std::string>() << "  "
+      << s["message"].get<std::string>() << "\n"
+      << "    branches: " << names(j["branches"]) << "\n"
+      << "    tags:     " << names(j["tags"]) << "\n";
+}
+
 }  // namespace
 
 int run_info(const InfoArgs& args) {
   const OpenOptions options = open_options_of(args.open);
-  if (!args.stats) {
-    const Dataset ds = open(args.url, options);
-    if (args.json) {
-      ordered_json j = to_json(ds);
-      add_warnings(j);
-      std::cout << j.dump(2) << "\n";
-    } else
-      print_text(ds, std::cout);
-    return 0;
-  }
   // --stats needs our own store (Zarr): GDAL does its own I/O.
-  if (options.engine == "gdal") throw UsageProblem("--stats is available for Zarr stores only, not with --engine gdal");
-  const Location location = open_location(args.url, options.storage_options);
-  const Dataset ds = open(location, options);
+  if (args.stats && options.engine == "gdal")
+    throw UsageProblem("--stats is available for Zarr stores only, not with --engine gdal");
+  std::optional<Location> location;
+  if (args.stats) location = open_location(args.url, options.storage_options);
+  const Dataset ds = location ? open(*location, options) : open(args.url, options);
+  // The dataset opened: a repository's facts are read from its root (again: info only).
+  std::optional<ordered_json> repository;
+  if (!opens_with_gdal(args.url, options)) {
+    if (!location) location = open_location(args.url, options.storage_options);
+    repository = repository_json(*location, options);
+  }
   if (args.json) {
     ordered_json j = to_json(ds);
-    if (args.stats) j["stats"] = stats_json(location.store->stats());
+    if (repository) j["icechunk"] = *repository;
+    if (args.stats) j["stats"] = stats_json(location->store->stats());
     add_warnings(j);
     std::cout << j.dump(2) << "\n";
   } else {
     print_text(ds, std::cout);
-    if (args.stats) print_stats(location.store->stats(), std::cout);
+    if (repository) print_repository(*repository, std::cout);
+    if (args.stats) print_stats(location->store->stats(), std::cout);
   }
   return 0;
 }

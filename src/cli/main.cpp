@@ -16,15 +16,41 @@ int fail(const std::string& message, int status) {
   return status;
 }
 
-// --option, --engine, --mask-valid-range (info, read, bench): how the URL is opened (OpenArgs).
-void add_open_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
-  cmd->add_option("--engine", open.engine, "zarr or gdal (default: gdal for .nc/.h5/.grib... files, else zarr)")
-      ->check(CLI::IsMember({"zarr", "gdal"}));
+// --option and --branch / --tag / --snapshot (info, read, bench, log): where the store is and,
+// for an Icechunk repository, which version of it.
+void add_repository_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
   cmd->add_option("--option", open.options, "Storage option KEY=VALUE (repeatable), e.g. max_concurrency=16")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  const CLI::Validator named([](std::string& v) { return v.empty() ? std::string("needs a name, got ''") : ""; },
+                             "NAME");
+  auto* branch = cmd->add_option("--branch", open.version.branch, "Icechunk repository: read this branch (default: main)")
+                     ->check(named);
+  auto* tag = cmd->add_option("--tag", open.version.tag, "Icechunk repository: read this tag")->check(named);
+  auto* snapshot =
+      cmd->add_option("--snapshot", open.version.snapshot, "Icechunk repository: read this snapshot id")->check(named);
+  branch->excludes(tag)->excludes(snapshot);
+  tag->excludes(snapshot);
+}
+
+// The repository flags plus --engine, --mask-valid-range, --virtual, --virtual-option (info,
+// read, bench): how the URL is opened (OpenArgs).
+void add_open_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
+  cmd->add_option("--engine", open.engine, "zarr or gdal (default: gdal for .nc/.h5/.grib... files, else zarr)")
+      ->check(CLI::IsMember({"zarr", "gdal"}));
+  add_repository_flags(cmd, open);
   cmd->add_flag("--mask-valid-range", open.mask_valid_range,
                 "Mask stored values outside valid_range / valid_min / valid_max to NaN (CF, as netCDF4-python)");
+  cmd->add_option("--virtual", open.virtual_prefixes,
+                  "Icechunk repository: authorise reading virtual chunks under this URL prefix, e.g. s3://bucket/ "
+                  "(repeatable)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--virtual-option", open.virtual_options,
+                  "Storage option of a --virtual container: PREFIX:KEY=VALUE (repeatable), e.g. "
+                  "s3://bucket/:endpoint_url=http://127.0.0.1:9000")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 // --progress / --no-progress (ProgressMode::Auto when neither is given).
@@ -65,7 +91,9 @@ int main(int argc, char** argv) {
   auto* read_cmd = app.add_subcommand("read", "Write a (selected) variable as a NumPy .npy file");
   read_cmd->add_option("URL", read.url, "Zarr group or array, or NetCDF/HDF5/GRIB file (path or URL)")->required();
   add_open_flags(read_cmd, read.open);
-  read_cmd->add_option("VARIABLE", read.variable, "Variable name (omit for a single array)");
+  read_cmd->add_option("VARIABLE", read.variable,
+                       "Variable name, or the path of an array inside the hierarchy (group1/array); omit for a "
+                       "single array");
   read_cmd->add_option("--isel", isel, "DIM=INDEX or DIM=START:STOP[:STEP] (repeatable)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -107,6 +135,12 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of text");
   add_progress_flags(bench_cmd, bench.progress);
 
+  LogArgs log;
+  auto* log_cmd = app.add_subcommand("log", "Show an Icechunk repository's history (newest first): id, time, message");
+  log_cmd->add_option("URL", log.url, "Icechunk repository (path or URL)")->required();
+  add_repository_flags(log_cmd, log.open);
+  log_cmd->add_flag("--json", log.json, "Print a JSON list of {id, written_at, message} instead of text");
+
   RefsArgs refs;
   auto* refs_cmd = app.add_subcommand(
       "refs", "Write kerchunk references (JSON) for a NetCDF4/HDF5 file: read it as Zarr with no conversion");
@@ -134,6 +168,8 @@ int main(int argc, char** argv) {
       status = run_info(info);
     } else if (*bench_cmd) {
       status = run_bench(bench);
+    } else if (*log_cmd) {
+      status = run_log(log);
     } else if (*refs_cmd) {
       status = run_refs(refs);
     } else {

@@ -1,4 +1,4 @@
-// lazycube read URL [VARIABLE] [--isel DIM=...]... [--raw] [--mask-valid-range] [--progress|--no-progress] -o OUT.npy
+// lazycube read URL [VARIABLE | GROUP/ARRAY] [--isel DIM=...]... [--raw] [--mask-valid-range] [--progress|--no-progress] -o OUT.npy
 #include <algorithm>
 #include <iostream>
 
@@ -48,8 +48,9 @@ int run_read(const ReadArgs& args) {
   }
   OpenOptions options = open_options_of(args.open);
   options.decode_cf = !args.raw;
-  const Dataset ds = open(args.url, options);
   std::string name = args.variable;
+  if (!name.empty()) name = node_path_variables(args.url, {name}, options).front();
+  const Dataset ds = open(args.url, options);
   if (name.empty()) {
     const auto names = ds.variable_names();
     if (names.size() != 1)

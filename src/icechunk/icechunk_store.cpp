@@ -358,9 +358,9 @@ std::shared_ptr<Store> make_icechunk_store(std::shared_ptr<const Repository> rep
 
 bool is_repository(const Location& location) { return repository_layout(location) != 0; }
 
-std::optional<Location> open_location_if_repository(const Location& location) {
+std::optional<Location> open_location_if_repository(const Location& location, const IcechunkOptions& options) {
   if (!location.store || !is_repository(location)) return std::nullopt;
-  return Location{make_icechunk_store(Repository::open(location)), ""};
+  return Location{make_icechunk_store(Repository::open(location), options), ""};
 }
 
 }  // namespace lazycube::icechunk

@@ -64,6 +64,7 @@ std::unique_ptr<RepositoryState> read_v1_state(const Location& root) {
   try {
     dirs = root.store->list_dir(key_in(root, "refs"));
   } catch (const StoreError&) {  // stores that cannot list (HTTP): refs are read by name on demand
+    state->refs_listed = false;
   }
   for (const auto& dir : dirs) {
     const bool branch = dir.starts_with("branch."), tag = dir.starts_with("tag.");
@@ -139,6 +140,8 @@ std::shared_ptr<Repository> Repository::open(const Location& root) {
 }
 
 int Repository::spec_version() const { return state_->spec_version; }
+
+bool Repository::refs_listed() const { return state_->refs_listed; }
 
 std::vector<std::string> Repository::branches() const {
   std::vector<std::string> out;

@@ -26,6 +26,9 @@ class RepositoryState {
   std::map<std::string, std::string> branches;  // name -> snapshot id (spec 1: read on demand)
   std::map<std::string, std::string> tags;
   std::set<std::string> deleted_tags;
+  // False for spec 1 on a store that cannot list refs/ (HTTP): branches and tags are then read
+  // by name only, and the maps above hold none.
+  bool refs_listed = true;
   // Spec 2: every snapshot by id. Spec 1 keeps the links in the snapshot files.
   std::map<std::string, Entry> snapshots;
   bool has_snapshot_list = false;

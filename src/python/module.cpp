@@ -125,21 +125,32 @@ PYBIND11_MODULE(_core, m) {
       "open",
       [](const std::string& url, std::optional<std::map<std::string, std::string>> storage_options,
          bool decode_cf, std::optional<bool> consolidated, std::optional<std::string> engine,
-         bool mask_valid_range) {
+         bool mask_valid_range, std::optional<std::string> group, std::optional<std::string> branch,
+         std::optional<std::string> tag, std::optional<std::string> snapshot,
+         std::optional<std::map<std::string, std::map<std::string, std::string>>> virtual_chunk_containers) {
         OpenOptions o;
         if (storage_options) o.storage_options = *storage_options;
         o.decode_cf = decode_cf;
         o.consolidated = consolidated;
         if (engine) o.engine = *engine;
         o.mask_valid_range = mask_valid_range;
+        if (group) o.group = *group;
+        if (branch) o.icechunk.version.branch = *branch;
+        if (tag) o.icechunk.version.tag = *tag;
+        if (snapshot) o.icechunk.version.snapshot = *snapshot;
+        if (virtual_chunk_containers) o.icechunk.virtual_chunk_containers = *virtual_chunk_containers;
         py::gil_scoped_release release;
         return lazycube::open(url, o);
       },
       py::arg("url"), py::arg("storage_options") = py::none(), py::arg("decode_cf") = true,
       py::arg("consolidated") = py::none(), py::arg("engine") = py::none(),
-      py::arg("mask_valid_range") = false,
-      "Opens a Zarr v2/v3 group or array, or (engine 'gdal', auto-detected by suffix or signature) a\n"
-      "NetCDF/HDF5/GRIB file (local path, file://, http(s)://, s3://, gs:// or gcs://).");
+      py::arg("mask_valid_range") = false, py::arg("group") = py::none(), py::arg("branch") = py::none(),
+      py::arg("tag") = py::none(), py::arg("snapshot") = py::none(),
+      py::arg("virtual_chunk_containers") = py::none(),
+      "Opens a Zarr v2/v3 group or array (`group`: a node path below the URL), an Icechunk repository\n"
+      "(at `branch`, `tag` or `snapshot`; default branch main; `virtual_chunk_containers`: URL prefix ->\n"
+      "storage options of the virtual chunk containers authorised), or (engine 'gdal', auto-detected by\n"
+      "suffix or signature) a NetCDF/HDF5/GRIB file (local path, file://, http(s)://, s3://, gs://, az://).");
 
   py::class_<Variable>(m, "Variable")
       .def_property_readonly("name", &Variable::name)

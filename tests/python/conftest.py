@@ -122,6 +122,18 @@ def shared_data():
     return path
 
 
+@pytest.fixture(scope="module")
+def no_aws_environment(tmp_path_factory):
+    """No AWS_* variable (nor a ~/.aws) for this process and the workers it starts: S3
+    credentials come from storage_options only."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in list(os.environ):
+            if name.startswith("AWS_"):
+                mp.delenv(name)
+        mp.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        yield
+
+
 class CliError(AssertionError):
     """The CLI exited non-zero; the message carries the command and its stderr."""
 

@@ -13,15 +13,8 @@ and set_epoch reshuffles. A store whose server cannot run here is left out with 
 (test_store_available).
 """
 
-import json
 import multiprocessing
-import os
-import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 
 import numpy as np
 import pytest
@@ -37,6 +30,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests" / "servers"))
 import azurite  # noqa: E402
+import moto_server  # noqa: E402
 import nginx  # noqa: E402
 from tagged_datasets import Tagged  # noqa: E402
 
@@ -49,24 +43,6 @@ METHODS = ["fork", "forkserver", "spawn"]
 
 # Workers started from a server that has torch loaded start in a fraction of the time.
 multiprocessing.set_forkserver_preload(["torch", "tagged_datasets"])
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def no_aws_environment(tmp_path_factory):
-    """No AWS_* variable (nor a ~/.aws) for this process and the workers it starts: S3
-    credentials come from storage_options only."""
-    with pytest.MonkeyPatch.context() as mp:
-        for name in list(os.environ):
-            if name.startswith("AWS_"):
-                mp.delenv(name)
-        mp.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-        yield
 
 
 @pytest.fixture(scope="module")
@@ -100,46 +76,16 @@ def http_store(www, tmp_path_factory):
         yield (server.url + "/cube.zarr", None), None
 
 
-def _moto_python():
-    """The PATH python3 with moto and boto3 (Debian's /usr/bin/python3 has neither), or None."""
-    exe = shutil.which("python3")
-    if exe is None:
-        return None
-    ok = subprocess.run([exe, "-c", "import moto, boto3"], capture_output=True).returncode == 0
-    return exe if ok else None
-
-
 @pytest.fixture(scope="module")
 def s3_store(www, no_aws_environment):
-    python = _moto_python()
-    if python is None:
-        yield None, "moto/boto3 are not installed for the PATH python3 (python3 -m moto.server)"
+    reason = moto_server.unavailable_reason()
+    if reason:
+        yield None, reason
         return
-    port = _free_port()
-    endpoint = "http://127.0.0.1:%d" % port
-    proc = subprocess.Popen([python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(endpoint + "/moto-api/", timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the moto server did not start")
-                time.sleep(0.05)
-        setup = REPO / "tests" / "servers" / "moto_setup.py"
-        out = subprocess.run([python, str(setup), "setup", endpoint, BUCKET,
-                              "%s=cube.zarr" % (www / "cube.zarr")],
-                             capture_output=True, text=True, check=True).stdout
-        creds = json.loads(out)
-        subprocess.run([python, str(setup), "auth", "on", endpoint], check=True)
-        options = {"key": creds["key_id"], "secret": creds["secret"], "endpoint_url": endpoint}
+    with moto_server.MotoServer(BUCKET, {www / "cube.zarr": "cube.zarr"}) as s3:
+        s3.set_auth(True)
+        options = {"key": s3.key_id, "secret": s3.secret, "endpoint_url": s3.endpoint}
         yield ("s3://%s/cube.zarr" % BUCKET, options), None
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@
 
 #include "lazycube/dataset/selection.hpp"
 #include "lazycube/dataset/variable.hpp"
+#include "lazycube/icechunk/repository.hpp"
 #include "lazycube/store/store.hpp"
 
 namespace lazycube {
@@ -31,6 +32,14 @@ struct OpenOptions {
   // outside valid_range / valid_min / valid_max become NaN and those attributes move to the
   // encoding. Off: they stay attributes and nothing is masked.
   bool mask_valid_range = false;
+  // The node opened instead of the root: a group ("group1", "a/b/c") or an array path inside the
+  // hierarchy, as xarray's `group=`. Zarr stores and Icechunk repositories; with the gdal engine
+  // a UsageError.
+  std::string group;
+  // Icechunk repositories: the version read (at most one of branch, tag, snapshot; default
+  // branch main) and the virtual chunk containers the user authorises. Anything chosen here
+  // for a store that holds no Icechunk repository is a UsageError naming it.
+  icechunk::IcechunkOptions icechunk;
 };
 
 class Dataset {
@@ -72,9 +81,13 @@ class Dataset {
 };
 
 // Opens a Zarr group (each array a variable) or a single array (one variable named after the
-// last path component) at `url`; or, with the gdal engine, a NetCDF/HDF5/GRIB file (each
-// array of the file a variable, "group/var" for arrays in subgroups).
+// last path component) at `url` (`options.group` below it); an Icechunk repository at the
+// version `options.icechunk` chooses (branch main by default); or, with the gdal engine, a
+// NetCDF/HDF5/GRIB file (each array of the file a variable, "group/var" for arrays in subgroups).
 Dataset open(std::string_view url, const OpenOptions& options = {});
+// True when open(url, options) reads `url` through GDAL: engine "gdal", or auto-detection
+// (a NetCDF/HDF5/GRIB suffix, or a local file with such a signature).
+bool opens_with_gdal(std::string_view url, const OpenOptions& options);
 // The same over an already opened location (keeps the store at hand, e.g. for its stats());
 // `options.storage_options` are not used. Zarr only (engine "" or "zarr").
 Dataset open(const Location& location, const OpenOptions& options = {});

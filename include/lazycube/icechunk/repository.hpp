@@ -18,6 +18,8 @@ struct VersionRef {
   std::string branch;
   std::string tag;
   std::string snapshot;  // 20-character Crockford base32 snapshot id
+  // True when none of the three is given (branch "main").
+  bool empty() const { return branch.empty() && tag.empty() && snapshot.empty(); }
   // "branch 'main'", "tag 'it works!'", "snapshot 'ID'" for messages.
   std::string describe() const;
 };
@@ -35,6 +37,8 @@ struct IcechunkOptions {
   // -> storage options for the store that reads from it (endpoint_url, region_name, key, secret,
   // anon, ...). A virtual chunk whose URL lies under none of them is refused.
   std::map<std::string, StoreOptions> virtual_chunk_containers;
+  // True when nothing is chosen: branch main, no container authorised.
+  bool empty() const { return version.empty() && virtual_chunk_containers.empty(); }
 };
 
 class RepositoryState;  // src/icechunk: parsed refs and the snapshot list
@@ -51,6 +55,9 @@ class Repository {
   int spec_version() const;
   std::vector<std::string> branches() const;  // sorted
   std::vector<std::string> tags() const;      // sorted, deleted tags excluded
+  // False when branches() and tags() could not be listed (spec 1 on a store that cannot list,
+  // such as HTTP): refs are then found by name only.
+  bool refs_listed() const;
   // The snapshot id `version` points to; NotFound "ref not found" naming an unknown or deleted
   // branch or tag, or a snapshot the repository does not hold.
   std::string resolve(const VersionRef& version) const;
@@ -77,8 +84,8 @@ std::shared_ptr<Store> make_icechunk_store(std::shared_ptr<const Repository> rep
 // `config.yaml` of spec 1) at its path.
 bool is_repository(const Location& location);
 
-// `location` opened as an Icechunk store at branch main when it is a repository; nullopt
-// otherwise (lazycube::open calls this).
-std::optional<Location> open_location_if_repository(const Location& location);
+// `location` opened as an Icechunk store (make_icechunk_store with `options`: branch main by
+// default) when it is a repository; nullopt otherwise (lazycube::open calls this).
+std::optional<Location> open_location_if_repository(const Location& location, const IcechunkOptions& options = {});
 
 }  // namespace lazycube::icechunk

@@ -1,0 +1,43 @@
+// lazycube log URL [--branch|--tag|--snapshot] [--json]: an Icechunk repository's history,
+// newest first; and the snapshot/time formatting info shares.
+#include <ctime>
+#include <iostream>
+
+#include "commands.hpp"
+
+namespace lazycube::cli {
+
+std::string iso_utc(std::uint64_t microseconds) {
+  const auto seconds = static_cast<std::time_t>(microseconds / 1000000);
+  std::tm tm{};
+  ::gmtime_r(&seconds, &tm);
+  char text[64];
+  const std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
+  char fraction[16];
+  std::snprintf(fraction, sizeof fraction, ".%06lluZ", static_cast<unsigned long long>(microseconds % 1000000));
+  return std::string(text, n) + fraction;
+}
+
+nlohmann::ordered_json snapshot_json(const icechunk::SnapshotInfo& snapshot) {
+  nlohmann::ordered_json j;
+  j["id"] = snapshot.id;
+  j["written_at"] = iso_utc(snapshot.written_at_us);
+  j["message"] = snapshot.message;
+  return j;
+}
+
+int run_log(const LogArgs& args) {
+  const OpenOptions options = open_options_of(args.open);
+  const auto repository = icechunk::Repository::open(open_location(args.url, options.storage_options));
+  const auto history = repository->history(repository->resolve(options.icechunk.version));
+  if (args.json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto& s : history) out.push_back(snapshot_json(s));
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (const auto& s : history) std::cout << s.id << "  " << iso_utc(s.written_at_us) << "  " << s.message << "\n";
+  }
+  return 0;
+}
+
+}  // namespace lazycube::cli
