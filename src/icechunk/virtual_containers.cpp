@@ -74,7 +74,8 @@ VirtualContainers::Target VirtualContainers::open(const std::string& url, const 
     throw StoreError(what + " is a virtual chunk at '" + url + "', whose container is not authorised (" + declared +
                      (names.empty() ? std::string("no virtual chunk containers are authorised")
                                     : "authorised: " + join_names(names)) +
-                     "): authorise its URL prefix with its storage options (virtual_chunk_containers)");
+                     "): authorise its URL prefix with its storage options (Python: virtual_chunk_containers=; CLI: "
+                     "--virtual PREFIX --virtual-option PREFIX:KEY=VALUE)");
   }
   const std::string root = target.is_local() ? std::string("/") : target.scheme + "://" + target.authority;
   const std::string key = join_path(target.path);

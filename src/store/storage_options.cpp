@@ -66,7 +66,7 @@ constexpr long long kMaxBytes = 1LL << 40;
 // The tables: name, value type, doc line, and how the value lands in StorageOptions.
 // Every network backend: transfer tuning (and the reference sets' allowed_prefixes).
 const Entry kCommon[] = {
-    {{"max_concurrency", "integer", "transfers in flight for one read (default 64)"},
+    {{"max_concurrency", "integer", "transfers in flight for one read (default 256, the engine's own cap)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.max_in_flight = a.integer(1, 4096); }},
     {{"timeout", "seconds", "whole-transfer limit per attempt (default 0 = none)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.timeout_s = a.seconds(); }},

@@ -7,6 +7,7 @@
 #include "lazycube/error.hpp"
 #include "lazycube/icechunk/repository.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
+#include "azurite_server.hpp"
 #include "moto_fixture.hpp"
 #include "nginx_server.hpp"
 #include "test_support.hpp"
@@ -27,7 +28,7 @@ std::vector<std::int8_t> small_chunks(const std::shared_ptr<icechunk::Repository
   return {values.begin(), values.end()};
 }
 
-// The checks every remote copy passes.
+// The checks every remote copy passes (`url` opened through the store registry).
 void check_remote_repository(const std::string& url, const StoreOptions& options) {
   SCOPED_TRACE(url);
   auto repo = icechunk::Repository::open(open_location(url, options));
@@ -103,6 +104,34 @@ TEST(IcechunkRemote, S3) {
   const StoreOptions options{{"endpoint_url", moto->endpoint}, {"key", moto->key_id}, {"secret", moto->secret}};
   check_remote_repository(root + "test-repo-v2", options);
   check_remote_repository(root + "test-repo-v2-migrated", options);
+}
+
+}  // namespace
+}  // namespace lazycube
+
+namespace lazycube {
+namespace {
+
+// gs:// (GCS's XML API, here moto through endpoint_url) and az:// (Azurite, SharedKey): an
+// Icechunk repository is recognised at every URL the registry opens.
+TEST(IcechunkRemote, GcsAndAzure) {
+  LAZYCUBE_REQUIRE_SHARED_DATA(shared);
+  const auto fixtures = shared / "icechunk-fixtures";
+  if (!std::filesystem::exists(fixtures)) GTEST_SKIP() << "Icechunk fixtures not found: " << fixtures.string();
+  LAZYCUBE_REQUIRE_MOTO(moto);
+  static bool uploaded = false;
+  if (!uploaded) moto->upload(fixtures.string(), "icechunk-gs");
+  uploaded = true;
+  for (const char* name : kRepos)
+    check_remote_repository("gs://" + std::string(test::MotoServer::kBucket) + "/icechunk-gs/" + name,
+                            {{"endpoint_url", moto->endpoint}, {"anon", "true"}});
+  std::string skip;
+  auto* az = test::AzuriteServer::instance(skip);
+  if (!az) GTEST_SKIP() << skip;
+  az->upload_tree(test::AzuriteServer::kContainer, fixtures, "icechunk");
+  for (const char* name : kRepos)
+    check_remote_repository("az://" + std::string(test::AzuriteServer::kContainer) + "/icechunk/" + name,
+                            {{"connection_string", az->connection_string()}});
 }
 
 }  // namespace
