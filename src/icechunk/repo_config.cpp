@@ -1,5 +1,7 @@
 #include "repo_config.hpp"
 
+#include <cctype>
+
 #include <flatbuffers/flexbuffers.h>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +59,34 @@ StoreOptions s3_options(const json& o) {
   return out;
 }
 
+// The options lazycube takes from a GCS or Azure declaration: Icechunk keeps these as the Rust
+// object_store crate's string options; the ones with a lazycube equivalent are carried
+// (spellings with and without the crate's prefixes), the rest (credentials are the user's
+// business) ignored. Keys are matched case-insensitively.
+StoreOptions string_map_options(const json& o, const std::vector<std::pair<std::string_view, std::string_view>>& names) {
+  StoreOptions out;
+  if (!o.is_object()) return out;
+  for (const auto& [key, value] : o.items()) {
+    if (!value.is_string()) continue;
+    std::string k = key;
+    for (auto& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const auto& [theirs, ours] : names)
+      if (k == theirs) out[std::string(ours)] = value.get<std::string>();
+  }
+  return out;
+}
+
+StoreOptions gcs_options(const json& o) {
+  return string_map_options(o, {{"google_service_account", "token"},
+                                {"service_account", "token"},
+                                {"google_service_account_path", "token"},
+                                {"service_account_path", "token"}});
+}
+
+StoreOptions azure_options(const json& o) {
+  return string_map_options(o, {{"azure_storage_account_name", "account_name"}, {"account_name", "account_name"}});
+}
+
 std::vector<DeclaredContainer> containers_from(const json& config, const std::string& file) {
   std::vector<DeclaredContainer> out;
   if (!config.is_object()) return out;
@@ -73,7 +103,10 @@ std::vector<DeclaredContainer> containers_from(const json& config, const std::st
     const auto store = c.find("store");
     if (store != c.end() && store->is_object() && store->size() == 1) {
       d.kind = store->begin().key();
-      if (d.kind == "s3_compatible" || d.kind == "s3" || d.kind == "tigris") d.options = s3_options(store->begin().value());
+      const json& settings = store->begin().value();
+      if (d.kind == "s3_compatible" || d.kind == "s3" || d.kind == "tigris") d.options = s3_options(settings);
+      if (d.kind == "gcs") d.options = gcs_options(settings);
+      if (d.kind == "azure") d.options = azure_options(settings);
     } else if (store != c.end() && store->is_string()) {
       d.kind = store->get<std::string>();  // a unit variant ("in_memory")
     } else {

@@ -82,6 +82,29 @@ TEST(IcechunkConfig, YamlSubset) {
   EXPECT_NE(bad("virtual_chunk_containers: [a]\n").find("cannot read virtual_chunk_containers"), std::string::npos);
 }
 
+// GCS and Azure declarations hold the object_store crate's string options: the ones lazycube
+// has (a service-account key file, the storage account) become defaults, the rest are ignored.
+TEST(IcechunkConfig, GcsAndAzureDeclarations) {
+  const std::string yaml =
+      "virtual_chunk_containers:\n"
+      "  gcs:\n"
+      "    url_prefix: gs://era5/\n"
+      "    store: !gcs\n"
+      "      GOOGLE_SERVICE_ACCOUNT: /keys/reader.json\n"
+      "      google_bucket: era5\n"
+      "  az:\n"
+      "    url_prefix: az://cmip6/\n"
+      "    store: !azure\n"
+      "      azure_storage_account_name: planetary\n"
+      "      azure_storage_use_emulator: 'false'\n";
+  const auto cs = icechunk::containers_from_yaml(yaml, "config.yaml");
+  ASSERT_EQ(cs.size(), 2u);  // in key order: az, gcs
+  EXPECT_EQ(cs[0].kind, "azure");
+  EXPECT_EQ(cs[0].options, (StoreOptions{{"account_name", "planetary"}}));
+  EXPECT_EQ(cs[1].kind, "gcs");
+  EXPECT_EQ(cs[1].options, (StoreOptions{{"token", "/keys/reader.json"}}));
+}
+
 TEST(IcechunkConfig, CorruptFlexBuffers) {
   const std::vector<std::uint8_t> garbage = {0xff, 0x13, 0x77, 0x01, 0x02, 0x09};
   const std::string m = message_of<MetadataError>(
