@@ -119,8 +119,9 @@ class IcechunkStore final : public Store {
     if (r.kind == Resolved::Missing) return std::nullopt;
     const auto [off, len] = slice(r.size(), range, describe(key));
     if (r.kind == Resolved::Bytes) return Buffer::copy_of(r.bytes.subspan(off, len));
-    auto got = r.condition.empty() ? r.store->get(r.key, ByteRange::range(r.offset + off, len))
+    auto got = r.condition.empty() ? r.store->get(r.key, read_range(r, off, len))
                                    : std::move(r.store->get_many({{r.key, ByteRange::range(r.offset + off, len), r.condition}})[0]);
+    trim(got, len);
     check_read(r, key, got, len);
     return got;
   }
@@ -135,7 +136,8 @@ class IcechunkStore final : public Store {
       return true;
     }
     const auto [off, len] = slice(r.size(), range, describe(key));
-    const bool found = r.store->get_into(r.key, ByteRange::range(r.offset + off, len), out);
+    const bool found = r.store->get_into(r.key, read_range(r, off, len), out);
+    if (found) trim(out, len);
     check_read(r, key, found ? std::optional<std::uint64_t>(out.size()) : std::nullopt, len);
     return true;
   }
@@ -160,7 +162,7 @@ class IcechunkStore final : public Store {
         continue;
       }
       lengths[i] = len;
-      reads[i] = {r.key, ByteRange::range(r.offset + off, len), r.condition};
+      reads[i] = {r.key, r.condition.empty() ? read_range(r, off, len) : ByteRange::range(r.offset + off, len), r.condition};
       groups[r.store.get()].push_back(i);
     }
     for (auto& [store, indexes] : groups) {
@@ -169,6 +171,7 @@ class IcechunkStore final : public Store {
       for (std::size_t i : indexes) sub.push_back(std::move(reads[i]));
       store->get_each(sub, [&](std::size_t j, std::optional<Buffer>&& got) {
         const std::size_t i = indexes[j];
+        trim(got, lengths[i]);
         check_read(resolved[i], requests[i].key, got, lengths[i]);
         sink(i, std::move(got));
       });
@@ -325,6 +328,21 @@ class IcechunkStore final : public Store {
 
   // A referenced chunk must be there in full: a missing object or a short read is an error,
   // never a fill value.
+  // What to ask the chunk's store for. A whole native chunk starting its object is asked for as
+  // the whole object: Icechunk writes one object per native chunk, and a plain GET is cheaper
+  // for the server than a range (over HTTP: no 206). trim() then keeps the chunk's bytes should
+  // the object hold more (chunks packed into one object, which the format allows).
+  static ByteRange read_range(const Resolved& r, std::uint64_t off, std::uint64_t len) {
+    if (!r.is_virtual && r.offset == 0 && off == 0 && len == r.length && len > 0) return ByteRange::full();
+    return ByteRange::range(r.offset + off, len);
+  }
+  static void trim(Buffer& b, std::uint64_t want) {
+    if (b.size() > want) b.resize(want);
+  }
+  static void trim(std::optional<Buffer>& b, std::uint64_t want) {
+    if (b) trim(*b, want);
+  }
+
   void check_read(const Resolved& r, std::string_view key, const std::optional<Buffer>& got, std::uint64_t want) const {
     check_read(r, key, got ? std::optional<std::uint64_t>(got->size()) : std::nullopt, want);
   }

@@ -3,6 +3,8 @@
 // lazycube::open recognising a remote repository.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/icechunk/repository.hpp"
@@ -68,6 +70,13 @@ TEST(IcechunkRemote, FilesFetchedOncePerRepository) {
     EXPECT_EQ(small_chunks(repo, {}), std::vector<std::int8_t>(5, 84));
     EXPECT_EQ(small_chunks(repo, {.tag = "it works!"}), (std::vector<std::int8_t>{84, 84, 84, 84, 8}));
   }
+  // Native chunks of big_chunks (19-byte objects), through get and get_each.
+  icechunk::IcechunkOptions tagged;
+  tagged.version.tag = "it works!";  // a snapshot already fetched above
+  auto store = icechunk::make_icechunk_store(repo, tagged);
+  EXPECT_EQ(store->get("group1/big_chunks/c/1/1")->size(), 19u);
+  for (const auto& got : store->get_many({{"group1/big_chunks/c/0/1", {}}, {"group1/big_chunks/c/1/0", {}}}))
+    EXPECT_EQ(got->size(), 19u);
   const std::string log = server.access_log();
   std::map<std::string, int> fetches;  // "GET /test-repo-v2/manifests/ID" -> times
   for (std::size_t at = log.find("\"GET "); at != std::string::npos; at = log.find("\"GET ", at + 1)) {
@@ -75,8 +84,20 @@ TEST(IcechunkRemote, FilesFetchedOncePerRepository) {
     if (request.find("/snapshots/") != std::string::npos || request.find("/manifests/") != std::string::npos)
       ++fetches[request];
   }
-  EXPECT_EQ(fetches.size(), 4u) << log;  // two snapshots, two manifests of small_chunks
+  EXPECT_EQ(fetches.size(), 5u) << log;  // two snapshots, two manifests of small_chunks, big_chunks' manifest
   for (const auto& [request, n] : fetches) EXPECT_EQ(n, 1) << request;
+  // Whole native chunks go as plain GETs of their objects (no Range header, 200), which nginx
+  // serves faster than 206 ranges. Log lines: CONN N STATUS "REQUEST" RANGE BYTES PROTOCOL.
+  std::istringstream lines(log);
+  int chunk_gets = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"GET ") == std::string::npos || line.find("/chunks/") == std::string::npos) continue;
+    ++chunk_gets;
+    const std::string after = line.substr(line.rfind('"') + 2);  // RANGE BYTES PROTOCOL
+    EXPECT_TRUE(after.starts_with("- ")) << line;
+    EXPECT_NE(line.find(" 200 \""), std::string::npos) << line;
+  }
+  EXPECT_EQ(chunk_gets, 3) << log;
 }
 
 TEST(IcechunkRemote, S3) {
