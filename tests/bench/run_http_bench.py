@@ -123,13 +123,12 @@ def ensure_store(cache, size, verbose):
 
 # ---------------------------------------------------------------------------- peers
 
-def zarr_python_worker(url, runs):
-    """zarr-python 2.13 through fsspec's HTTP filesystem (aiohttp), as users write it."""
-    import fsspec
+def zarr_read_worker(mode, open_mapping, runs, versions):
+    """Opens the consolidated store behind `open_mapping()` with zarr-python 2.13 and times
+    `runs` whole reads of VARIABLE (the zarr-python peers' one measurement)."""
     import zarr
     t_open = time.perf_counter()
-    g = zarr.open_consolidated(fsspec.get_mapper(url), mode="r")
-    arr = g[VARIABLE]
+    arr = zarr.open_consolidated(open_mapping(), mode="r")[VARIABLE]
     open_s = time.perf_counter() - t_open
     times, data = [], None
     for _ in range(runs):
@@ -139,10 +138,16 @@ def zarr_python_worker(url, runs):
         times.append(time.perf_counter() - t0)
     nchunks = int(np.prod([-(-s // c) for s, c in zip(arr.shape, arr.chunks)]))
     best = min(times)
-    return {"mode": "zarr-python", "store": url, "seconds": best, "gb_per_s": data.nbytes / best / 1e9,
-            "bytes": int(data.nbytes), "runs": times, "checksum": checksum(data),
-            "chunks": nchunks, "open_seconds": open_s,
-            "versions": {"zarr": zarr.__version__, "fsspec": fsspec.__version__}}
+    return {"mode": mode, "seconds": best, "gb_per_s": data.nbytes / best / 1e9, "bytes": int(data.nbytes),
+            "runs": times, "checksum": checksum(data), "chunks": nchunks, "open_seconds": open_s,
+            "versions": dict(versions, zarr=zarr.__version__)}
+
+
+def zarr_python_worker(url, runs):
+    """zarr-python 2.13 through fsspec's HTTP filesystem (aiohttp), as users write it."""
+    import fsspec
+    return dict(zarr_read_worker("zarr-python", lambda: fsspec.get_mapper(url), runs, {"fsspec": fsspec.__version__}),
+                store=url)
 
 
 def azure_blob_store(connection_string, container, prefix):
@@ -205,21 +210,9 @@ class AzureBlobMapping:
 def zarr_azure_worker(connection_string, runs):
     """zarr-python 2.13 through the Azure SDK (azure_blob_store)."""
     import azure.storage.blob
-    import zarr
-    t_open = time.perf_counter()
-    g = zarr.open_consolidated(azure_blob_store(connection_string, AZ_CONTAINER, "store.zarr"), mode="r")
-    arr = g[VARIABLE]
-    open_s = time.perf_counter() - t_open
-    times, data = [], None
-    for _ in range(runs):
-        data = None
-        t0 = time.perf_counter()
-        data = arr[:]
-        times.append(time.perf_counter() - t0)
-    nchunks = int(np.prod([-(-s // c) for s, c in zip(arr.shape, arr.chunks)]))
-    return {"mode": "zarr-python+azure-sdk", "seconds": min(times), "bytes": int(data.nbytes), "runs": times,
-            "checksum": checksum(data), "chunks": nchunks, "open_seconds": open_s,
-            "versions": {"zarr": zarr.__version__, "azure-storage-blob": azure.storage.blob.__version__}}
+    return zarr_read_worker("zarr-python+azure-sdk",
+                            lambda: azure_blob_store(connection_string, AZ_CONTAINER, "store.zarr"), runs,
+                            {"azure-storage-blob": azure.storage.blob.__version__})
 
 
 def azurite_unavailable():
