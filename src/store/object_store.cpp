@@ -201,22 +201,16 @@ class ObjectStore final : public Store {
   }
 
   // A PUT or POST carrying `payload` (not copied: the caller's bytes stay alive through
-  // perform). Content-Length is explicit: Azure's SharedKey signs it.
+  // perform), or `text` (owned by the request). Content-Length is explicit: Azure's SharedKey
+  // signs it.
   http::Request upload_request(const std::string& method, std::string url, ByteView payload,
-                               const std::string& content_type = "application/octet-stream") const {
+                               const std::string& content_type = "application/octet-stream",
+                               std::string text = {}) const {
     auto req = base_request(method, std::move(url));
     req.payload = payload;
+    req.body = std::move(text);
     req.headers.push_back("Content-Type: " + content_type);
-    req.headers.push_back("Content-Length: " + std::to_string(payload.size()));
-    return req;
-  }
-
-  http::Request text_request(const std::string& method, std::string url, std::string body,
-                             const std::string& content_type) const {
-    auto req = base_request(method, std::move(url));
-    req.headers.push_back("Content-Type: " + content_type);
-    req.headers.push_back("Content-Length: " + std::to_string(body.size()));
-    req.body = std::move(body);
+    req.headers.push_back("Content-Length: " + std::to_string(payload.empty() ? req.body.size() : payload.size()));
     return req;
   }
 
@@ -260,8 +254,8 @@ class ObjectStore final : public Store {
           etags[i] = it->second;
         });
       });
-      check_written(perform({text_request("POST", url + "?" + id_query, s3::complete_multipart_xml(etags),
-                                          "application/xml")})[0],
+      check_written(perform({upload_request("POST", url + "?" + id_query, {}, "application/xml",
+                                            s3::complete_multipart_xml(etags))})[0],
                     key);
     } catch (...) {
       try {
@@ -287,8 +281,8 @@ class ObjectStore final : public Store {
       http::Engine::global().perform_each(puts, c_.transfer.retry, c_.transfer.engine, &counters_,
                                           [&](std::size_t, http::Response&& r) { check_written(r, key); });
     });
-    check_written(perform({text_request("PUT", url + "?comp=blocklist", azure::block_list_xml(ids), "application/xml")})[0],
-                  key);
+    check_written(
+        perform({upload_request("PUT", url + "?comp=blocklist", {}, "application/xml", azure::block_list_xml(ids))})[0], key);
   }
 
   std::vector<http::Response> perform(const std::vector<http::Request>& requests) {
