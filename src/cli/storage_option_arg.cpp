@@ -5,15 +5,23 @@
 
 namespace lazycube::cli {
 
+namespace {
+
+// One storage option "KEY=VALUE" (of --option, or of --virtual-option after its prefix) added to
+// `out`; `flag`, `form` and `shown` (the whole argument) name it in the messages.
+void add_key_value(const std::string& text, const std::string& flag, const std::string& form, const std::string& shown,
+                   StoreOptions& out) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) throw UsageProblem(flag + " needs " + form + ", got '" + shown + "'");
+  if (!out.emplace(text.substr(0, eq), text.substr(eq + 1)).second)
+    throw UsageProblem(flag + " " + shown.substr(0, shown.size() - (text.size() - eq)) + " given twice");
+}
+
+}  // namespace
+
 StoreOptions parse_storage_options(const std::vector<std::string>& texts) {
   StoreOptions out;
-  for (const auto& t : texts) {
-    const auto eq = t.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw UsageProblem("--option needs KEY=VALUE, got '" + t + "'");
-    if (!out.emplace(t.substr(0, eq), t.substr(eq + 1)).second)
-      throw UsageProblem("--option " + t.substr(0, eq) + " given twice");
-  }
+  for (const auto& t : texts) add_key_value(t, "--option", "KEY=VALUE", t, out);
   return out;
 }
 
@@ -38,12 +46,7 @@ std::map<std::string, StoreOptions> parse_virtual_containers(const std::vector<s
     if (!prefix)
       throw UsageProblem("--virtual-option '" + text + "': needs PREFIX:KEY=VALUE with a PREFIX given to --virtual" +
                          (prefixes.empty() ? std::string(" (none is)") : " (" + join_names(prefixes) + ")"));
-    const std::string pair = text.substr(prefix->size() + 1);
-    const auto eq = pair.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw UsageProblem("--virtual-option '" + text + "': needs PREFIX:KEY=VALUE");
-    if (!out[*prefix].emplace(pair.substr(0, eq), pair.substr(eq + 1)).second)
-      throw UsageProblem("--virtual-option " + *prefix + ":" + pair.substr(0, eq) + " given twice");
+    add_key_value(text.substr(prefix->size() + 1), "--virtual-option", "PREFIX:KEY=VALUE", text, out[*prefix]);
   }
   return out;
 }
