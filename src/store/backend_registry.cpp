@@ -30,8 +30,6 @@ const BackendRegistry& backend_registry() {
   return registry;
 }
 
-const Backend* find_backend(std::string_view name) { return backend_for_scheme(name); }
-
 const Backend* backend_for_scheme(std::string_view scheme) {
   for (const auto& b : backend_registry().backends())
     for (const auto& s : b.schemes)

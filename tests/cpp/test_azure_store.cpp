@@ -177,7 +177,7 @@ TEST_F(Azure, UrlFormsResolveToTheSameBlob) {
   EXPECT_EQ(b.endpoint, "https://myacct.blob.core.windows.net");
   EXPECT_EQ(b.auth, cloud::AzureSettings::Auth::Anonymous);
   const ParsedUrl https = parse_url_scheme("https://myacct.blob.core.windows.net/data/a/b.zarr");
-  EXPECT_EQ(https.backend, find_backend("az"));
+  EXPECT_EQ(https.backend, backend_for_scheme("az"));
   EXPECT_EQ(https.canonical(), "https://myacct.blob.core.windows.net/data/a/b.zarr");
   const auto c = cloud::resolve_azure_settings(https, none);
   EXPECT_EQ(c.account, "myacct");
@@ -190,7 +190,7 @@ TEST_F(Azure, UrlFormsResolveToTheSameBlob) {
   EXPECT_EQ(signed_url.auth, cloud::AzureSettings::Auth::Sas);
   EXPECT_EQ(signed_url.sas_token, "sv=2021-08-06&sig=SECRETSIG");
   EXPECT_EQ(signed_url.describe().find("SECRETSIG"), std::string::npos);
-  EXPECT_EQ(parse_url_scheme("abfs://x/y").backend, find_backend("az"));
+  EXPECT_EQ(parse_url_scheme("abfs://x/y").backend, backend_for_scheme("az"));
   EXPECT_EQ(parse_url_scheme("ABFSS://x/y").scheme, "az");
   EXPECT_TRUE(parse_url_scheme("https://example.com/x").is_http());  // other hosts stay plain HTTP
   EXPECT_TRUE(parse_url_scheme("https://evil.com/.blob.core.windows.net").is_http());

@@ -35,13 +35,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // The scheme table.
 
 TEST(UrlScheme, BackendsAndCanonicalNames) {
-  EXPECT_EQ(parse_url_scheme("gs://b/k").backend, find_backend("gs"));
-  EXPECT_EQ(parse_url_scheme("gcs://b/k").backend, find_backend("gs"));
+  EXPECT_EQ(parse_url_scheme("gs://b/k").backend, backend_for_scheme("gs"));
+  EXPECT_EQ(parse_url_scheme("gcs://b/k").backend, backend_for_scheme("gs"));
   EXPECT_EQ(parse_url_scheme("gcs://b/k").scheme, "gs");
   EXPECT_EQ(parse_url_scheme("gcs://b/k").canonical(), "gs://b/k");
-  EXPECT_EQ(parse_url_scheme("GS://b/k").backend, find_backend("gs"));
+  EXPECT_EQ(parse_url_scheme("GS://b/k").backend, backend_for_scheme("gs"));
   EXPECT_TRUE(parse_url_scheme("GS://b/k").is_object_store());
-  EXPECT_EQ(parse_url_scheme("s3://b").backend, find_backend("s3"));
+  EXPECT_EQ(parse_url_scheme("s3://b").backend, backend_for_scheme("s3"));
   EXPECT_EQ(parse_url_scheme("HTTPS://h/x").scheme, "https");
   EXPECT_TRUE(parse_url_scheme("HTTPS://h/x").is_http());
   EXPECT_EQ(parse_url_scheme("http://h/x").rest, "h/x");
