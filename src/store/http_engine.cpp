@@ -1,6 +1,6 @@
-// The curl-multi fetch engine: one event-loop thread owns a CURLM and a pool of easy handles
-// (connections stay alive in the multi handle's cache; HTTP/2 is negotiated over TLS and
-// streams are multiplexed with PIPEWAIT). Callers block in perform() on a condition variable
+// The curl-multi fetch engine: one event-loop thread (epoll + curl_multi_socket_action) owns a
+// CURLM and a pool of easy handles (connections stay alive in the multi handle's cache; HTTP/2
+// is negotiated over TLS and streams are multiplexed with PIPEWAIT). Callers block in perform() on a condition variable
 // while the loop runs their transfers, schedules retries on timers (never sleeping) and checks
 // every body against Content-Length / Content-Range.
 //
@@ -11,6 +11,9 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -36,10 +39,27 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Batch;
+struct Transfer;
+
+// How many transfers receive their bodies at once; the others, once their first bytes are
+// here, wait paused in arrival order (their data waits in socket buffers, the server is held
+// back by TCP flow control). Without it, a wave of requests sent together is served together,
+// shares the link evenly, completes together and leaves the link idle for a round trip while
+// the next wave's requests travel: at 50 ms, 256 in flight over 1 MiB chunks ran at 59 % of
+// the zero-latency rate. Served roughly first come first served, completions spread out and
+// every completion sends the next request while the queue still has work.
+struct ReceiveGate {
+  std::size_t limit = 0;  // 0: no limit
+  std::size_t receiving = 0;
+  std::deque<Transfer*> waiting;  // paused at their first body bytes, oldest first
+};
 
 // One request and its current attempt.
 struct Transfer {
+  enum class Receive { Idle, Receiving, Paused };
   Batch* batch = nullptr;
+  ReceiveGate* gate = nullptr;
+  Receive receive = Receive::Idle;
   std::size_t index = 0;
   const Request* req = nullptr;
   CURL* easy = nullptr;
@@ -111,6 +131,15 @@ bool retryable_status(long s) {
 
 std::size_t on_body(char* data, std::size_t, std::size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
+  if (t->receive == Transfer::Receive::Idle && t->gate->limit != 0) {
+    if (t->gate->receiving >= t->gate->limit) {
+      t->receive = Transfer::Receive::Paused;  // libcurl keeps these bytes and offers them again
+      t->gate->waiting.push_back(t);
+      return CURL_WRITEFUNC_PAUSE;
+    }
+    t->receive = Transfer::Receive::Receiving;
+    ++t->gate->receiving;
+  }
   if (t->len + n > t->body.size()) t->body.resize(std::max(t->len + n, 2 * t->body.size()));
   std::memcpy(t->body.data() + t->len, data, n);
   t->len += n;
@@ -142,12 +171,24 @@ std::size_t on_header(char* data, std::size_t, std::size_t n, void* user) {
 
 class CurlEngine final : public Engine {
  public:
-  explicit CurlEngine(std::size_t max_in_flight)
+  CurlEngine(std::size_t max_in_flight, std::size_t max_receiving)
       : max_in_flight_(std::max<std::size_t>(1, max_in_flight)), rng_(std::random_device{}()) {
+    gate_.limit = max_receiving;
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_ < 0 || wake_ < 0) throw StoreError(std::string("cannot create the HTTP engine's event loop: ") + std::strerror(errno));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
     multi_ = curl_multi_init();
     if (!multi_) throw StoreError("cannot initialise libcurl (curl_multi_init failed)");
     curl_multi_setopt(multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(std::max<std::size_t>(64, 2 * max_in_flight_)));
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
     thread_ = std::thread([this] { loop(); });
   }
 
@@ -156,10 +197,12 @@ class CurlEngine final : public Engine {
       std::lock_guard lock(mutex_);
       stop_ = true;
     }
-    curl_multi_wakeup(multi_);
+    wakeup();
     thread_.join();
     for (CURL* e : pool_) curl_easy_cleanup(e);
     curl_multi_cleanup(multi_);
+    ::close(wake_);
+    ::close(epoll_);
   }
 
   void perform_each(const std::vector<Request>& requests, const RetryPolicy& retry, const EngineOptions& options,
@@ -180,6 +223,7 @@ class CurlEngine final : public Engine {
       }
       auto t = std::make_unique<Transfer>();
       t->batch = &b;
+      t->gate = &gate_;
       t->index = i;
       t->req = &r;
       b.ready.push_back(t.get());
@@ -193,7 +237,7 @@ class CurlEngine final : public Engine {
         std::lock_guard lock(mutex_);
         incoming_.push_back(&b);
       }
-      curl_multi_wakeup(multi_);
+      wakeup();
     }
     // Hand over responses as the loop thread completes them; `b` lives until it is done.
     std::exception_ptr sink_error;
@@ -212,7 +256,7 @@ class CurlEngine final : public Engine {
         } catch (...) {
           sink_error = std::current_exception();
           b.cancelled = true;
-          curl_multi_wakeup(multi_);
+          wakeup();
         }
       }
       lock.lock();
@@ -224,8 +268,52 @@ class CurlEngine final : public Engine {
   }
 
  private:
+  // Wakes the loop thread (new work, cancellation, stop). Any thread.
+  void wakeup() {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_, &one, sizeof one);
+  }
+
   // ---- loop thread only ----
+  // libcurl's socket interface: it tells which sockets to watch (on_socket) and when it next
+  // needs a call (on_timer), and each call handles only the transfers whose sockets are ready.
+  // curl_multi_perform instead visits every transfer on every turn (a poll() per transfer): with
+  // hundreds in flight, most of them waiting for their first byte, that was most of the loop's
+  // time.
+  static int on_socket(CURL*, curl_socket_t s, int what, void* self, void*) {
+    auto* engine = static_cast<CurlEngine*>(self);
+    epoll_event ev{};
+    ev.data.fd = s;
+    if (what == CURL_POLL_REMOVE) {
+      epoll_ctl(engine->epoll_, EPOLL_CTL_DEL, s, &ev);
+      return 0;
+    }
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+    if (epoll_ctl(engine->epoll_, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT)
+      epoll_ctl(engine->epoll_, EPOLL_CTL_ADD, s, &ev);
+    return 0;
+  }
+
+  static int on_timer(CURLM*, long timeout_ms, void* self) {
+    auto* engine = static_cast<CurlEngine*>(self);
+    engine->curl_due_ = timeout_ms < 0 ? std::nullopt
+                                       : std::optional(Clock::now() + std::chrono::milliseconds(timeout_ms));
+    return 0;
+  }
+
+  void collect_done() {
+    int left = 0;
+    while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+      if (m->msg != CURLMSG_DONE) continue;
+      void* p = nullptr;
+      curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &p);
+      on_done(static_cast<Transfer*>(p), m->data.result);
+    }
+  }
+
   void loop() {
+    constexpr int kMaxEvents = 256;
+    epoll_event events[kMaxEvents];
     for (;;) {
       {
         std::lock_guard lock(mutex_);
@@ -236,24 +324,44 @@ class CurlEngine final : public Engine {
       fire_timers();
       start_transfers();
       int running = 0;
-      curl_multi_perform(multi_, &running);
-      bool finished_any = false;
-      int left = 0;
-      while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
-        if (m->msg != CURLMSG_DONE) continue;
-        void* p = nullptr;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &p);
-        on_done(static_cast<Transfer*>(p), m->data.result);
-        finished_any = true;
+      if (curl_due_ && *curl_due_ <= Clock::now()) {
+        curl_due_.reset();
+        curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+        collect_done();
       }
       int timeout_ms = 1000;
-      if (finished_any) timeout_ms = 0;
-      if (!timers_.empty()) {
-        auto until = std::chrono::duration_cast<std::chrono::milliseconds>(timers_.begin()->first - Clock::now()).count();
-        timeout_ms = static_cast<int>(std::clamp<long long>(until + 1, 0, timeout_ms));
+      auto until = [&](Clock::time_point when) {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(when - Clock::now()).count();
+        timeout_ms = static_cast<int>(std::clamp<long long>(ms + 1, 0, timeout_ms));
+      };
+      if (curl_due_) until(*curl_due_);
+      if (!timers_.empty()) until(timers_.begin()->first);
+      // Requests waiting for a slot that has opened: start them before sleeping.
+      if (in_flight_ < max_in_flight_ && has_ready()) timeout_ms = 0;
+      const int n = epoll_wait(epoll_, events, kMaxEvents, timeout_ms);
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[i].data.fd;
+        if (fd == wake_) {
+          std::uint64_t count = 0;
+          [[maybe_unused]] const auto r = ::read(wake_, &count, sizeof count);
+          continue;
+        }
+        int flags = 0;
+        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) flags |= CURL_CSELECT_IN;
+        if (events[i].events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
+        if (events[i].events & EPOLLERR) flags |= CURL_CSELECT_ERR;
+        curl_multi_socket_action(multi_, fd, flags, &running);
       }
-      curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr);
+      collect_done();
     }
+  }
+
+  // Whether an admitted batch has a request waiting for a slot it may take.
+  bool has_ready() const {
+    for (const Batch* b : active_)
+      if (!b->ready.empty() && (b->failed || b->cancelled || b->in_flight < std::max<std::size_t>(1, b->options.max_in_flight)))
+        return true;
+    return false;
   }
 
   void fire_timers() {
@@ -397,6 +505,12 @@ class CurlEngine final : public Engine {
   }
 
   void release(Transfer* t) {
+    if (t->receive == Transfer::Receive::Receiving) {
+      --gate_.receiving;
+    } else if (t->receive == Transfer::Receive::Paused) {  // failed or timed out while waiting
+      gate_.waiting.erase(std::find(gate_.waiting.begin(), gate_.waiting.end(), t));
+    }
+    t->receive = Transfer::Receive::Idle;
     curl_multi_remove_handle(multi_, t->easy);
     curl_easy_reset(t->easy);  // drops pointers into *t (error buffer, headers); keeps its connection cache
     pool_.push_back(t->easy);
@@ -405,6 +519,19 @@ class CurlEngine final : public Engine {
     t->headers = nullptr;
     --in_flight_;
     --t->batch->in_flight;
+    admit_waiting();
+  }
+
+  // Lets the oldest paused transfers receive while the gate has room. Unpausing may deliver
+  // their held bytes at once (on_body runs inside curl_easy_pause).
+  void admit_waiting() {
+    while (!gate_.waiting.empty() && gate_.receiving < gate_.limit) {
+      Transfer* t = gate_.waiting.front();
+      gate_.waiting.pop_front();
+      t->receive = Transfer::Receive::Receiving;
+      ++gate_.receiving;
+      curl_easy_pause(t->easy, CURLPAUSE_CONT);
+    }
   }
 
   void on_done(Transfer* t, CURLcode rc) {
@@ -552,7 +679,11 @@ class CurlEngine final : public Engine {
   }
 
   const std::size_t max_in_flight_;
+  ReceiveGate gate_;  // loop thread only
   CURLM* multi_ = nullptr;
+  int epoll_ = -1;
+  int wake_ = -1;  // eventfd: wakeup() makes epoll_wait return
+  std::optional<Clock::time_point> curl_due_;  // when libcurl wants its timeout call (loop thread)
   std::thread thread_;
   std::mutex mutex_;
   bool stop_ = false;
@@ -599,14 +730,17 @@ Engine& Engine::global() {
     std::size_t cap = kEngineMaxInFlight;
     if (const char* env = std::getenv("LAZYCUBE_HTTP_MAX_IN_FLIGHT"); env && std::atol(env) > 0)
       cap = static_cast<std::size_t>(std::atol(env));
-    g_engine = new CurlEngine(cap);  // never destroyed: stores may still use it at exit
+    std::size_t receiving = kEngineMaxReceiving;
+    if (const char* env = std::getenv("LAZYCUBE_HTTP_MAX_RECEIVING"); env && std::atol(env) >= 0)
+      receiving = static_cast<std::size_t>(std::atol(env));
+    g_engine = new CurlEngine(cap, receiving);  // never destroyed: stores may still use it at exit
   }
   return *g_engine;
 }
 
-std::unique_ptr<Engine> Engine::create(std::size_t max_in_flight) {
+std::unique_ptr<Engine> Engine::create(std::size_t max_in_flight, std::size_t max_receiving) {
   init_once();
-  return std::make_unique<CurlEngine>(max_in_flight);
+  return std::make_unique<CurlEngine>(max_in_flight, max_receiving);
 }
 
 }  // namespace lazycube::http

@@ -72,6 +72,11 @@ struct RetryPolicy {
 // chunks needs ~100-200 requests in flight to run at local decode speed.
 inline constexpr std::size_t kEngineMaxInFlight = 256;
 
+// Transfers receiving their bodies at once, engine-wide (the rest wait paused in order of their
+// first bytes: see ReceiveGate in http_engine.cpp). $LAZYCUBE_HTTP_MAX_RECEIVING overrides it
+// for the process-wide engine; 0 lifts the limit.
+inline constexpr std::size_t kEngineMaxReceiving = 32;
+
 struct EngineOptions {
   // One read's cap. As many as the engine admits: with freed transfer bodies recycled (the
   // buffer pool), more requests in flight no longer cost fresh memory per wave, and a read of
@@ -93,8 +98,10 @@ class Engine {
   // flight is $LAZYCUBE_HTTP_MAX_IN_FLIGHT (default kEngineMaxInFlight). Do not keep the reference across a
   // fork(): call global() for each operation.
   static Engine& global();
-  // A private engine with its own event-loop thread (tests, special cases).
-  static std::unique_ptr<Engine> create(std::size_t max_in_flight = kEngineMaxInFlight);
+  // A private engine with its own event-loop thread (tests, special cases); `max_receiving`:
+  // transfers receiving bodies at once (0: no limit).
+  static std::unique_ptr<Engine> create(std::size_t max_in_flight = kEngineMaxInFlight,
+                                        std::size_t max_receiving = kEngineMaxReceiving);
   virtual ~Engine() = default;
 
   // Receives each final response of perform_each: the request's index and its response.

@@ -217,8 +217,13 @@ void ZarrArray::fetch_units(const std::vector<std::vector<std::uint64_t>>& units
     return;
   }
   // Locate the units of a batch, fetch all their bytes in one get_each (requests overlap;
-  // nearby inner chunks of a shard coalesce), decoding in parallel as they arrive.
-  constexpr std::size_t kBatch = 512;
+  // nearby inner chunks of a shard coalesce), decoding in parallel as they arrive. A batch
+  // ends by draining: its last requests finish while nothing new is sent, and the next batch
+  // waits a round trip for its first bytes. So batches are large — a drain per 8,192 units is
+  // ~2 % at 50 ms and ~4,000 chunks/s, where 512-unit batches left a 1,024-chunk read at 59 %
+  // of its zero-latency rate — and bounded only to keep the request lists of a huge selection
+  // small. Bytes never pile up: each body is decoded and dropped as it arrives.
+  constexpr std::size_t kBatch = 8192;
   for (std::size_t b0 = 0; b0 < units.size(); b0 += kBatch) {
     const std::size_t n = std::min(kBatch, units.size() - b0);
     if (!shard_levels_.empty()) {  // outer shard indexes first, in one get_many

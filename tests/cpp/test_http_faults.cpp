@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "../../src/store/http_engine.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
 #include "nginx_server.hpp"
@@ -177,4 +178,30 @@ TEST_F(HttpFaults, HttpSlowServerTimesOutAndIsRetried) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
   auto st = s->stats();
   EXPECT_EQ(st.retries_by_cause["timeout"], 2u);
+}
+
+// The engine lets a few transfers receive at once and pauses the others at their first bytes
+// (ReceiveGate): with one receiving slot and 64 in flight, paused transfers resume in turn,
+// including when a transfer ahead of them is cut short or dropped and retried.
+TEST_F(HttpFaults, HttpReceiveGateDeliversEveryBody) {
+  server->set_faults("p503 = 0.05, pdrop = 0.03, ptrunc = 0.05");
+  auto engine = http::Engine::create(64, 1);
+  std::vector<http::Request> reqs;
+  for (int round = 0; round < 6; ++round)
+    for (int i = 0; i < 20; ++i) {
+      http::Request r;
+      r.url = server->url() + "/o" + std::to_string(i);
+      if (round % 2) r.range = ByteRange::range(1000 + round, 15000);
+      reqs.push_back(r);
+    }
+  http::RetryPolicy retry;
+  retry.max_attempts = 30;
+  retry.initial_backoff_s = 0.002;
+  retry.max_backoff_s = 0.05;
+  const auto out = engine->perform(reqs, retry, http::EngineOptions{}, nullptr);
+  for (std::size_t k = 0; k < reqs.size(); ++k) {
+    const std::string& obj = objects[k % 20];
+    const std::string want = reqs[k].range.kind == ByteRange::Kind::Full ? obj : obj.substr(1000 + k / 20, 15000);
+    ASSERT_EQ(as_string(out[k].body), want) << reqs[k].url;
+  }
 }
