@@ -26,7 +26,7 @@ APT_PACKAGES=(
   pybind11-dev python3-pybind11 python3-setuptools python3-pip python3-wheel
   python3-torch libtorch-dev python3-tqdm
   libcurl4-openssl-dev libssl-dev openssl python3-cryptography nginx libnginx-mod-http-lua
-  libsimdjson-dev libhdf5-dev python3-azure
+  libsimdjson-dev libhdf5-dev python3-azure python3-distributed
   flatbuffers-compiler libflatbuffers-dev
 )
 
