@@ -3,6 +3,7 @@
 // registry (backend_registry.hpp). The local "file" and the "reference" backends register here.
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -98,6 +99,19 @@ Location open_location(std::string_view url, const StoreOptions& options) {
   }
   // allowed_prefixes only matters to reference sets; other stores ignore it.
   return open_registered(parsed, refs::without_reference_options(options));
+}
+
+Location open_writable_location(std::string_view url, const StoreOptions& options) {
+  if (auto local = local_path_of(url)) {
+    std::error_code ec;
+    std::filesystem::create_directories(*local, ec);
+    if (ec) throw StoreError("cannot create the directory " + *local + ": " + ec.message());
+  }
+  Location location = open_location(url, options);
+  if (!location.store->writable())
+    throw StoreError(location.store->describe(location.path) +
+                     " cannot be written: this store is read-only (write to a local path, s3://, gs:// or az://)");
+  return location;
 }
 
 namespace {

@@ -49,6 +49,9 @@ ArrayMetadata parse_v2_array(const nlohmann::json& zarray, const nlohmann::json&
 // Parses an array `zarr.json`.
 ArrayMetadata parse_v3_array(const nlohmann::json& zarr_json, const std::string& where);
 
+// The v3 `data_type` of `dtype` (the inverse of the parser's).
+nlohmann::json v3_data_type_json(const DataType& dtype, const std::string& where);
+
 // Builds a v3 codec chain for chunks of `decoded` (used for sharding's inner/index chains).
 codec::CodecPipeline parse_v3_codecs(const nlohmann::json& codecs, const codec::ChunkSpec& decoded,
                                      const std::string& where);
@@ -58,6 +61,10 @@ FillValue parse_v2_fill_value(const nlohmann::json& value, const DataType& dtype
                               const std::string& where);
 FillValue parse_v3_fill_value(const nlohmann::json& value, const DataType& dtype,
                               const std::string& where);
+// The inverse of both: the fill value as `zarr_format`'s metadata writes it (v2: null when not
+// specified). MetadataError naming `where` for a value the writer cannot express.
+nlohmann::json fill_value_json(const FillValue& fill, const DataType& dtype, int zarr_format,
+                               const std::string& where);
 
 // JSON helpers that throw MetadataError naming `where` and the key.
 const nlohmann::json& require(const nlohmann::json& obj, const char* key, const std::string& where);

@@ -264,4 +264,71 @@ FillValue parse_v3_fill_value(const json& v, const DataType& t, const std::strin
   }
 }
 
+namespace {
+
+template <class T>
+T get(const Buffer& b, std::size_t offset = 0) {
+  T value;
+  std::memcpy(&value, b.data() + offset, sizeof(T));
+  return value;
+}
+
+// One float component as zarr-python writes it: a number, or "NaN" / "Infinity" / "-Infinity".
+json float_json(double d) {
+  if (std::isnan(d)) return "NaN";
+  if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
+  return d;
+}
+
+double float_at(const Buffer& b, std::size_t size, std::size_t offset) {
+  if (size == 2) return half_to_float(get<std::uint16_t>(b, offset));
+  if (size == 4) return get<float>(b, offset);
+  return get<double>(b, offset);
+}
+
+json integer_json(const Buffer& b, const DataType& t) {
+  const bool sign = t.kind == DTypeKind::Int || t.kind == DTypeKind::DateTime || t.kind == DTypeKind::TimeDelta;
+  switch (t.itemsize) {
+    case 1: return sign ? json(get<std::int8_t>(b)) : json(get<std::uint8_t>(b));
+    case 2: return sign ? json(get<std::int16_t>(b)) : json(get<std::uint16_t>(b));
+    case 4: return sign ? json(get<std::int32_t>(b)) : json(get<std::uint32_t>(b));
+    default: return sign ? json(get<std::int64_t>(b)) : json(get<std::uint64_t>(b));
+  }
+}
+
+}  // namespace
+
+json fill_value_json(const FillValue& f, const DataType& t, int zarr_format, const std::string& where) {
+  if (!f.specified && zarr_format == 2) return nullptr;
+  switch (t.kind) {
+    case DTypeKind::Bool:
+      return get<std::uint8_t>(f.bytes) != 0;
+    case DTypeKind::Int:
+    case DTypeKind::UInt:
+      return integer_json(f.bytes, t);
+    case DTypeKind::DateTime:
+    case DTypeKind::TimeDelta:
+      // zarr-python 2 writes the int64 view (NaT too); v3 names NaT.
+      if (zarr_format == 3 && get<std::int64_t>(f.bytes) == std::numeric_limits<std::int64_t>::min()) return "NaT";
+      return integer_json(f.bytes, t);
+    case DTypeKind::Float:
+      return float_json(float_at(f.bytes, t.itemsize, 0));
+    case DTypeKind::Complex:
+      return json::array({float_json(float_at(f.bytes, t.itemsize / 2, 0)),
+                          float_json(float_at(f.bytes, t.itemsize / 2, t.itemsize / 2))});
+    case DTypeKind::Bytes:
+    case DTypeKind::Unicode:
+      for (std::size_t i = 0; i < f.bytes.size(); ++i)
+        if (f.bytes.data()[i] != std::byte{0})
+          throw MetadataError(where + ": a fill value other than the empty string is not supported for " +
+                              t.name() + " by the writer");
+      return "";  // empty: the same in base64 (v2 bytes) and as text
+    case DTypeKind::String:
+    case DTypeKind::VlenBytes:
+      if (zarr_format == 2) throw MetadataError(where + ": the writer has no Zarr v2 fill value for " + t.name());
+      return f.string;
+  }
+  throw MetadataError(where + ": no fill value encoding for " + t.name());
+}
+
 }  // namespace lazycube::zarr

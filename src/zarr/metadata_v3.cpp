@@ -80,6 +80,34 @@ DataType parse_v3_data_type(const json& v, const std::string& where) {
   throw bad("");
 }
 
+}  // namespace
+
+json v3_data_type_json(const DataType& t, const std::string& where) {
+  auto sized = [&](const char* prefix, std::size_t bytes) { return std::string(prefix) + std::to_string(8 * bytes); };
+  switch (t.kind) {
+    case DTypeKind::Bool: return "bool";
+    case DTypeKind::Int: return sized("int", t.itemsize);
+    case DTypeKind::UInt: return sized("uint", t.itemsize);
+    case DTypeKind::Float: return sized("float", t.itemsize);
+    case DTypeKind::Complex: return sized("complex", t.itemsize);
+    case DTypeKind::DateTime:
+    case DTypeKind::TimeDelta: {
+      json config{{"unit", t.unit}, {"scale_factor", t.scale}};
+      return {{"name", t.kind == DTypeKind::DateTime ? "numpy.datetime64" : "numpy.timedelta64"},
+              {"configuration", config}};
+    }
+    case DTypeKind::Unicode:
+      return {{"name", "fixed_length_utf32"}, {"configuration", {{"length_bytes", t.itemsize}}}};
+    case DTypeKind::Bytes:
+      return {{"name", "null_terminated_bytes"}, {"configuration", {{"length_bytes", t.itemsize}}}};
+    case DTypeKind::String: return "string";
+    case DTypeKind::VlenBytes: return "variable_length_bytes";
+  }
+  throw MetadataError(where + ": no Zarr v3 data_type for " + t.name());
+}
+
+namespace {
+
 // A numcodecs filter listed before the array->bytes codec acts on the decoded array. When the
 // registry models it as bytes->bytes, run it on the native-endian bytes after array->bytes.
 class FilterAsArrayCodec final : public codec::ArrayToArrayCodec {

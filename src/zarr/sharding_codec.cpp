@@ -102,7 +102,13 @@ void ShardingCodec::decode(ByteView in, const codec::ChunkSpec& spec, codec::Chu
 }
 
 Buffer ShardingCodec::encode(const codec::ChunkData& in, const codec::ChunkSpec& spec) const {
+  return *encode_skipping(in, spec, {});
+}
+
+std::optional<Buffer> ShardingCodec::encode_skipping(const codec::ChunkData& in, const codec::ChunkSpec& spec,
+                                                     const InnerSkip& skip) const {
   const codec::ChunkSpec inner_spec{spec.dtype, inner_shape_};
+  std::uint64_t stored = 0;
   const bool vlen = spec.dtype.is_variable_length();
   std::vector<Buffer> parts;
   codec::ChunkData index;
@@ -120,6 +126,12 @@ Buffer ShardingCodec::encode(const codec::ChunkData& in, const codec::ChunkSpec&
       copy_block(in.bytes.view(), spec.shape, block.bytes.span(), inner_shape_, origin,
                  spec.dtype.itemsize, true);
     }
+    if (!vlen && skip && skip(block.bytes.view())) {
+      std::memcpy(index.bytes.data() + 16 * i, &kEmpty, 8);
+      std::memcpy(index.bytes.data() + 16 * i + 8, &kEmpty, 8);
+      continue;
+    }
+    ++stored;
     Buffer enc = inner_.encode(block, inner_spec);
     std::uint64_t n = enc.size();
     std::memcpy(index.bytes.data() + 16 * i, &offset, 8);
@@ -127,6 +139,7 @@ Buffer ShardingCodec::encode(const codec::ChunkData& in, const codec::ChunkSpec&
     offset += n;
     parts.push_back(std::move(enc));
   }
+  if (stored == 0 && skip) return std::nullopt;
   Buffer index_enc = index_codecs_.encode(index, index_spec_);
   Buffer out(offset + (index_at_end_ ? index_enc.size() : 0));
   std::uint64_t pos = 0;

@@ -158,6 +158,19 @@ std::shared_ptr<const BytesToBytesCodec> make_v2_bytes_codec(const nlohmann::jso
                                                              const DataType& array_dtype);
 std::shared_ptr<const ArrayToBytesCodec> make_v2_object_codec(const nlohmann::json& codec);
 
+// ---- Codec spec text (the CLI's --codec) ----------------------------------------------------
+// A compressor chain written as text: codecs joined by '+', each NAME[:PARAM...]:
+//   none | zstd[:LEVEL] | gzip[:LEVEL] | zlib[:LEVEL] | lz4[:ACCELERATION] | crc32c
+//   blosc[:CNAME[:CLEVEL[:noshuffle|shuffle|bitshuffle]]]
+// Omitted parameters take numcodecs' defaults (zstd, gzip, zlib level 1; lz4 acceleration 1;
+// blosc lz4:5:shuffle). Returns, for `zarr_format` 3, the JSON list of the bytes->bytes codecs
+// that follow "bytes" in a chain (zlib and lz4 as numcodecs.zlib / numcodecs.lz4); for 2, the
+// .zarray "compressor" object (null for "none"): Zarr v2 takes one compressor and no crc32c.
+// Each codec is built once through the registry (elements of `dtype`), so whatever this
+// returns, the readers accept. CodecError naming the text for an unknown codec or a bad or
+// extra parameter.
+nlohmann::json parse_codec_spec(std::string_view text, int zarr_format, const DataType& dtype);
+
 // Native-endian fixed-size "bytes" codec (v3 `bytes`, and the v2 dtype byte order).
 std::shared_ptr<const ArrayToBytesCodec> make_endian_codec(ByteOrder order);
 // Axis permutation (v3 `transpose`; v2 order "F" is the reversed permutation).

@@ -166,4 +166,9 @@ struct Location {
 // (see README "kerchunk references"). Throws NotFound when a local path does not exist.
 Location open_location(std::string_view url, const StoreOptions& options = {});
 
+// open_location for writing (the Zarr writer): a missing local directory is created with its
+// parents; a store that cannot be written (http(s)://, kerchunk references) is a StoreError
+// naming the URL.
+Location open_writable_location(std::string_view url, const StoreOptions& options = {});
+
 }  // namespace lazycube

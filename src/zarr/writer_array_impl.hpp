@@ -1,0 +1,25 @@
+// ArrayWriter's state: set up by Writer::create_array, read-only afterwards (so that units can
+// be written from several threads at once).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "writer_internal.hpp"
+
+namespace lazycube::zarr {
+
+struct ArrayWriter::Impl {
+  std::shared_ptr<writer::Destination> dest;
+  std::string path;   // node path under the destination
+  std::string where;  // the array in messages
+  ArraySpec spec;
+  writer::BuiltArray built;
+  Shape grid;                                // units per dim
+  const ShardingCodec* sharding = nullptr;   // the chain's sharding codec, when sharded
+
+  void check_index(const std::vector<std::uint64_t>& index) const;
+};
+
+}  // namespace lazycube::zarr

@@ -1,0 +1,444 @@
+// The Zarr writer on local directories: round trips through our own reader (v2, v3, sharded,
+// edge units), the v3 shard layout against the spec, fill-value skipping, groups, attributes,
+// dimension names, consolidated metadata, metadata absent before commit, Create / Overwrite /
+// Resume, bad specs refused before any key is written, store failures, resume verification.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "../../src/zarr/sharding_codec.hpp"
+#include "lazycube/codec/codec.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/zarr/hierarchy.hpp"
+#include "lazycube/zarr/writer.hpp"
+#include "test_support.hpp"
+#include "zarr_writer_test_data.hpp"
+
+using namespace lazycube;
+using namespace lazycube::zarr;
+using lazycube::test::message_of;
+using lazycube::test::TempDir;
+using lazycube::test::values_array;
+using lazycube::test::write_whole;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+ArraySpec spec_of(int format, Shape shape, Shape chunks, std::string codecs = "zstd:3", Shape shards = {}) {
+  ArraySpec s;
+  s.zarr_format = format;
+  s.dtype = DataType::float_(4);
+  s.shape = std::move(shape);
+  s.chunk_shape = std::move(chunks);
+  s.shard_shape = std::move(shards);
+  s.codecs = std::move(codecs);
+  s.fill_value = "NaN";
+  return s;
+}
+
+NDArray read_back(const std::string& dir, const std::string& name, std::optional<bool> consolidated = std::nullopt) {
+  const auto h = Hierarchy::open(open_location(dir), consolidated);
+  return h.array(name)->read_all();
+}
+
+void expect_equal(const NDArray& got, const NDArray& want) {
+  ASSERT_EQ(got.shape, want.shape);
+  ASSERT_EQ(got.dtype, want.dtype);
+  ASSERT_EQ(got.data.size(), want.data.size());
+  EXPECT_EQ(std::memcmp(got.data.data(), want.data.data(), got.data.size()), 0);
+}
+
+json read_json_file(const fs::path& p) { return json::parse(lazycube::test::read_file(p)); }
+
+}  // namespace
+
+// Round trips through our reader, each format and layout, with edge units on every dim.
+TEST(ZarrWriter, RoundTripsV2V3AndShardedWithEdges) {
+  struct Case {
+    int format;
+    Shape shards;
+    const char* codecs;
+  };
+  for (const Case& c : {Case{2, {}, "zstd:3"}, Case{3, {}, "blosc:lz4:5:shuffle"}, Case{3, {4, 6}, "gzip:6"},
+                        Case{3, {8, 9}, "none"}}) {
+    SCOPED_TRACE("v" + std::to_string(c.format) + " " + c.codecs + " shards " + json(c.shards).dump());
+    TempDir dir;
+    const NDArray values = values_array({10, 13}, 0.25f);
+    {
+      Writer w(open_location(dir.str()));
+      auto a = w.create_array("x", spec_of(c.format, {10, 13}, {2, 3}, c.codecs, c.shards));
+      write_whole(*a, values);
+      w.commit();
+    }
+    expect_equal(read_back(dir.str(), "x"), values);
+  }
+}
+
+// Every codec of the spec text, in both formats (crc32c: v3 only), read back by our reader.
+TEST(ZarrWriter, EachSpecTextCodecRoundTrips) {
+  const NDArray values = values_array({7, 5}, 0.5f);
+  for (int format : {2, 3})
+    for (const char* codecs : {"none", "zstd:5", "gzip:6", "zlib:5", "lz4", "blosc", "blosc:zstd:3:bitshuffle",
+                               "blosc:lz4:5:noshuffle", "crc32c", "zstd:1+crc32c"}) {
+      if (format == 2 && std::string(codecs).find("crc32c") != std::string::npos) continue;
+      SCOPED_TRACE(std::string(codecs) + " v" + std::to_string(format));
+      TempDir dir;
+      Writer w(open_location(dir.str()));
+      write_whole(*w.create_array("x", spec_of(format, {7, 5}, {3, 2}, codecs)), values);
+      w.commit();
+      expect_equal(read_back(dir.str(), "x"), values);
+    }
+}
+
+// The whole-unit form of write_unit: the padding past the array's end is replaced by the fill.
+TEST(ZarrWriter, WholeUnitDataAtTheEdgeIsPaddedWithFill) {
+  TempDir dir;
+  Writer w(open_location(dir.str()), {.write_empty_chunks = true});
+  auto spec = spec_of(3, {5}, {4}, "none");
+  spec.fill_value = -1;
+  auto a = w.create_array("x", spec);
+  std::vector<float> whole = {1, 2, 3, 4}, edge = {5, 99, 99, 99};
+  a->write_unit({0}, ByteView(reinterpret_cast<const std::byte*>(whole.data()), 16));
+  a->write_unit({1}, ByteView(reinterpret_cast<const std::byte*>(edge.data()), 16));
+  w.commit();
+  // The stored edge chunk (codec "bytes" only) holds 5 then the fill value -1.
+  const std::string raw = lazycube::test::read_file(dir.path() / "x" / "c" / "1");
+  ASSERT_EQ(raw.size(), 16u);
+  float stored[4];
+  std::memcpy(stored, raw.data(), 16);
+  EXPECT_EQ(stored[0], 5.0f);
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(stored[i], -1.0f);
+  const NDArray back = read_back(dir.str(), "x");
+  EXPECT_EQ(back.values<float>()[4], 5.0f);
+}
+
+// zarr.json as zarr-python 3 writes it; the shard: inner chunks then the index at the end,
+// 16 bytes (offset, nbytes: little-endian u64) per inner chunk in C order, empty ones all ones,
+// then the CRC-32C of the index.
+TEST(ZarrWriter, ShardLayoutFollowsTheSpec) {
+  TempDir dir;
+  Writer w(open_location(dir.str()));
+  auto spec = spec_of(3, {4, 4}, {2, 2}, "none", {4, 4});
+  spec.fill_value = 0;
+  auto a = w.create_array("s", spec);
+  NDArray values = values_array({4, 4}, 1.0f);
+  // Inner chunk (0, 1) holds only the fill value: left out of the shard.
+  for (int r = 0; r < 2; ++r)
+    for (int c = 2; c < 4; ++c) values.values<float>()[r * 4 + c] = 0;
+  a->write_region({0, 0}, values);
+  w.commit();
+
+  const json meta = read_json_file(dir.path() / "s" / "zarr.json");
+  EXPECT_EQ(meta["chunk_grid"]["configuration"]["chunk_shape"], json({4, 4}));
+  const json& sharding = meta["codecs"][0];
+  EXPECT_EQ(sharding["name"], "sharding_indexed");
+  EXPECT_EQ(sharding["configuration"]["chunk_shape"], json({2, 2}));
+  EXPECT_EQ(sharding["configuration"]["index_location"], "end");
+  EXPECT_EQ(sharding["configuration"]["index_codecs"][1]["name"], "crc32c");
+
+  const std::string shard = lazycube::test::read_file(dir.path() / "s" / "c" / "0" / "0");
+  const std::size_t index_bytes = 4 * 16 + 4;
+  ASSERT_EQ(shard.size(), 3 * 16 + index_bytes);  // three stored chunks of 2x2 float32
+  const std::string index = shard.substr(shard.size() - index_bytes);
+  auto u64 = [&](std::size_t at) {
+    std::uint64_t v;
+    std::memcpy(&v, index.data() + at, 8);
+    return v;
+  };
+  EXPECT_EQ(u64(0), 0u);    // chunk (0,0) first
+  EXPECT_EQ(u64(8), 16u);
+  EXPECT_EQ(u64(16), ~std::uint64_t{0});  // chunk (0,1): empty
+  EXPECT_EQ(u64(24), ~std::uint64_t{0});
+  EXPECT_EQ(u64(32), 16u);  // chunk (1,0)
+  EXPECT_EQ(u64(48), 32u);  // chunk (1,1)
+  // The checksum: the crc32c codec of our registry over the 64 index bytes.
+  auto crc = codec::make_bytes_codec("crc32c", json::object(), {DataType::uint(1), {}});
+  const Buffer with_crc = crc->encode(ByteView(reinterpret_cast<const std::byte*>(index.data()), 64));
+  EXPECT_EQ(std::memcmp(with_crc.data() + 64, index.data() + 64, 4), 0);
+  // Inner chunk (1,0) holds rows 2-3, columns 0-1.
+  float inner[4];
+  std::memcpy(inner, shard.data() + 16, 16);
+  EXPECT_EQ(inner[0], values.values<float>()[8]);
+  EXPECT_EQ(inner[3], values.values<float>()[13]);
+  expect_equal(read_back(dir.str(), "s"), values);
+}
+
+TEST(ZarrWriter, UnitsOfOnlyTheFillValueAreSkippedUnlessAsked) {
+  for (bool write_empty : {false, true}) {
+    SCOPED_TRACE(write_empty);
+    TempDir dir;
+    Writer w(open_location(dir.str()), {.write_empty_chunks = write_empty});
+    auto a = w.create_array("x", spec_of(2, {4}, {2}));
+    std::vector<float> nan(2, std::nanf("")), data = {1, 2};
+    EXPECT_EQ(a->write_unit({0}, ByteView(reinterpret_cast<const std::byte*>(nan.data()), 8)), write_empty);
+    EXPECT_TRUE(a->write_unit({1}, ByteView(reinterpret_cast<const std::byte*>(data.data()), 8)));
+    w.commit();
+    EXPECT_EQ(fs::exists(dir.path() / "x" / "0"), write_empty);
+    EXPECT_TRUE(fs::exists(dir.path() / "x" / "1"));
+    const NDArray back = read_back(dir.str(), "x");
+    EXPECT_TRUE(std::isnan(back.values<float>()[0]));
+    EXPECT_EQ(back.values<float>()[3], 2.0f);
+  }
+  // A v2 array without a fill value stores every chunk: readers have nothing to fill with.
+  TempDir dir;
+  Writer w(open_location(dir.str()));
+  auto spec = spec_of(2, {2}, {2});
+  spec.fill_value = nullptr;
+  auto a = w.create_array("x", spec);
+  std::vector<float> zeros(2, 0.0f);
+  EXPECT_TRUE(a->write_unit({0}, ByteView(reinterpret_cast<const std::byte*>(zeros.data()), 8)));
+  w.commit();
+  EXPECT_TRUE(read_json_file(dir.path() / "x" / ".zarray")["fill_value"].is_null());
+}
+
+TEST(ZarrWriter, GroupsAttributesDimensionNamesAndConsolidatedMetadata) {
+  for (int format : {2, 3}) {
+    SCOPED_TRACE(format);
+    TempDir dir;
+    const NDArray t = values_array({3, 4}, 0.5f), lat = values_array({3}, 10.0f);
+    {
+      Writer w(open_location(dir.str()));
+      w.create_group("", {{"title", "test"}});
+      w.create_group("sub", {{"level", 2}});
+      auto spec = spec_of(format, {3, 4}, {2, 2});
+      spec.dimension_names = {"lat", "lon"};
+      spec.attributes = {{"units", "K"}};
+      write_whole(*w.create_array("t", spec), t);
+      auto lat_spec = spec_of(format, {3}, {3});
+      lat_spec.dimension_names = {"lat"};
+      write_whole(*w.create_array("sub/lat", lat_spec), lat);
+      w.commit();
+    }
+    for (std::optional<bool> consolidated : {std::optional<bool>(true), std::optional<bool>(false)}) {
+      const auto h = Hierarchy::open(open_location(dir.str()), consolidated);
+      EXPECT_EQ(h.zarr_format(), format);
+      EXPECT_EQ(h.used_consolidated(), *consolidated);
+      EXPECT_EQ(h.attrs().value("title", ""), "test");
+      EXPECT_EQ(h.array_names(), std::vector<std::string>{"t"});
+      EXPECT_EQ(h.group_names(), std::vector<std::string>{"sub"});
+      const auto a = h.array("t");
+      EXPECT_EQ(a->dimension_names(), (std::vector<std::string>{"lat", "lon"}));
+      EXPECT_EQ(a->attrs().value("units", ""), "K");
+      expect_equal(a->read_all(), t);
+      const auto sub = Hierarchy::open({open_location(dir.str()).store, "sub"}, false);
+      EXPECT_EQ(sub.attrs().value("level", 0), 2);
+      EXPECT_EQ(sub.array("lat")->dimension_names(), std::vector<std::string>{"lat"});
+      expect_equal(sub.array("lat")->read_all(), lat);
+    }
+    if (format == 2) {
+      // As xarray writes it: the names in the _ARRAY_DIMENSIONS attribute.
+      EXPECT_EQ(read_json_file(dir.path() / "t" / ".zattrs")["_ARRAY_DIMENSIONS"], json({"lat", "lon"}));
+      const json zmeta = read_json_file(dir.path() / ".zmetadata");
+      EXPECT_EQ(zmeta["zarr_consolidated_format"], 1);
+      EXPECT_TRUE(zmeta["metadata"].contains("sub/lat/.zarray"));
+      EXPECT_TRUE(zmeta["metadata"].contains(".zgroup"));
+    } else {
+      const json root = read_json_file(dir.path() / "zarr.json");
+      EXPECT_EQ(root["consolidated_metadata"]["kind"], "inline");
+      EXPECT_TRUE(root["consolidated_metadata"]["metadata"].contains("sub/lat"));
+    }
+  }
+}
+
+TEST(ZarrWriter, NoMetadataBeforeCommit) {
+  for (int format : {2, 3}) {
+    TempDir dir;
+    Writer w(open_location(dir.str()));
+    auto a = w.create_array("x", spec_of(format, {4}, {2}));
+    write_whole(*a, values_array({4}, 1.0f));
+    EXPECT_THROW(Hierarchy::open(open_location(dir.str())), NotFound);
+    EXPECT_THROW(open_array(open_location(dir.str()).store, "x"), NotFound);
+    w.commit();
+    EXPECT_NO_THROW(Hierarchy::open(open_location(dir.str())).array("x"));
+  }
+}
+
+TEST(ZarrWriter, ExistingDestinationIsRefusedUnlessOverwrite) {
+  TempDir dir;
+  {
+    Writer w(open_location(dir.str()));
+    write_whole(*w.create_array("old", spec_of(3, {4}, {2})), values_array({4}, 1.0f));
+    w.commit();
+  }
+  const std::string msg = message_of<StoreError>([&] { Writer w(open_location(dir.str())); });
+  EXPECT_NE(msg.find("already exists"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(dir.str()), std::string::npos) << msg;
+
+  Writer w(open_location(dir.str()), {.mode = WriteMode::Overwrite});
+  write_whole(*w.create_array("new", spec_of(3, {4}, {2})), values_array({4}, 2.0f));
+  w.commit();
+  const auto h = Hierarchy::open(open_location(dir.str()));
+  EXPECT_EQ(h.array_names(), std::vector<std::string>{"new"});
+  EXPECT_FALSE(fs::exists(dir.path() / "old" / "zarr.json"));
+  EXPECT_FALSE(fs::exists(dir.path() / "old" / "c" / "0"));
+}
+
+TEST(ZarrWriter, BadSpecsFailBeforeAnyKeyIsWritten) {
+  struct Bad {
+    ArraySpec spec;
+    const char* expect;
+  };
+  auto with = [](std::function<void(ArraySpec&)> f) {
+    ArraySpec s = spec_of(3, {10, 10}, {5, 5});
+    f(s);
+    return s;
+  };
+  const std::vector<Bad> bad = {
+      {with([](ArraySpec& s) { s.codecs = "snappy:3"; }), "unknown codec 'snappy'"},
+      {with([](ArraySpec& s) { s.codecs = "zstd:high"; }), "'zstd:high'"},
+      {with([](ArraySpec& s) { s.codecs = "blosc:nope"; }), "nope"},
+      {with([](ArraySpec& s) { s.codecs = "gzip:12"; }), "level"},
+      {with([](ArraySpec& s) { s.shard_shape = {10, 7}; s.dimension_names = {"y", "x"}; }), "dim 1 ('x')"},
+      {with([](ArraySpec& s) { s.zarr_format = 2; s.shard_shape = {10, 10}; }), "Zarr v3"},
+      {with([](ArraySpec& s) { s.chunk_shape = {5}; }), "chunk shape"},
+      {with([](ArraySpec& s) { s.dimension_names = {"a"}; }), "dimension names"},
+      {with([](ArraySpec& s) { s.dtype = DataType::int_(2); s.fill_value = "NaN"; }), "fill_value"},
+      {with([](ArraySpec& s) { s.zarr_format = 2; s.codecs = "zstd+crc32c"; }), "crc32c"},
+  };
+  TempDir dir;
+  Writer w(open_location(dir.str()), {.mode = WriteMode::Overwrite});
+  for (const auto& b : bad) {
+    std::string msg;
+    try {
+      w.create_array("x", b.spec);
+      msg = "<no exception>";
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find(b.expect), std::string::npos) << "expected '" << b.expect << "' in: " << msg;
+  }
+  EXPECT_TRUE(open_location(dir.str()).store->list("").empty());
+}
+
+TEST(ZarrWriter, StoreFailureNamesTheKeyAndCommitWritesNoMetadata) {
+  TempDir dir;
+  Writer w(open_location(dir.str()));
+  auto a = w.create_array("x", spec_of(3, {4}, {2}));
+  // A file where the chunks' directory belongs: every chunk put fails (for root too).
+  lazycube::test::write_file(dir.path() / "x" / "c", "in the way");
+  const std::string msg = message_of<StoreError>([&] { write_whole(*a, values_array({4}, 1.0f)); });
+  EXPECT_NE(msg.find("x/c/"), std::string::npos) << msg;
+  const std::string commit = message_of<StoreError>([&] { w.commit(); });
+  EXPECT_NE(commit.find("an earlier write failed"), std::string::npos) << commit;
+  EXPECT_FALSE(fs::exists(dir.path() / "x" / "zarr.json"));
+  EXPECT_FALSE(fs::exists(dir.path() / "zarr.json"));
+}
+
+TEST(ZarrWriter, ReadOnlyStoresAreRefused) {
+  const std::string msg = message_of<StoreError>([] { open_writable_location("http://127.0.0.1:1/x.zarr"); });
+  EXPECT_NE(msg.find("read-only"), std::string::npos) << msg;
+}
+
+TEST(ZarrWriter, OpenCreatesAMissingLocalDirectory) {
+  TempDir dir;
+  const std::string url = (dir.path() / "a" / "b.zarr").string();
+  Writer w = Writer::open(url);
+  write_whole(*w.create_array("x", spec_of(2, {3}, {2})), values_array({3}, 1.0f));
+  w.commit();
+  expect_equal(read_back(url, "x"), values_array({3}, 1.0f));
+}
+
+// Resume: a truncated shard or a corrupt chunk counts as missing; good units are kept.
+TEST(ZarrWriter, VerifyDetectsTruncatedAndCorruptUnits) {
+  for (bool sharded : {true, false}) {
+    SCOPED_TRACE(sharded);
+    TempDir dir;
+    const NDArray values = values_array({8, 8}, 1.0f);
+    auto spec = sharded ? spec_of(3, {8, 8}, {2, 2}, "none", {4, 4}) : spec_of(3, {8, 8}, {4, 4}, "zstd:1");
+    {
+      Writer w(open_location(dir.str()));
+      write_whole(*w.create_array("x", spec), values);
+      // Killed before commit.
+    }
+    Writer w(open_location(dir.str()), {.mode = WriteMode::Resume});
+    auto a = w.create_array("x", spec);
+    for (std::uint64_t i = 0; i < a->num_units(); ++i) EXPECT_TRUE(a->unit_verified(a->unit_index(i)));
+    const fs::path first = dir.path() / a->unit_key({0, 0});
+    const std::string bytes = lazycube::test::read_file(first);
+    lazycube::test::write_file(first, bytes.substr(0, bytes.size() - 3));
+    EXPECT_FALSE(a->unit_verified({0, 0}));
+    if (sharded) {  // a bit flipped in the shard index fails its crc32c
+      std::string flipped = lazycube::test::read_file(dir.path() / a->unit_key({1, 1}));
+      flipped[flipped.size() - 10] ^= 0x5a;
+      lazycube::test::write_file(dir.path() / a->unit_key({1, 1}), flipped);
+      EXPECT_FALSE(a->unit_verified({1, 1}));
+    }
+    fs::remove(dir.path() / a->unit_key({0, 1}));
+    EXPECT_FALSE(a->unit_verified({0, 1}));
+    EXPECT_TRUE(a->unit_verified({1, 0}));
+    // The resumed run rewrites what is not verified; the store then equals an uninterrupted one.
+    for (std::uint64_t i = 0; i < a->num_units(); ++i) {
+      const auto idx = a->unit_index(i);
+      if (a->unit_verified(idx)) continue;
+      const auto origin = a->unit_origin(idx);
+      NDArray part = lazycube::test::slice(values, origin, a->unit_extent(idx));
+      a->write_unit(idx, part);
+    }
+    w.commit();
+    expect_equal(read_back(dir.str(), "x"), values);
+  }
+}
+
+TEST(ZarrWriter, ShardsFromManyThreadsAtOnce) {
+  TempDir dir;
+  const NDArray values = values_array({64, 48}, 0.125f);
+  Writer w(open_location(dir.str()));
+  auto a = w.create_array("x", spec_of(3, {64, 48}, {4, 4}, "zstd:1", {8, 16}));
+  std::vector<std::thread> threads;
+  std::atomic<std::uint64_t> next{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (std::uint64_t i; (i = next++) < a->num_units();) {
+        const auto idx = a->unit_index(i);
+        a->write_unit(idx, lazycube::test::slice(values, a->unit_origin(idx), a->unit_extent(idx)));
+      }
+    });
+  for (auto& t : threads) t.join();
+  w.commit();
+  expect_equal(read_back(dir.str(), "x"), values);
+}
+
+TEST(ZarrWriter, RegionWritesMustBeAlignedToUnits) {
+  TempDir dir;
+  Writer w(open_location(dir.str()));
+  auto a = w.create_array("x", spec_of(3, {10, 10}, {2, 2}, "none", {4, 4}));
+  const std::string msg = message_of<UsageError>([&] { a->write_region({2, 0}, values_array({4, 4}, 1.0f)); });
+  EXPECT_NE(msg.find("dim 0"), std::string::npos) << msg;
+  const std::string partial = message_of<UsageError>([&] { a->write_region({0, 0}, values_array({4, 3}, 1.0f)); });
+  EXPECT_NE(partial.find("dim 1"), std::string::npos) << partial;
+  // Two regions: the first shard row, then the rest reaching the array's end.
+  const NDArray values = values_array({10, 10}, 3.0f);
+  a->write_region({0, 0}, lazycube::test::slice(values, {0, 0}, {4, 10}));
+  a->write_region({4, 0}, lazycube::test::slice(values, {4, 0}, {6, 10}));
+  w.commit();
+  expect_equal(read_back(dir.str(), "x"), values);
+}
+
+TEST(ZarrWriter, NodesMustFitTogether) {
+  TempDir dir;
+  Writer w(open_location(dir.str()));
+  w.create_array("a", spec_of(3, {4}, {2}));
+  EXPECT_THROW(w.create_array("a", spec_of(3, {4}, {2})), UsageError);
+  EXPECT_THROW(w.create_array("a/b", spec_of(3, {4}, {2})), UsageError);
+  EXPECT_THROW(w.create_array("c", spec_of(2, {4}, {2})), UsageError);  // mixed formats
+  EXPECT_THROW(w.create_array("", spec_of(3, {4}, {2})), UsageError);   // root array holding "a"
+  EXPECT_THROW(w.create_group("/x"), UsageError);
+}
+
+// An array at the root of the location: no group, no consolidated metadata.
+TEST(ZarrWriter, ArrayAtTheRoot) {
+  TempDir dir;
+  Writer w(open_location(dir.str()));
+  auto spec = spec_of(2, {5}, {2}, "lz4");
+  spec.dimension_names = {"x"};
+  write_whole(*w.create_array("", spec), values_array({5}, 1.0f));
+  w.commit();
+  EXPECT_TRUE(fs::exists(dir.path() / ".zarray"));
+  EXPECT_FALSE(fs::exists(dir.path() / ".zgroup"));
+  const auto h = Hierarchy::open(open_location(dir.str()));
+  EXPECT_TRUE(h.is_array());
+  expect_equal(h.array("")->read_all(), values_array({5}, 1.0f));
+}
