@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "cf_json.hpp"
@@ -62,6 +63,54 @@ Num load(const std::byte* base, std::size_t i, const DataType& t) {
   return x;
 }
 
+// Floats packed or masked (the common write of training data) as a typed loop: the same
+// arithmetic as the element steps below, ~10x faster than them. False at the first value that
+// does not fit: the element steps then run and name it.
+template <class In, class Mid, class Out>
+bool float_loop(const std::byte* in, std::uint64_t n, std::byte* out, const std::optional<double>& offset,
+                const std::optional<double>& scale, const std::optional<Out>& fill) {
+  const Mid off = static_cast<Mid>(offset.value_or(0)), sc = static_cast<Mid>(scale.value_or(1));
+  constexpr double lo = static_cast<double>(std::numeric_limits<Out>::lowest());
+  constexpr double hi = static_cast<double>(std::numeric_limits<Out>::max());
+  for (std::uint64_t i = 0; i < n; ++i) {
+    Mid y = static_cast<Mid>(detail::load_element<In>(in, i));
+    if (offset) y -= off;
+    if (scale) y /= sc;
+    Out o;
+    if (fill && std::isnan(y)) {
+      o = *fill;
+    } else if constexpr (std::is_integral_v<Out>) {
+      const double r = std::nearbyint(static_cast<double>(y));
+      if (!(r >= lo && r <= hi)) return false;  // NaN too
+      o = static_cast<Out>(r);
+    } else {
+      o = static_cast<Out>(y);
+    }
+    detail::store_element<Out>(out, i, o);
+  }
+  return true;
+}
+
+template <class In, class Mid>
+bool float_loop_to(const DataType& stored, const std::byte* in, std::uint64_t n, std::byte* out,
+                   const std::optional<double>& offset, const std::optional<double>& scale,
+                   const nlohmann::json& fill) {
+  bool handled = false, ok = false;
+  const auto run = [&](auto tag) {
+    using Out = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<Out, float> || std::is_same_v<Out, double> ||
+                  (std::is_integral_v<Out> && sizeof(Out) <= 4 && !std::is_same_v<Out, bool>)) {
+      std::optional<Out> f;
+      if (!fill.is_null()) f = fill.is_number_integer() ? static_cast<Out>(fill.get<std::int64_t>())
+                                                        : static_cast<Out>(*cf::json_number(fill));
+      handled = true;
+      ok = float_loop<In, Mid, Out>(in, n, out, offset, scale, f);
+    }
+  };
+  if (stored.kind != DTypeKind::Float || stored.itemsize != 2) detail::visit_numeric_type(stored, run);
+  return handled && ok;
+}
+
 }  // namespace
 
 NDArray CfEncoding::apply(const NDArray& values) const {
@@ -82,6 +131,19 @@ NDArray CfEncoding::apply(const NDArray& values) const {
   const std::uint64_t n = values.size();
   out.data.resize(n * stored_.itemsize);
   const bool mid32 = mid_.kind == DTypeKind::Float && mid_.itemsize == 4;
+  if (time_ == Time::None && decoded_.kind == DTypeKind::Float && decoded_.itemsize >= 4 &&
+      mid_.kind == DTypeKind::Float && mid_.itemsize >= 4) {
+    const std::optional<double> off = has_offset_ ? std::optional<double>(offset_) : std::nullopt;
+    const std::optional<double> sc = has_scale_ ? std::optional<double>(scale_) : std::nullopt;
+    const std::byte* in = values.data.data();
+    std::byte* o = out.data.data();
+    const bool in32 = decoded_.itemsize == 4;
+    if (mid32 ? (in32 ? float_loop_to<float, float>(stored_, in, n, o, off, sc, fill_)
+                      : float_loop_to<double, float>(stored_, in, n, o, off, sc, fill_))
+              : (in32 ? float_loop_to<float, double>(stored_, in, n, o, off, sc, fill_)
+                      : float_loop_to<double, double>(stored_, in, n, o, off, sc, fill_)))
+      return out;
+  }
   const bool stored_int = stored_.kind == DTypeKind::Int || stored_.kind == DTypeKind::UInt;
   // Exact integer times where xarray has them (every value whole) or where they are stored as
   // integers; xarray's float64 division otherwise.
