@@ -174,6 +174,9 @@ CfEncoding CfEncoding::plan(const DataType& decoded, const nlohmann::json& attrs
   const nlohmann::json encoding = encoding_in.is_object() ? encoding_in : nlohmann::json::object();
   auto& attrs = e.attrs_;
 
+  // xarray's UnsignedIntegerCoder has no inverse in the decoding (cf.cpp reads no _Unsigned).
+  if (entry(encoding, "_Unsigned")) fail(name, "_Unsigned is not supported; give an unsigned dtype instead");
+
   std::optional<DataType> target;  // the encoding's dtype
   if (const auto* d = entry(encoding, "dtype")) {
     const std::string s = string_entry(*d, name, "dtype");

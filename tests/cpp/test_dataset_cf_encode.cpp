@@ -301,6 +301,9 @@ TEST(CfEncodeOther, StringsPassThroughAndBadEncodingsAreErrors) {
             std::string::npos);
   EXPECT_NE(error_of([&] { CfEncoding::encode(v, {}, {{"scale_factor", 0}}, "v"); }).find("0"), std::string::npos);
   EXPECT_NE(error_of([&] { CfEncoding::encode(v, {}, nlohmann::json::array(), "v"); }).find("object"), std::string::npos);
+  EXPECT_NE(error_of([&] { CfEncoding::encode(v, {}, {{"_Unsigned", "true"}}, "v"); }).find("_Unsigned"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { CfEncoding::encode(v, {}, {{"units", "K"}}, "v"); }).find("attributes"), std::string::npos);
   // Keys of the array writer are not the encoding's business.
   EXPECT_NO_THROW(CfEncoding::encode(v, {}, {{"chunks", {10}}, {"compressor", nullptr}}, "v"));
   const CfEncoding p = CfEncoding::plan(v.dtype, {}, {}, "v");

@@ -177,3 +177,40 @@ def test_stricter_than_xarray_on_values_that_do_not_fit():
         _core.cf_encode(np.array([1.0, 40000.0]), {}, {"dtype": "i2"}, "precip")
     with pytest.raises(lazycube.UsageError, match="'sst'.*_FillValue"):
         _core.cf_encode(np.array([1.0, np.nan]), {}, {"dtype": "i2", "scale_factor": 0.5}, "sst")
+
+
+def test_matches_what_xarray_to_zarr_stores(tmp_path):
+    """Through xarray's zarr backend: the stored array equals cf_encode's values, its .zattrs
+    the attributes, and its fill_value the _FillValue attribute (the zarr backend moves it out
+    of the attributes: what lazycube's writer has to do)."""
+    zarr = pytest.importorskip("zarr")
+    names = [n for n in sorted(CASES) if n not in FILL_DEVIATIONS]
+    data_vars = {}
+    for name in names:
+        values, attrs, encoding = CASES[name]
+        dims = tuple("%s_%d" % (name, k) for k in range(values.ndim))
+        data_vars[name] = xr.Variable(dims, values, attrs, encoding)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xr.Dataset(data_vars).to_zarr(tmp_path / "out.zarr", consolidated=False)
+    group = zarr.open_group(str(tmp_path / "out.zarr"), mode="r")
+    for name in names:
+        values, attrs, encoding = CASES[name]
+        stored, written = _core.cf_encode(values, attrs, encoding, name)
+        array = group[name]
+        on_disk = array[...]
+        assert on_disk.dtype == stored.dtype, name
+        if stored.dtype.kind == "f":
+            assert np.array_equal(on_disk, stored, equal_nan=True), name
+        else:
+            assert np.array_equal(on_disk, stored), name
+        fill = written.pop("_FillValue", None)
+        if fill is None:
+            assert array.fill_value is None, name
+        else:
+            assert same_attr(fill, array.fill_value), (name, fill, array.fill_value)
+        zattrs = dict(array.attrs)
+        zattrs.pop("_ARRAY_DIMENSIONS")
+        assert set(zattrs) == set(written), (name, zattrs, written)
+        for key, value in zattrs.items():
+            assert same_attr(written[key], value), (name, key, written[key], value)
