@@ -5,6 +5,7 @@ without units/calendar, NaT, timedeltas, booleans and strings; and an error wher
 one. Where lazycube is stricter (a value that does not fit the packed dtype) it must raise."""
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -214,3 +215,54 @@ def test_matches_what_xarray_to_zarr_stores(tmp_path):
         assert set(zattrs) == set(written), (name, zattrs, written)
         for key, value in zattrs.items():
             assert same_attr(written[key], value), (name, key, written[key], value)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_packings_match_xarray(seed):
+    """Random decoded types, stored types, scales, offsets and fill values (fixed seeds): the
+    float32/float64 arithmetic and the rounding must agree with numpy's value for value."""
+    rng = np.random.default_rng(1000 + seed)
+    decoded = rng.choice(["f2", "f4", "f8", "i1", "i2", "i4", "u2"])
+    stored = str(rng.choice(["i1", "i2", "i4", "u1", "u2", "f4", "f8"]))
+    encoding = {"dtype": stored}
+    if rng.random() < 0.7:
+        encoding["scale_factor"] = float(rng.choice([0.01, 0.1, 0.5, 2.0, 1e-3, rng.uniform(1e-3, 10)]))
+        if rng.random() < 0.3:
+            encoding["scale_factor"] = np.float32(encoding["scale_factor"])
+    if rng.random() < 0.6:
+        encoding["add_offset"] = float(rng.choice([0.0, 273.15, -50.0, rng.uniform(-1e3, 1e3)]))
+    kind = np.dtype(stored).kind
+    info = np.iinfo(stored) if kind in "iu" else None
+    if info is not None or rng.random() < 0.5:
+        encoding["_FillValue"] = int(info.max) if info is not None else -9999.0
+    # Packed values that fit: drawn in the stored range, unpacked, cast to the decoded type.
+    lo, hi = (info.min + 1, info.max - 1) if info is not None else (-1e4, 1e4)
+    raw = rng.uniform(lo, hi, size=200)
+    x = raw * float(encoding.get("scale_factor", 1.0)) + encoding.get("add_offset", 0.0)
+    if np.dtype(decoded).kind == "f":
+        x[rng.random(200) < 0.1] = np.nan
+    else:
+        x = np.clip(np.round(x), np.iinfo(decoded).min, np.iinfo(decoded).max)
+    values = x.astype(decoded)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = encode_cf_variable(xr.Variable(("x",), values, {}, encoding), name="v")
+    exp = np.asarray(expected.values)
+    try:
+        stored_values, written = _core.cf_encode(values, {}, encoding, "v")
+    except lazycube.UsageError as err:
+        # Stricter than numpy (whose cast wraps): only for a packed value truly past the stored
+        # range (the decoded type's rounding can push one there).
+        found = re.search(r"element (\d+) \((\S+)\) does not fit", str(err))
+        assert found and info is not None, err
+        packed = float(found.group(2))
+        assert not info.min <= np.around(packed) <= info.max, err
+        return
+    assert stored_values.dtype == exp.dtype
+    holes = np.isnan(values) if values.dtype.kind == "f" else np.zeros(values.shape, bool)
+    assert np.array_equal(stored_values[~holes], exp[~holes], equal_nan=True), (encoding, decoded)
+    if holes.any():
+        fill = plain(written["_FillValue"])
+        assert np.array_equal(stored_values[holes], np.full(holes.sum(), fill, stored_values.dtype), equal_nan=True)
+    for key, value in expected.attrs.items():
+        assert same_attr(written[key], value), (key, written[key], value)
