@@ -6,9 +6,11 @@
 //      prints it, "2000-01-01 00:00:00"), the unit the coarsest of days..nanoseconds dividing
 //      every step between consecutive values. Given units are rewritten with xarray's
 //      format_timestamp ("hours since 1900-01-01", "days since 2000-01-01T06:00:00").
-//      Calendar default "proleptic_gregorian"; only the standard calendars encode datetime64
-//      (others need cftime dates). Whole multiples of the unit stay int64; any other value or
-//      any NaT makes float64 (NaT -> NaN).
+//      Calendar default "proleptic_gregorian". Other calendars (noleap, all_leap, 360_day,
+//      julian, ...) count as cftime.date2num does for datetime64 values: truncated to
+//      microseconds, the Gregorian fields read as a date of that calendar (a date it lacks, such
+//      as February 29 in noleap, is an error). Whole multiples of the unit stay int64; any other
+//      value or any NaT makes float64 (NaT -> NaN).
 //   2. Timedeltas (CFTimedeltaCoder): numbers of `units` (default: the coarsest of days..
 //      nanoseconds dividing every value); int64 when all are whole, else float64 with NaN.
 //   3. scale_factor/add_offset (CFScaleOffsetCoder): (x - offset) / scale computed in float32
@@ -34,6 +36,7 @@
 #include <limits>
 #include <vector>
 
+#include "cf_encode_time.hpp"
 #include "cf_json.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
@@ -151,11 +154,13 @@ std::string coarsest_unit(const std::vector<std::int64_t>& steps) {
 }
 
 // Whether every value is a whole number of units after the reference (no NaT): xarray's int64.
-bool all_whole(const std::vector<std::int64_t>& ns, std::int64_t reference, std::int64_t unit) {
+bool all_whole(const std::vector<std::int64_t>& ns, const cf::TimeReference* ref, std::int64_t unit,
+               const std::string& name) {
   return std::all_of(ns.begin(), ns.end(), [&](std::int64_t v) {
     if (v == cf::kNaT) return false;
-    const __int128 d = static_cast<__int128>(v) - reference;
-    return d % unit == 0;
+    const auto d = ref ? cf::ns_since_reference(*ref, v) : std::optional<__int128>(v);
+    if (!d) fail(name, cf::format_datetime_ns(v) + " does not exist in calendar '" + ref->calendar + "'");
+    return *d % unit == 0;
   });
 }
 
@@ -207,13 +212,22 @@ CfEncoding CfEncoding::plan(const DataType& decoded, const nlohmann::json& attrs
       if (v != cf::kNaT) valid.push_back(v);
     std::string units;
     if (e.time_ == Time::DateTime) {
+      std::string calendar = "proleptic_gregorian";
+      if (const auto* c = entry(encoding, "calendar")) calendar = string_entry(*c, name, "calendar");
+      if (!cf::is_cf_calendar(calendar)) fail(name, "unknown calendar '" + calendar + "'");
+      e.calendar_ = calendar;
+      e.standard_calendar_ = cf::is_standard_calendar(calendar);
+      cf::CivilTime ref_fields;
       if (units_entry) {
         units = string_entry(*units_entry, name, "units");
         const auto parsed = cf::parse_time_units(units);
         if (!parsed) fail(name, "units '" + units + "' are not '<days|hours|...|nanoseconds> since <date>'");
+        if (!e.standard_calendar_ && parsed->reference_offset_s)
+          fail(name, "a reference date with a time zone needs a standard calendar, not '" + calendar + "'");
         units = parsed->unit + " since " + cf::format_reference_date(parsed->reference_ns, parsed->reference_offset_s);
         e.unit_ns_ = parsed->unit_ns;
         e.reference_ns_ = parsed->reference_ns;
+        ref_fields = parsed->reference_local;
       } else {
         // xarray's infer_datetime_units: steps between consecutive valid values.
         e.reference_ns_ = valid.empty() ? 0 : valid.front();
@@ -225,14 +239,14 @@ CfEncoding CfEncoding::plan(const DataType& decoded, const nlohmann::json& attrs
         const std::string unit = coarsest_unit(steps);
         e.unit_ns_ = *cf::time_unit_ns(unit);
         units = unit + " since " + cf::format_pandas_timestamp(e.reference_ns_);
+        ref_fields = cf::civil_time(e.reference_ns_);
       }
-      std::string calendar = "proleptic_gregorian";
-      if (const auto* c = entry(encoding, "calendar")) calendar = string_entry(*c, name, "calendar");
-      if (!cf::is_cf_calendar(calendar)) fail(name, "unknown calendar '" + calendar + "'");
-      if (!cf::is_standard_calendar(calendar))
-        fail(name, "calendar '" + calendar +
-                       "' needs cftime dates; datetime64 values encode in the standard calendars only "
-                       "(standard, gregorian, proleptic_gregorian)");
+      if (!e.standard_calendar_) {
+        const auto day = cf::calendar_day(calendar, ref_fields.year, ref_fields.month, ref_fields.day);
+        if (!day) fail(name, "the reference date of '" + units + "' does not exist in calendar '" + calendar + "'");
+        e.reference_day_ = *day;
+        e.reference_time_ns_ = ref_fields.time_of_day_ns;
+      }
       set_attr(attrs, "units", units, name);
       set_attr(attrs, "calendar", calendar, name);
     } else {
@@ -247,8 +261,9 @@ CfEncoding CfEncoding::plan(const DataType& decoded, const nlohmann::json& attrs
       }
       set_attr(attrs, "units", units, name);
     }
-    cur = values && all_whole(ns, e.time_ == Time::DateTime ? e.reference_ns_ : 0, e.unit_ns_) ? DataType::int_(8)
-                                                                                              : DataType::float_(8);
+    const cf::TimeReference ref = e.time_reference();
+    cur = values && all_whole(ns, e.time_ == Time::DateTime ? &ref : nullptr, e.unit_ns_, name) ? DataType::int_(8)
+                                                                                               : DataType::float_(8);
   } else if (entry(encoding, "units") || entry(encoding, "calendar")) {
     // xarray's to_zarr rejects them too ("unexpected encoding parameters"): a number's units
     // are an attribute.
@@ -315,6 +330,20 @@ CfEncoding CfEncoding::plan(const DataType& decoded, const nlohmann::json& attrs
     if (const auto* v = entry(encoding, key)) set_attr(attrs, key, *v, name);
   e.mid_ = cur;
   return e;
+}
+
+cf::TimeReference CfEncoding::time_reference() const {
+  return {standard_calendar_, calendar_, reference_ns_, reference_day_, reference_time_ns_};
+}
+
+std::optional<__int128> cf::ns_since_reference(const TimeReference& ref, std::int64_t ns) {
+  if (ref.standard) return static_cast<__int128>(ns) - ref.ns;
+  constexpr std::int64_t kUs = 1000;
+  const std::int64_t us = ns / kUs - (ns % kUs < 0 ? 1 : 0);  // numpy's astype("M8[us]"): floor
+  const CivilTime t = civil_time(us * kUs);
+  const auto day = calendar_day(ref.calendar, t.year, t.month, t.day);
+  if (!day) return std::nullopt;
+  return static_cast<__int128>(*day - ref.day) * 86'400'000'000'000 + (t.time_of_day_ns - ref.time_of_day_ns);
 }
 
 nlohmann::json CfEncoding::encoding_of(const CfDecoding& decoding) {

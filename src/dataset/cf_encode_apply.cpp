@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "cf_encode_time.hpp"
 #include "cf_json.hpp"
 #include "lazycube/dataset/cf_encode.hpp"
 #include "lazycube/dataset/cf_time.hpp"
@@ -148,6 +149,7 @@ NDArray CfEncoding::apply(const NDArray& values) const {
   // Exact integer times where xarray has them (every value whole) or where they are stored as
   // integers; xarray's float64 division otherwise.
   const bool exact_times = mid_.kind == DTypeKind::Int || stored_int;
+  const cf::TimeReference reference = time_reference();
   const auto fail_at = [&](std::uint64_t i, const Num& x, const std::string& why) {
     throw UsageError("CF encoding of variable '" + name_ + "': element " + std::to_string(i) + " (" + show(x) + ") " + why);
   };
@@ -165,7 +167,10 @@ NDArray CfEncoding::apply(const NDArray& values) const {
         x.i = v;
         fail_at(i, x, "overflows datetime64[ns]");
       } else {
-        const __int128 d = static_cast<__int128>(ns) - (time_ == Time::DateTime ? reference_ns_ : 0);
+        const auto since = time_ == Time::DateTime ? cf::ns_since_reference(reference, ns) : std::optional<__int128>(ns);
+        x.i = v;
+        if (!since) fail_at(i, x, cf::format_datetime_ns(ns) + " does not exist in calendar '" + calendar_ + "'");
+        const __int128 d = *since;
         if (exact_times && d % unit_ns_ == 0) {
           x.i = d / unit_ns_;
         } else {

@@ -91,6 +91,7 @@ std::optional<ParsedDateTime> parse_datetime(std::string_view text) {
   ParsedDateTime out;
   out.ns = seconds * 1'000'000'000 + frac_ns;
   if (has_zone) out.offset_s = offset_s;
+  out.local = {year, month, day, (hour * 3600 + minute * 60 + second) * 1'000'000'000 + frac_ns};
   return out;
 }
 
@@ -195,7 +196,7 @@ std::optional<TimeUnits> parse_time_units(std::string_view units) {
   const auto unit = time_unit_ns(text.substr(0, pos));
   const auto ref = parse_datetime(trim(text.substr(pos + 7)));
   if (!unit || !ref) return std::nullopt;
-  return TimeUnits{*unit, ref->ns, trim(text.substr(0, pos)), ref->offset_s};
+  return TimeUnits{*unit, ref->ns, trim(text.substr(0, pos)), ref->offset_s, ref->local};
 }
 
 bool is_time_unit(std::string_view units) {
@@ -205,6 +206,53 @@ bool is_time_unit(std::string_view units) {
 bool is_standard_calendar(std::string_view calendar) {
   const std::string c = lower(trim(calendar));
   return c == "standard" || c == "gregorian" || c == "proleptic_gregorian";
+}
+
+CivilTime civil_time(std::int64_t ns) {
+  constexpr std::int64_t kDay = 86'400'000'000'000;
+  std::int64_t days = ns / kDay, tod = ns % kDay;
+  if (tod < 0) {
+    tod += kDay;
+    days -= 1;
+  }
+  CivilTime t;
+  civil_from_days(days, t.year, t.month, t.day);
+  t.time_of_day_ns = tod;
+  return t;
+}
+
+std::optional<std::int64_t> calendar_day(std::string_view calendar, std::int64_t y, unsigned m, unsigned d) {
+  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  static constexpr unsigned kBefore[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+  if (m < 1 || m > 12 || d < 1) return std::nullopt;
+  const std::string c = lower(trim(calendar));
+  const bool leap4 = ((y % 4) + 4) % 4 == 0;
+  const auto month_days = [&](bool leap) { return kDays[m - 1] + (m == 2 && leap ? 1 : 0); };
+  if (is_standard_calendar(c)) {
+    const bool leap = leap4 && (y % 100 != 0 || y % 400 == 0);
+    if (d > month_days(leap)) return std::nullopt;
+    return days_from_civil(y, m, d);
+  }
+  if (c == "noleap" || c == "365_day") {
+    if (d > month_days(false)) return std::nullopt;
+    return 365 * y + kBefore[m - 1] + d - 1;
+  }
+  if (c == "all_leap" || c == "366_day") {
+    if (d > month_days(true)) return std::nullopt;
+    return 366 * y + kBefore[m - 1] + (m > 2 ? 1 : 0) + d - 1;
+  }
+  if (c == "360_day") {
+    if (d > 30) return std::nullopt;
+    return 360 * y + 30 * (m - 1) + d - 1;
+  }
+  if (c == "julian") {
+    if (d > month_days(leap4)) return std::nullopt;
+    // Days_from_civil without the century rules: years starting in March.
+    const std::int64_t yy = y - (m <= 2 ? 1 : 0);
+    const std::int64_t q = (yy >= 0 ? yy : yy - 3) / 4;
+    return 365 * yy + q + (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+  }
+  return std::nullopt;
 }
 
 bool is_cf_calendar(std::string_view calendar) {

@@ -243,6 +243,30 @@ TEST(CfEncodeDatetime, ExactBeyondFloat64WhenStoredAsIntegers) {
   EXPECT_EQ(values_of<std::int64_t>(stored), (std::vector<std::int64_t>{t, -1}));
 }
 
+// cftime's count for datetime64 values in other calendars: the Gregorian fields read as a date
+// of the calendar. 2000-03-01T06:00 is day 31 + 28 = 59 of a noleap year, 31 + 29 = 60 of an
+// all_leap or Julian one (2000 is leap in both), 30 + 30 = 60 of a 360_day one.
+TEST(CfEncodeDatetime, OtherCalendarsCountTheirOwnDays) {
+  const NDArray v = make<std::int64_t>(DataType::datetime("ns"), {ns_of("2000-01-01"), ns_of("2000-03-01T06:00")});
+  const std::vector<std::pair<const char*, std::int64_t>> cases = {
+      {"noleap", 59 * 24 + 6}, {"365_day", 59 * 24 + 6}, {"all_leap", 60 * 24 + 6},
+      {"366_day", 60 * 24 + 6}, {"julian", 60 * 24 + 6},  {"360_day", 60 * 24 + 6}};
+  for (const auto& [calendar, hours] : cases) {
+    const auto [stored, attrs] = CfEncoding::encode(v, {}, {{"calendar", calendar}}, "time");
+    EXPECT_EQ(attrs["units"], "hours since 2000-01-01 00:00:00") << calendar;
+    EXPECT_EQ(attrs["calendar"], calendar);
+    EXPECT_EQ(values_of<std::int64_t>(stored), (std::vector<std::int64_t>{0, hours})) << calendar;
+  }
+  // Julian and Gregorian dates differ by 13 days since 1900: the same fields, counted from a
+  // Julian reference 100 years back (36525 days: every 4th year leap), not 36524.
+  const auto [s2, a2] = CfEncoding::encode(v, {}, {{"calendar", "julian"}, {"units", "days since 1900-01-01"}}, "time");
+  EXPECT_EQ(values_of<double>(s2)[0], 36525.0);
+  // cftime counts microseconds: finer parts are dropped (floor), as xarray's values show.
+  const NDArray fine = make<std::int64_t>(DataType::datetime("ns"), {ns_of("2000-01-01") + 1500});
+  const auto [s3, a3] = CfEncoding::encode(fine, {}, {{"calendar", "noleap"}, {"units", "seconds since 2000-01-01"}}, "time");
+  EXPECT_EQ(values_of<double>(s3)[0], 1e-6);
+}
+
 TEST(CfEncodeDatetime, CoarserInputUnitsConvertToNanoseconds) {
   const NDArray v = make<std::int64_t>(DataType::datetime("s"), {0, 7200});
   const auto [stored, attrs] = CfEncoding::encode(v, {}, {}, "time");
@@ -254,7 +278,18 @@ TEST(CfEncodeDatetime, BadUnitsCalendarsAndMissingValuesAreErrors) {
   const NDArray v = make<std::int64_t>(DataType::datetime("ns"), {0});
   EXPECT_NE(error_of([&] { CfEncoding::encode(v, {}, {{"calendar", "martian"}}, "time"); }).find("unknown calendar 'martian'"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { CfEncoding::encode(v, {}, {{"calendar", "noleap"}}, "time"); }).find("cftime"), std::string::npos);
+  const NDArray leap_day = make<std::int64_t>(DataType::datetime("ns"), {ns_of("2000-01-01"), ns_of("2000-02-29")});
+  EXPECT_NE(error_of([&] { CfEncoding::encode(leap_day, {}, {{"calendar", "noleap"}}, "time"); })
+                .find("2000-02-29T00:00:00 does not exist in calendar 'noleap'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              CfEncoding::encode(v, {}, {{"calendar", "360_day"}, {"units", "days since 1999-12-31"}}, "time");
+            }).find("does not exist in calendar '360_day'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              CfEncoding::encode(v, {}, {{"calendar", "julian"}, {"units", "days since 2000-01-01T00:00+01:00"}}, "time");
+            }).find("time zone"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { CfEncoding::encode(v, {}, {{"units", "fortnights since 2000-01-01"}}, "time"); }).find("fortnights"),
             std::string::npos);
   EXPECT_NE(error_of([&] { CfEncoding::encode(v, {}, {{"units", "days since yesterday"}}, "time"); }).find("'time'"),

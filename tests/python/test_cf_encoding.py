@@ -77,6 +77,15 @@ CASES = {
     "time_f4": (dt("2000-01-01", "2000-01-01T12:00"), {}, {"units": "days since 2000-01-01", "dtype": "f4"}),
     "time_2d": (dt("2000-01-01", "2000-01-02", "NaT", "2000-01-05").reshape(2, 2), {}, {}),
     "time_before_1970": (dt("1900-01-01T00:00", "1850-06-01T00:00"), {}, {}),
+    # Other calendars: xarray counts datetime64 values with cftime.date2num.
+    "time_noleap": (dt("2000-01-01", "2000-03-01T06:00", "2001-01-01"), {}, {"calendar": "noleap"}),
+    "time_365_day_nat": (dt("2001-01-01", "NaT", "2001-12-31"), {}, {"calendar": "365_day"}),
+    "time_all_leap": (dt("1999-03-01", "2000-03-01T06:00"), {}, {"calendar": "all_leap"}),
+    "time_366_day_units": (dt("2001-03-01"), {}, {"calendar": "366_day", "units": "days since 2001-01-01"}),
+    "time_360_day": (dt("2000-01-30", "2000-03-01T06:00", "2000-02-29"), {}, {"calendar": "360_day"}),
+    "time_julian": (dt("2000-01-01", "1900-03-01T12:00"), {}, {"calendar": "julian", "units": "days since 1900-01-01"}),
+    "time_noleap_microseconds": (dt("2000-01-01T00:00:00.0000015", "NaT"), {},
+                                 {"calendar": "noleap", "units": "seconds since 2000-01-01"}),
     "timedelta_hours": (np.array([1, 2, -3], "m8[h]").astype("m8[ns]"), {}, {}),
     "timedelta_nat": (np.array([1, 2, "NaT"], "m8[h]").astype("m8[ns]"), {}, {}),
     "timedelta_days": (np.array([6, 36], "m8[h]").astype("m8[ns]"), {}, {"units": "days"}),
@@ -159,6 +168,8 @@ REJECTED = {
     "conflicting_fill": (np.array([1.0, np.nan]), {}, {"_FillValue": -1.0, "missing_value": -2.0}),
     "unknown_calendar": (dt("2000-01-01"), {}, {"calendar": "martian"}),
     "attr_twice": (dt("2000-01-01"), {"units": "s"}, {}),
+    "noleap_leap_day": (dt("2000-01-01", "2000-02-29"), {}, {"calendar": "noleap"}),
+    "day_31_in_360_day": (dt("2000-01-31"), {}, {"calendar": "360_day", "units": "days since 1999-12-30"}),
     "bad_time_unit": (np.array([1], "m8[h]").astype("m8[ns]"), {}, {"units": "fortnights"}),
 }
 

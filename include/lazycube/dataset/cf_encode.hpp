@@ -14,6 +14,10 @@
 
 namespace lazycube {
 
+namespace cf {
+struct TimeReference;
+}
+
 class CfEncoding {
  public:
   // The encoding of a variable holding decoded values of `decoded` dtype with attributes
@@ -50,16 +54,22 @@ class CfEncoding {
 
  private:
   enum class Time { None, DateTime, TimeDelta };
+  cf::TimeReference time_reference() const;
 
   std::string name_;
   DataType decoded_;
   DataType stored_;
   nlohmann::json attrs_ = nlohmann::json::object();
-  // Times: (ns - reference_ns_) / unit_ns_ after the input is scaled to ns by input_ns_.
+  // Times: (ns since the reference, in the calendar) / unit_ns_ after the input is scaled to
+  // ns by input_ns_ (cf_encode_time.hpp; the reference's fields are those of cf::TimeReference).
   Time time_ = Time::None;
   std::int64_t input_ns_ = 1;
   std::int64_t unit_ns_ = 1;
+  bool standard_calendar_ = true;
+  std::string calendar_;
   std::int64_t reference_ns_ = 0;
+  std::int64_t reference_day_ = 0;
+  std::int64_t reference_time_ns_ = 0;
   // The values' type after each xarray coder ran, before the final cast to stored_.
   DataType mid_;
   // Scale/offset: (x - offset) / scale in float32 or float64 (mid_).
