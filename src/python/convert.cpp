@@ -134,13 +134,19 @@ NDArray numpy_to_ndarray(const py::handle& obj) {
   NDArray out;
   for (py::ssize_t d = 0; d < a.ndim(); ++d) out.shape.push_back(static_cast<std::uint64_t>(a.shape(d)));
   if (a.dtype().kind() == 'O') {
-    out.dtype = DataType::string();
+    // All str (variable-length strings) or all bytes (variable-length bytes).
+    bool any_str = false, any_bytes = false;
     for (auto item : a.attr("ravel")(py::str("C"))) {
-      if (!py::isinstance<py::str>(item))
-        throw UsageError("an object array holds only str values here, not " +
+      const bool is_str = py::isinstance<py::str>(item), is_bytes = py::isinstance<py::bytes>(item);
+      if (!is_str && !is_bytes)
+        throw UsageError("an object array holds only str or bytes values here, not " +
                          py::str(py::type::handle_of(item).attr("__name__")).cast<std::string>());
+      any_str = any_str || is_str;
+      any_bytes = any_bytes || is_bytes;
       out.strings.push_back(item.cast<std::string>());
     }
+    if (any_str && any_bytes) throw UsageError("an object array mixes str and bytes values");
+    out.dtype = any_bytes ? DataType::vlen_bytes() : DataType::string();
     return out;
   }
   // Native byte order, C order (a copy when either differs).

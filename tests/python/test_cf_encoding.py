@@ -61,6 +61,8 @@ CASES = {
     "bool": (np.array([True, False, True]), {}, {}),
     "bool_as_u1": (np.array([True, False]), {}, {"dtype": "u1"}),
     "str": (np.array(["a", "bc"]), {"long_name": "station"}, {}),
+    "str_object_missing": (np.array(["a", None, "ccc"], dtype=object), {}, {}),
+    "bytes_object_missing": (np.array([b"a", None], dtype=object), {}, {}),
     "time_hourly": (dt("2000-01-01T06:00", "2000-01-01T12:00", "2000-01-02"), {}, {}),
     "time_single": (dt("2000-01-01T00:00:00.5"), {}, {}),
     "time_ms": (dt("2000-01-01T00:00:00.5", "2000-01-02T06:00"), {}, {}),
@@ -196,7 +198,9 @@ def test_matches_what_xarray_to_zarr_stores(tmp_path):
     the attributes, and its fill_value the _FillValue attribute (the zarr backend moves it out
     of the attributes: what lazycube's writer has to do)."""
     zarr = pytest.importorskip("zarr")
-    names = [n for n in sorted(CASES) if n not in FILL_DEVIATIONS]
+    # xarray's zarr backend stores variable-length bytes as fixed-length "|S<n>"
+    # (ensure_fixed_length_bytes): a rule of the Zarr writer, after the CF encoding.
+    names = [n for n in sorted(CASES) if n not in FILL_DEVIATIONS and n != "bytes_object_missing"]
     data_vars = {}
     for name in names:
         values, attrs, encoding = CASES[name]
