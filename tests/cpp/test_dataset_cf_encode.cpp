@@ -302,6 +302,22 @@ TEST(CfEncodeDatetime, BadUnitsCalendarsAndMissingValuesAreErrors) {
             (std::vector<std::int64_t>{4}));
 }
 
+// A writer encodes chunk by chunk: with units and dtype (encoding_of gives both) the plan needs
+// no values, and chunks encode as the whole does.
+TEST(CfEncodeDatetime, ChunksEncodeAsTheWhole) {
+  const std::vector<std::int64_t> t = {ns_of("2000-01-01"), cf::kNaT, ns_of("2000-01-01T18:00"), ns_of("2000-01-03")};
+  const nlohmann::json enc = {{"units", "days since 2000-01-01"}, {"dtype", "<f4"}, {"_FillValue", -1}};
+  const CfEncoding plan = CfEncoding::plan(DataType::datetime("ns"), {}, enc, "time");
+  const NDArray whole = plan.apply(make<std::int64_t>(DataType::datetime("ns"), t));
+  const NDArray first = plan.apply(make<std::int64_t>(DataType::datetime("ns"), {t[0], t[1]}));
+  const NDArray second = plan.apply(make<std::int64_t>(DataType::datetime("ns"), {t[2], t[3]}));
+  EXPECT_EQ(values_of<float>(whole), (std::vector<float>{0.0f, -1.0f, 0.75f, 2.0f}));
+  EXPECT_EQ(values_of<float>(first), (std::vector<float>{0.0f, -1.0f}));
+  EXPECT_EQ(values_of<float>(second), (std::vector<float>{0.75f, 2.0f}));
+  EXPECT_EQ(plan.stored_dtype(), DataType::float_(4));
+  EXPECT_EQ(plan.attrs()["_FillValue"], -1.0);
+}
+
 TEST(CfEncodeTimedelta, InfersUnitsAndRoundTrips) {
   const NDArray v = make<std::int64_t>(DataType::timedelta("ns"), {kHour, 2 * kHour, -3 * kHour});
   const auto [stored, attrs] = CfEncoding::encode(v, {}, {}, "lead");
