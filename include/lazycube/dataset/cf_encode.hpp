@@ -25,9 +25,9 @@ class CfEncoding {
   // "<i2"), "_FillValue" (null: no fill value), "missing_value", "scale_factor", "add_offset",
   // "units", "calendar"; "coordinates", "valid_range", "valid_min", "valid_max" go back to the
   // attributes as they are. Other keys (chunks, compressor, ...) belong to the array writer and
-  // are ignored here. Datetime and timedelta variables without "units" and "dtype" need all
-  // their `values` (xarray infers the units and the stored dtype from them). Errors name the
-  // variable (UsageError).
+  // are ignored here. Datetime and timedelta variables need all their `values` unless the
+  // encoding gives both "units" and "dtype" (xarray infers the units and the stored dtype from
+  // the values). Errors name the variable (UsageError).
   static CfEncoding plan(const DataType& decoded, const nlohmann::json& attrs, const nlohmann::json& encoding,
                          const std::string& name, const NDArray* values = nullptr);
 
