@@ -28,7 +28,9 @@
 //      outside them become NaN before scale/offset. The bounds are in stored units, cast to
 //      the stored type. No range is derived from _FillValue.
 // Deviations: xarray turns masked booleans and strings into object arrays; here those keep
-// their dtype and only the fill attributes move to the encoding.
+// their dtype and only the fill attributes move to the encoding. xarray's boolean coding
+// (int8 + attribute dtype="bool") is decoded by the Python backend (xarray_backend.py).
+// Writing: the inverse of these rules is cf_encode.cpp (CfEncoding).
 #include "lazycube/dataset/cf.hpp"
 
 #include <charconv>
@@ -40,6 +42,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cf_json.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/half.hpp"
@@ -100,23 +103,11 @@ std::int64_t load_int(const std::byte* p, const DataType& t) {
   }
 }
 
-std::optional<double> json_number(const nlohmann::json& v) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
-  if (v.is_string()) {  // zarr-python writes "NaN", "Infinity", "-Infinity"
-    const auto& s = v.get_ref<const std::string&>();
-    if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
-  }
-  return std::nullopt;
-}
-
 // Collects the numbers in a scalar-or-list attribute.
 void collect_numbers(const nlohmann::json& v, std::vector<double>& out) {
   if (v.is_array()) {
     for (const auto& x : v) collect_numbers(x, out);
-  } else if (auto d = json_number(v)) {
+  } else if (auto d = cf::json_number(v)) {
     out.push_back(*d);
   }
 }
@@ -132,8 +123,8 @@ nlohmann::json move_attr(nlohmann::json& attrs, nlohmann::json& encoding, const 
 }
 
 std::optional<double> scalar_attr(const nlohmann::json& v) {
-  if (v.is_array()) return v.empty() ? std::nullopt : json_number(v.front());
-  return json_number(v);
+  if (v.is_array()) return v.empty() ? std::nullopt : cf::json_number(v.front());
+  return cf::json_number(v);
 }
 
 // The float type a CF number attribute was written with (see the header comment): float32 when
@@ -172,12 +163,7 @@ nlohmann::json fill_bytes_json(const Buffer& bytes, const DataType& t) {
     return load_int(bytes.data(), t.kind == DTypeKind::Int ? t : DataType::int_(8));
   if (t.kind == DTypeKind::UInt) return static_cast<std::uint64_t>(load_int(bytes.data(), t));
   if (t.kind == DTypeKind::Bool) return bytes.data()[0] != std::byte{0};
-  if (t.kind == DTypeKind::Float) {
-    const double d = load_double(bytes.data(), t);
-    if (std::isnan(d)) return "NaN";
-    if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
-    return d;
-  }
+  if (t.kind == DTypeKind::Float) return cf::float_json(load_double(bytes.data(), t));
   if (t.kind == DTypeKind::Complex) {
     const DataType half = DataType::float_(t.itemsize / 2);
     return nlohmann::json::array(
@@ -479,12 +465,7 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
   auto units_it = attrs.find("units");
   if (is_real_numeric(cur) && units_it != attrs.end() && units_it->is_string()) {
     const std::string units = units_it->get<std::string>();
-    static const char* const kDeltaUnits[] = {"days",         "hours",        "minutes",
-                                              "seconds",      "milliseconds", "microseconds",
-                                              "nanoseconds"};
-    bool is_delta = false;
-    for (const char* u : kDeltaUnits) is_delta = is_delta || units == u;
-    if (is_delta) {
+    if (cf::is_time_unit(units)) {
       d.unit_ns_ = *cf::time_unit_ns(units);
       move_attr(attrs, enc, "units");
       cur = DataType::timedelta("ns");

@@ -48,6 +48,12 @@ std::string lower(std::string_view s) {
 }  // namespace
 
 std::optional<std::int64_t> parse_datetime_ns(std::string_view text) {
+  const auto parsed = parse_datetime(text);
+  if (!parsed) return std::nullopt;
+  return parsed->ns;
+}
+
+std::optional<ParsedDateTime> parse_datetime(std::string_view text) {
   static const std::regex pattern(
       R"(^\s*(-?\d{1,4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?)"
       R"(\s*(Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)?\s*$)",
@@ -69,7 +75,8 @@ std::optional<std::int64_t> parse_datetime_ns(std::string_view text) {
     frac_ns = std::stoll(f);
   }
   std::int64_t offset_s = 0;
-  if (m[8].matched) {
+  const bool has_zone = m[8].matched;
+  if (has_zone) {
     const std::string tz = m[8].str();
     if (tz[0] == '+' || tz[0] == '-') {
       const std::string digits = tz.substr(1);
@@ -81,11 +88,22 @@ std::optional<std::int64_t> parse_datetime_ns(std::string_view text) {
   }
   const std::int64_t days = days_from_civil(year, month, day);
   const std::int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
-  return seconds * 1'000'000'000 + frac_ns;
+  ParsedDateTime out;
+  out.ns = seconds * 1'000'000'000 + frac_ns;
+  if (has_zone) out.offset_s = offset_s;
+  out.local = {year, month, day, (hour * 3600 + minute * 60 + second) * 1'000'000'000 + frac_ns};
+  return out;
 }
 
-std::string format_datetime_ns(std::int64_t ns) {
-  if (ns == kNaT) return "NaT";
+namespace {
+
+// "YYYY-MM-DD", "HH:MM:SS" and the nanoseconds of a time point.
+struct DateTimeText {
+  std::string date, time;
+  std::int64_t frac_ns = 0;
+};
+
+DateTimeText split_datetime(std::int64_t ns) {
   std::int64_t secs = ns / 1'000'000'000;
   std::int64_t frac = ns % 1'000'000'000;
   if (frac < 0) {
@@ -101,16 +119,58 @@ std::string format_datetime_ns(std::int64_t ns) {
   std::int64_t y = 0;
   unsigned mo = 0, d = 0;
   civil_from_days(days, y, mo, d);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld", static_cast<long long>(y),
-                mo, d, static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
-                static_cast<long long>(rem % 60));
-  std::string out = buf;
-  if (frac != 0) {
-    std::snprintf(buf, sizeof buf, ".%09lld", static_cast<long long>(frac));
+  char date[32], time[32];
+  std::snprintf(date, sizeof date, "%04lld-%02u-%02u", static_cast<long long>(y), mo, d);
+  std::snprintf(time, sizeof time, "%02lld:%02lld:%02lld", static_cast<long long>(rem / 3600),
+                static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60));
+  return {date, time, frac};
+}
+
+// pandas' time of day: a fraction of 6 digits, or 9 when there are nanoseconds, and the zone.
+std::string pandas_time(const DateTimeText& t, std::optional<std::int64_t> offset_s) {
+  std::string out = t.time;
+  char buf[32];
+  if (t.frac_ns % 1000 != 0) {
+    std::snprintf(buf, sizeof buf, ".%09lld", static_cast<long long>(t.frac_ns));
+    out += buf;
+  } else if (t.frac_ns != 0) {
+    std::snprintf(buf, sizeof buf, ".%06lld", static_cast<long long>(t.frac_ns / 1000));
+    out += buf;
+  }
+  if (offset_s) {
+    const std::int64_t a = *offset_s < 0 ? -*offset_s : *offset_s;
+    std::snprintf(buf, sizeof buf, "%c%02lld:%02lld", *offset_s < 0 ? '-' : '+', static_cast<long long>(a / 3600),
+                  static_cast<long long>(a / 60 % 60));
     out += buf;
   }
   return out;
+}
+
+}  // namespace
+
+std::string format_datetime_ns(std::int64_t ns) {
+  if (ns == kNaT) return "NaT";
+  const DateTimeText t = split_datetime(ns);
+  std::string out = t.date + "T" + t.time;
+  if (t.frac_ns != 0) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, ".%09lld", static_cast<long long>(t.frac_ns));
+    out += buf;
+  }
+  return out;
+}
+
+std::string format_pandas_timestamp(std::int64_t ns, std::optional<std::int64_t> offset_s) {
+  if (ns == kNaT) return "NaT";
+  const DateTimeText t = split_datetime(ns + offset_s.value_or(0) * 1'000'000'000);
+  return t.date + " " + pandas_time(t, offset_s);
+}
+
+std::string format_reference_date(std::int64_t ns, std::optional<std::int64_t> offset_s) {
+  if (ns == kNaT) return "NaT";
+  const DateTimeText t = split_datetime(ns + offset_s.value_or(0) * 1'000'000'000);
+  const std::string time = pandas_time(t, offset_s);
+  return time == "00:00:00" ? t.date : t.date + "T" + time;
 }
 
 std::optional<std::int64_t> time_unit_ns(std::string_view unit) {
@@ -134,14 +194,71 @@ std::optional<TimeUnits> parse_time_units(std::string_view units) {
   const auto pos = text.rfind(" since ");
   if (pos == std::string::npos || pos == 0) return std::nullopt;
   const auto unit = time_unit_ns(text.substr(0, pos));
-  const auto ref = parse_datetime_ns(trim(text.substr(pos + 7)));
+  const auto ref = parse_datetime(trim(text.substr(pos + 7)));
   if (!unit || !ref) return std::nullopt;
-  return TimeUnits{*unit, *ref};
+  return TimeUnits{*unit, ref->ns, trim(text.substr(0, pos)), ref->offset_s, ref->local};
+}
+
+bool is_time_unit(std::string_view units) {
+  return std::find(kTimeUnits.begin(), kTimeUnits.end(), units) != kTimeUnits.end();
 }
 
 bool is_standard_calendar(std::string_view calendar) {
   const std::string c = lower(trim(calendar));
   return c == "standard" || c == "gregorian" || c == "proleptic_gregorian";
+}
+
+CivilTime civil_time(std::int64_t ns) {
+  constexpr std::int64_t kDay = 86'400'000'000'000;
+  std::int64_t days = ns / kDay, tod = ns % kDay;
+  if (tod < 0) {
+    tod += kDay;
+    days -= 1;
+  }
+  CivilTime t;
+  civil_from_days(days, t.year, t.month, t.day);
+  t.time_of_day_ns = tod;
+  return t;
+}
+
+std::optional<std::int64_t> calendar_day(std::string_view calendar, std::int64_t y, unsigned m, unsigned d) {
+  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  static constexpr unsigned kBefore[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+  if (m < 1 || m > 12 || d < 1) return std::nullopt;
+  const std::string c = lower(trim(calendar));
+  const bool leap4 = ((y % 4) + 4) % 4 == 0;
+  const auto month_days = [&](bool leap) { return kDays[m - 1] + (m == 2 && leap ? 1 : 0); };
+  if (is_standard_calendar(c)) {
+    const bool leap = leap4 && (y % 100 != 0 || y % 400 == 0);
+    if (d > month_days(leap)) return std::nullopt;
+    return days_from_civil(y, m, d);
+  }
+  if (c == "noleap" || c == "365_day") {
+    if (d > month_days(false)) return std::nullopt;
+    return 365 * y + kBefore[m - 1] + d - 1;
+  }
+  if (c == "all_leap" || c == "366_day") {
+    if (d > month_days(true)) return std::nullopt;
+    return 366 * y + kBefore[m - 1] + (m > 2 ? 1 : 0) + d - 1;
+  }
+  if (c == "360_day") {
+    if (d > 30) return std::nullopt;
+    return 360 * y + 30 * (m - 1) + d - 1;
+  }
+  if (c == "julian") {
+    if (d > month_days(leap4)) return std::nullopt;
+    // Days_from_civil without the century rules: years starting in March.
+    const std::int64_t yy = y - (m <= 2 ? 1 : 0);
+    const std::int64_t q = (yy >= 0 ? yy : yy - 3) / 4;
+    return 365 * yy + q + (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+  }
+  return std::nullopt;
+}
+
+bool is_cf_calendar(std::string_view calendar) {
+  static const char* const kOthers[] = {"noleap", "365_day", "all_leap", "366_day", "360_day", "julian"};
+  const std::string c = lower(trim(calendar));
+  return is_standard_calendar(c) || std::find(std::begin(kOthers), std::end(kOthers), c) != std::end(kOthers);
 }
 
 }  // namespace lazycube::cf

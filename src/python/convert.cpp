@@ -1,6 +1,7 @@
 #include "convert.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -125,6 +126,36 @@ py::array ndarray_to_numpy(NDArray&& array) {
   auto* owned = new NDArray(std::move(array));
   py::capsule base(owned, [](void* p) { delete static_cast<NDArray*>(p); });
   return py::array(dt, shape, strides, owned->data.data(), base);
+}
+
+NDArray numpy_to_ndarray(const py::handle& obj) {
+  auto numpy = py::module_::import("numpy");
+  py::array a = numpy.attr("asarray")(obj);
+  NDArray out;
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) out.shape.push_back(static_cast<std::uint64_t>(a.shape(d)));
+  if (a.dtype().kind() == 'O') {
+    // All str (variable-length strings) or all bytes (variable-length bytes).
+    bool any_str = false, any_bytes = false;
+    for (auto item : a.attr("ravel")(py::str("C"))) {
+      const bool is_str = py::isinstance<py::str>(item), is_bytes = py::isinstance<py::bytes>(item);
+      if (!is_str && !is_bytes)
+        throw UsageError("an object array holds only str or bytes values here, not " +
+                         py::str(py::type::handle_of(item).attr("__name__")).cast<std::string>());
+      any_str = any_str || is_str;
+      any_bytes = any_bytes || is_bytes;
+      out.strings.push_back(item.cast<std::string>());
+    }
+    if (any_str && any_bytes) throw UsageError("an object array mixes str and bytes values");
+    out.dtype = any_bytes ? DataType::vlen_bytes() : DataType::string();
+    return out;
+  }
+  // Native byte order, C order (a copy when either differs).
+  py::object native = a.dtype().attr("newbyteorder")(py::str("="));
+  a = numpy.attr("ascontiguousarray")(a, native);
+  out.dtype = parse_numpy_dtype(a.dtype().attr("str").cast<std::string>()).dtype;
+  out.data.resize(static_cast<std::size_t>(a.nbytes()));
+  if (a.nbytes() > 0) std::memcpy(out.data.data(), a.data(), static_cast<std::size_t>(a.nbytes()));
+  return out;
 }
 
 py::array shared_to_numpy(const DataType& dtype, const Shape& shape,

@@ -29,6 +29,9 @@ DataType from_numpy_dtype(const py::handle& obj);
 // Takes ownership of `array`: fixed-size types become a NumPy array over the C++ buffer (its
 // base a capsule owning the NDArray); variable-length strings become an object array.
 py::array ndarray_to_numpy(NDArray&& array);
+// A copy of a NumPy array as an NDArray: C order, native byte order; an object array of str
+// (bytes) becomes variable-length strings (bytes). UsageError for other object arrays.
+NDArray numpy_to_ndarray(const py::handle& obj);
 // A NumPy view of `nbytes` bytes at `data`, kept alive by `owner` (a copy is held by the base).
 py::array shared_to_numpy(const DataType& dtype, const Shape& shape,
                           const std::shared_ptr<std::byte>& owner);

@@ -18,6 +18,7 @@ namespace lazycube::python {
 void bind_batch(py::module_& m);  // batch.cpp
 void bind_cuda(py::module_& m);   // cuda.cpp
 void bind_memory(py::module_& m);  // memory.cpp
+void bind_cf_encode(py::module_& m);  // cf_encode.cpp
 
 namespace {
 
@@ -267,4 +268,5 @@ PYBIND11_MODULE(_core, m) {
   bind_batch(m);
   bind_cuda(m);
   bind_memory(m);
+  bind_cf_encode(m);
 }

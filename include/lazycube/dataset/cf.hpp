@@ -1,6 +1,6 @@
 // CF decoding as xarray 2023.01 does it when opening Zarr (mask_and_scale, decode_times,
 // decode_timedelta): the plan is computed once from dtype + attributes, then applied to every
-// array read from the variable.
+// array read from the variable. Its inverse, for writing, is CfEncoding (cf_encode.hpp).
 #pragma once
 
 #include <cstdint>
