@@ -21,6 +21,7 @@ from ._errors import (
 )
 from . import _core
 from .dataset import Dataset, Variable, open_dataset
+from .writing import convert, to_zarr
 
 __version__ = _core.__version__
 
@@ -57,6 +58,8 @@ def __getattr__(name):
 
 __all__ = [
     "open_dataset",
+    "convert",
+    "to_zarr",
     "Dataset",
     "Variable",
     "BatchGenerator",

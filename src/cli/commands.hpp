@@ -86,6 +86,23 @@ struct LogArgs {
 };
 int run_log(const LogArgs& args);
 
+struct ConvertArgs {
+  std::string src;
+  std::string dst;
+  OpenArgs open;                        // how SRC is opened
+  std::vector<std::string> variables;   // V1,V2 texts; empty: every variable
+  std::vector<std::string> isel;        // DIM=INDEX or DIM=START:STOP[:STEP]
+  std::vector<std::string> chunks;      // DIM=N,... texts
+  std::vector<std::string> shards;      // DIM=N,... texts
+  std::string codec;                    // "" = the format's default
+  int format = 3;
+  bool resume = false;
+  bool overwrite = false;
+  std::vector<std::string> dst_options;  // storage options of DST, KEY=VALUE
+  ProgressMode progress = ProgressMode::Auto;
+};
+int run_convert(const ConvertArgs& args);
+
 struct RefsArgs {
   std::string file;    // NetCDF4/HDF5 file
   std::string output;  // the kerchunk JSON to write

@@ -141,6 +141,44 @@ int main(int argc, char** argv) {
   add_repository_flags(log_cmd, log.open);
   log_cmd->add_flag("--json", log.json, "Print a JSON list of {id, written_at, message} instead of text");
 
+  ConvertArgs convert;
+  auto* convert_cmd = app.add_subcommand(
+      "convert", "Copy a dataset (any source lazycube reads) into a new Zarr v3 (default) or v2 store, rechunked");
+  convert_cmd->add_option("SRC", convert.src, "Source: Zarr, Icechunk, NetCDF/HDF5/GRIB, kerchunk refs (path or URL)")
+      ->required();
+  convert_cmd->add_option("DST", convert.dst, "Destination Zarr store (path or URL: s3://, gs://, az://, ...)")->required();
+  add_open_flags(convert_cmd, convert.open);
+  convert_cmd->add_option("--chunks", convert.chunks, "Output chunk length per dim: DIM=N,... (default: the source's)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  convert_cmd->add_option("--shards", convert.shards,
+                          "Zarr v3 shard length per dim, a multiple of the chunk length: DIM=N,... (default: no "
+                          "sharding; dims not listed hold one chunk per shard)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  convert_cmd->add_option("--codec", convert.codec,
+                          "Compressor: zstd:LEVEL, blosc:CNAME:LEVEL:shuffle|noshuffle|bitshuffle, gzip:LEVEL, "
+                          "zlib:LEVEL, lz4, none (default: zstd:3 for v3, blosc:lz4:5:shuffle for v2)");
+  convert_cmd->add_option("--variables", convert.variables, "Variables to copy (with their coordinates): V1,V2,...")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  convert_cmd->add_option("--isel", convert.isel, "DIM=INDEX or DIM=START:STOP[:STEP] (repeatable)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  convert_cmd->add_option("--format", convert.format, "Zarr format of the output: 2 or 3")
+      ->check(CLI::IsMember({2, 3}))
+      ->capture_default_str();
+  auto* resume_flag = convert_cmd->add_flag(
+      "--resume", convert.resume, "Continue an interrupted conversion: regions already written and verified are kept");
+  auto* overwrite_flag =
+      convert_cmd->add_flag("--overwrite", convert.overwrite, "Replace an existing store at DST");
+  resume_flag->excludes(overwrite_flag);
+  convert_cmd->add_option("--dst-option", convert.dst_options,
+                          "Storage option of DST: KEY=VALUE (repeatable), e.g. endpoint_url=http://127.0.0.1:9000")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_progress_flags(convert_cmd, convert.progress);
+
   RefsArgs refs;
   auto* refs_cmd = app.add_subcommand(
       "refs", "Write kerchunk references (JSON) for a NetCDF4/HDF5 file: read it as Zarr with no conversion");
@@ -172,6 +210,8 @@ int main(int argc, char** argv) {
       status = run_log(log);
     } else if (*refs_cmd) {
       status = run_refs(refs);
+    } else if (*convert_cmd) {
+      status = run_convert(convert);
     } else {
       read.isel = isel;
       status = run_read(read);

@@ -148,6 +148,24 @@ const Variable& Dataset::variable(const std::string& name) const {
   return it->second;
 }
 
+Dataset Dataset::subset(const std::vector<std::string>& names) const {
+  std::set<std::string> keep, dims;
+  for (const auto& name : names) {
+    const Variable& v = variable(name);  // NotFound names it
+    keep.insert(name);
+    dims.insert(v.dims().begin(), v.dims().end());
+  }
+  for (const auto& c : coord_names_) {
+    const auto& cdims = variables_.at(c).dims();
+    if (std::all_of(cdims.begin(), cdims.end(), [&](const std::string& d) { return dims.count(d) != 0; }))
+      keep.insert(c);
+  }
+  std::vector<Variable> vars;
+  for (const auto& name : order_)
+    if (keep.count(name) != 0) vars.push_back(variables_.at(name).with_index_coords(nullptr));
+  return Dataset(std::move(vars), attrs_);
+}
+
 Dataset Dataset::isel(const Indexers& indexers) const {
   for (const auto& [dim, indexer] : indexers) {
     if (!dim_size(dim)) {

@@ -35,6 +35,16 @@ Variable::Variable(std::string name, ArrayPtr array, std::vector<std::string> di
   refresh_dims();
 }
 
+Variable Variable::as_stored() const {
+  if (source_->cf.is_identity()) return *this;
+  Variable out = *this;
+  auto source = std::make_shared<Source>(*source_);
+  source->cf = CfDecoding::identity(source_->array->dtype(), source_->array->attrs());
+  source->encoding = {{"dtype", source_->array->dtype().numpy_str()}, {"chunks", source_->array->chunk_shape()}};
+  out.source_ = std::move(source);
+  return out;
+}
+
 void Variable::refresh_dims() {
   dims_.clear();
   for (const auto& a : axes_)

@@ -19,6 +19,7 @@ void bind_batch(py::module_& m);  // batch.cpp
 void bind_cuda(py::module_& m);   // cuda.cpp
 void bind_memory(py::module_& m);  // memory.cpp
 void bind_cf_encode(py::module_& m);  // cf_encode.cpp
+void bind_zarr_output(py::module_& m);  // zarr_output.cpp
 
 namespace {
 
@@ -229,6 +230,7 @@ PYBIND11_MODULE(_core, m) {
         return py::isinstance<py::str>(name) && d.contains(name.cast<std::string>());
       })
       .def("__len__", [](const Dataset& d) { return d.variable_names().size(); })
+      .def("subset", &Dataset::subset, py::arg("names"))
       .def(
           "isel",
           [](const Dataset& d, const py::object& indexers) {
@@ -269,4 +271,5 @@ PYBIND11_MODULE(_core, m) {
   bind_cuda(m);
   bind_memory(m);
   bind_cf_encode(m);
+  bind_zarr_output(m);
 }

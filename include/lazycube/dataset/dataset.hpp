@@ -66,6 +66,9 @@ class Dataset {
   const Variable& operator[](const std::string& name) const { return variable(name); }
   const Variable& variable(const std::string& name) const;
 
+  // The named variables with the coordinates that go with them, as xarray's ds[[names]]: every
+  // coordinate whose dims are all dims of the named variables. NotFound for an unknown name.
+  Dataset subset(const std::vector<std::string>& names) const;
   // Applies to every variable having the dim; an unknown dim is a SelectionError.
   Dataset isel(const Indexers& indexers) const;
   Dataset sel(const LabelIndexers& labels, const SelOptions& options = {}) const;

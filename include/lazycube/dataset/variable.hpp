@@ -58,6 +58,9 @@ class Variable {
   // the variable itself when it is a dimension coordinate). Reads the coordinate values.
   Variable sel(const LabelIndexers& labels, const SelOptions& options = {}) const;
 
+  // The same selection read as stored: no CF decoding, the array's own attributes (what a copy
+  // of the data writes, so that it decodes as this one does).
+  Variable as_stored() const;
   // Reads the selection, CF-decoded (unless opened raw).
   NDArray read() const;
   // Reads the selection as stored: stored dtype, no masking or scaling.
