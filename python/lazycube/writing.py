@@ -157,12 +157,16 @@ def _xarray_as_stored(xds):
     if not isinstance(xds, xr.Dataset):
         raise TypeError("to_zarr takes a lazycube.Dataset or an xarray.Dataset, not %s" % type(xds).__name__)
     import numpy as np
+    from xarray import conventions
 
+    # Which coordinates each variable names in its `coordinates` attribute (and the dataset's,
+    # for coordinates of no variable): xarray's own rule, so xarray reopens the coordinates as
+    # coordinates. The values and CF attributes are encoded by lazycube's CfEncoding.
+    variables, attrs = conventions.encode_dataset_coordinates(xds)
     entries = []
-    names = list(xds.coords) + [n for n in xds.data_vars]
-    for name in names:
-        var = xds.variables[name]
-        values, attrs = _core.cf_encode(np.ascontiguousarray(var.values), dict(var.attrs),
-                                        dict(var.encoding), str(name))
-        entries.append((str(name), [str(d) for d in var.dims], values, attrs))
-    return _core.memory_dataset(entries, dict(xds.attrs))
+    for name in list(xds.coords) + list(xds.data_vars):
+        var = variables[name]
+        values, var_attrs = _core.cf_encode(np.ascontiguousarray(var.values), dict(var.attrs),
+                                            dict(var.encoding), str(name))
+        entries.append((str(name), [str(d) for d in var.dims], values, var_attrs))
+    return _core.memory_dataset(entries, dict(attrs))
