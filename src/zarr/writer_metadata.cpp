@@ -111,7 +111,9 @@ std::string join_path(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
-int json_indent(int zarr_format) { return zarr_format == 2 ? 4 : 2; }
+std::string json_text(const json& doc, int zarr_format) {
+  return zarr_format == 2 ? doc.dump(4, ' ', /*ensure_ascii=*/true) : doc.dump(2);
+}
 
 BuiltArray build_array(const ArraySpec& spec, const std::string& where) {
   check_shapes(spec, where);
@@ -144,8 +146,7 @@ BuiltArray build_array(const ArraySpec& spec, const std::string& where) {
 
 Documents group_documents(int zarr_format, const json& attributes) {
   if (zarr_format == 3)
-    return {{"zarr.json",
-             {{"zarr_format", 3}, {"node_type", "group"}, {"attributes", attributes}, {"consolidated_metadata", nullptr}}}};
+    return {{"zarr.json", {{"zarr_format", 3}, {"node_type", "group"}, {"attributes", attributes}}}};
   Documents docs;
   if (!attributes.empty()) docs.emplace_back(".zattrs", attributes);
   docs.emplace_back(".zgroup", json{{"zarr_format", 2}});
