@@ -41,17 +41,21 @@ void check_shapes(const ArraySpec& spec, const std::string& where) {
                             dim_label(spec, d) + " is not a whole multiple of the chunk shape " +
                             std::to_string(spec.chunk_shape[d]));
   }
-  if (spec.dtype.is_variable_length())
-    throw MetadataError(where + ": the writer does not write variable-length " + spec.dtype.name() + " arrays");
   if (!spec.attributes.is_object())
     throw MetadataError(where + ": attributes must be a JSON object, got " + spec.attributes.dump());
 }
 
 json bytes_codec_json() { return {{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}; }
 
-// The v3 codec list: bytes + the compressors, inside sharding_indexed when sharded.
+// Variable-length types: the object codec (v3 array->bytes, v2 filter) that holds them.
+const char* vlen_codec(const DataType& t) { return t.kind == DTypeKind::String ? "vlen-utf8" : "vlen-bytes"; }
+
+// The v3 codec list: bytes (vlen-* for variable-length types) + the compressors, inside
+// sharding_indexed when sharded.
 json v3_codecs(const ArraySpec& spec, const json& compressors) {
-  json chain = json::array({bytes_codec_json()});
+  json chain = json::array({spec.dtype.is_variable_length()
+                                ? json{{"name", vlen_codec(spec.dtype)}, {"configuration", json::object()}}
+                                : bytes_codec_json()});
   for (const auto& c : compressors) chain.push_back(c);
   if (spec.shard_shape.empty()) return chain;
   return json::array({{{"name", "sharding_indexed"},
@@ -86,7 +90,7 @@ Documents v2_documents(const ArraySpec& spec, const json& compressor, const json
               {"dtype", spec.dtype.numpy_str()},
               {"compressor", compressor},
               {"fill_value", fill},
-              {"filters", nullptr},
+              {"filters", spec.dtype.is_variable_length() ? json::array({{{"id", vlen_codec(spec.dtype)}}}) : json()},
               {"order", "C"},
               {"dimension_separator", "."}};
   json attrs = spec.attributes;

@@ -123,7 +123,8 @@ TEST(WriterAzurite, ShardedV3RoundTripWithBlockLists) {
 }
 
 // zarr-python 2.13 (Debian's /usr/bin/python3) reads the v2 store, every v2 compressor of the
-// spec text, with consolidated metadata; xarray finds the dimension names.
+// spec text and a vlen-utf8 string array, with consolidated metadata; xarray finds the
+// dimension names.
 TEST(WriterZarrPython, ZarrPython2ReadsOurV2Store) {
   if (std::system("/usr/bin/python3 -c 'import zarr, xarray, numpy' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "/usr/bin/python3 has no zarr/xarray/numpy (Debian python3-zarr, python3-xarray)";
@@ -132,6 +133,10 @@ TEST(WriterZarrPython, ZarrPython2ReadsOurV2Store) {
   const std::vector<std::string> codecs = {"none", "zstd:3", "blosc:lz4:5:shuffle", "blosc:zstd:3:bitshuffle",
                                            "zlib:5", "gzip:6", "lz4"};
   const NDArray values = values_array({9, 7}, 0.5f);
+  NDArray names;
+  names.dtype = DataType::string();
+  names.shape = {5};
+  names.strings = {"Zürich", "", "Oslo", "a b", "Lima"};
   {
     Writer w = Writer::open(store);
     w.create_group("", {{"title", "written by lazycube"}});
@@ -146,6 +151,13 @@ TEST(WriterZarrPython, ZarrPython2ReadsOurV2Store) {
       s.attributes = {{"codec", codecs[i]}};
       write_whole(*w.create_array("v" + std::to_string(i), s), values);
     }
+    ArraySpec s;
+    s.zarr_format = 2;
+    s.dtype = DataType::string();
+    s.shape = {5};
+    s.chunk_shape = {2};
+    s.dimension_names = {"station"};
+    write_whole(*w.create_array("names", s), names);
     w.commit();
   }
   const fs::path expected = dir.path() / "expected.f4";
@@ -164,6 +176,8 @@ TEST(WriterZarrPython, ZarrPython2ReadsOurV2Store) {
       "ds = xr.open_zarr(store, consolidated=True)\n"
       "assert ds['v0'].dims == ('lat', 'lon'), ds['v0'].dims\n"
       "np.testing.assert_array_equal(ds['v%d' % (n - 1)].values, want)\n"
+      "names = g['names']\n"
+      "assert names.dtype == object and list(names[...]) == ['Zürich', '', 'Oslo', 'a b', 'Lima'], names[...]\n"
       "print('ok', n)\n";
   const fs::path py = dir.path() / "check.py";
   std::ofstream(py) << script;
