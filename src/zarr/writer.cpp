@@ -13,7 +13,6 @@
 namespace lazycube::zarr {
 
 using nlohmann::json;
-using writer::join_path;
 
 namespace {
 
@@ -176,7 +175,7 @@ void Writer::commit() {
     if (consolidate_here && format == 2) {
       json md = json::object();
       for (const auto& [p, d] : docs)
-        for (const auto& [name, doc] : d) md[join_path(p, name)] = doc;
+        for (const auto& [name, doc] : d) md[join_node_path(p, name)] = doc;
       dest.put_json(dest.key("", ".zmetadata"), {{"metadata", md}, {"zarr_consolidated_format", 1}}, format);
     }
   }

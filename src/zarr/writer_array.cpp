@@ -12,7 +12,6 @@
 
 namespace lazycube::zarr {
 
-using writer::join_path;
 
 namespace {
 

@@ -34,7 +34,7 @@ Destination::Destination(Location location, WriterOptions options)
 }
 
 std::string Destination::key(const std::string& node_path, const std::string& name) const {
-  return join_path(join_path(location_.path, node_path), name);
+  return join_node_path(join_node_path(location_.path, node_path), name);
 }
 
 void Destination::check_empty() const {

@@ -18,9 +18,6 @@ namespace lazycube::zarr::writer {
 
 using Documents = std::vector<std::pair<std::string, nlohmann::json>>;  // file name → JSON
 
-// "a" + "b" → "a/b", with "" as the identity.
-std::string join_path(const std::string& a, const std::string& b);
-
 // The destination: every key the writer stores goes through put(), which names the key in a
 // StoreError and records the first failure, after which commit() refuses.
 class Destination {

@@ -109,12 +109,6 @@ Documents v2_documents(const ArraySpec& spec, const json& compressor, const json
 
 }  // namespace
 
-std::string join_path(const std::string& a, const std::string& b) {
-  if (a.empty()) return b;
-  if (b.empty()) return a;
-  return a + "/" + b;
-}
-
 std::string json_text(const json& doc, int zarr_format) {
   return zarr_format == 2 ? doc.dump(4, ' ', /*ensure_ascii=*/true) : doc.dump(2);
 }
