@@ -84,6 +84,11 @@ TEST_F(WriterMoto, ShardedV3RoundTripWithMultipartShards) {
   round_trip(std::string("s3://") + MotoServer::kBucket + "/written/big.zarr", options());
 }
 
+// gs:// with HMAC keys: the GCS XML API's S3-compatible path, which moto serves.
+TEST_F(WriterMoto, GcsHmacRoundTripWithMultipartShards) {
+  round_trip(std::string("gs://") + MotoServer::kBucket + "/written/big-gcs.zarr", options());
+}
+
 // SigV4 checked: a wrong secret fails the first unit's upload (AuthError naming the key), and
 // commit then writes no metadata.
 TEST_F(WriterMoto, WrongSecretMidWriteLeavesNoMetadata) {
