@@ -98,6 +98,7 @@ const ArraySpec& ArrayWriter::spec() const { return impl_->spec; }
 const Shape& ArrayWriter::unit_shape() const { return impl_->built.meta.chunk_shape; }
 const Shape& ArrayWriter::grid_shape() const { return impl_->grid; }
 std::uint64_t ArrayWriter::num_units() const { return shape_size(impl_->grid); }
+const Buffer& ArrayWriter::fill_value_bytes() const { return impl_->built.meta.fill.bytes; }
 
 std::vector<std::uint64_t> ArrayWriter::unit_index(std::uint64_t i) const {
   if (i >= num_units())

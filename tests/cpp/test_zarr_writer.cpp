@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "../../src/zarr/sharding_codec.hpp"
@@ -522,6 +523,57 @@ TEST(ZarrWriter, StringArraysRoundTrip) {
         std::memcpy(&first_offset, shard.data() + shard.size() - 36, 8);
         EXPECT_EQ(first_offset, ~std::uint64_t{0});
       }
+    }
+}
+
+// Each fixed-size dtype with a fill value in the form the format writes, read back the same
+// (the fill bytes through the reader's parser, the data byte for byte); a chunk of only the fill
+// value is left out and reads as it.
+TEST(ZarrWriter, DtypesAndFillValueForms) {
+  struct Case {
+    DataType dtype;
+    json fill;     // as given in the spec
+    json v2, v3;   // as each format writes it
+  };
+  const std::vector<Case> cases = {
+      {DataType::boolean(), true, true, true},
+      {DataType::int_(2), -7, -7, -7},
+      {DataType::uint(8), 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull},
+      {DataType::float_(2), "-Infinity", "-Infinity", "-Infinity"},
+      {DataType::float_(8), 1.5, 1.5, 1.5},
+      {DataType::complex(8), json::array({"NaN", 2.0}), json::array({"NaN", 2.0}), json::array({"NaN", 2.0})},
+      {DataType::datetime("s"), "NaT", std::numeric_limits<std::int64_t>::min(), "NaT"},
+      {DataType::timedelta("ms", 10), 5, 5, 5},
+      {DataType::unicode(3), nullptr, nullptr, ""},
+      {DataType::bytes(4), nullptr, nullptr, ""},
+  };
+  for (int format : {2, 3})
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.dtype.name() + " v" + std::to_string(format));
+      TempDir dir;
+      Writer w(open_location(dir.str()));
+      ArraySpec spec = spec_of(format, {6}, {3}, "zstd:1");
+      spec.dtype = c.dtype;
+      spec.fill_value = c.fill;
+      auto a = w.create_array("x", spec);
+      // Chunk 0: three fill values (when there is one); chunk 1: bytes 1, 2, 3, ...
+      NDArray values;
+      values.dtype = c.dtype;
+      values.shape = {6};
+      values.data.resize(6 * c.dtype.itemsize);
+      for (std::size_t i = 0; i < values.data.size(); ++i) values.data.data()[i] = std::byte(i + 1);
+      const Buffer& fill = a->fill_value_bytes();
+      ASSERT_EQ(fill.size(), c.dtype.itemsize);
+      const bool has_fill = !(format == 2 && c.fill.is_null());
+      if (has_fill)
+        for (std::size_t i = 0; i < 3; ++i) std::memcpy(values.data.data() + i * fill.size(), fill.data(), fill.size());
+      write_whole(*a, values);
+      w.commit();
+      EXPECT_EQ(fs::exists(dir.path() / a->unit_key({0})), !has_fill);
+      const json doc = read_json_file(dir.path() / "x" / (format == 2 ? ".zarray" : "zarr.json"));
+      EXPECT_EQ(doc["fill_value"], format == 2 ? c.v2 : c.v3) << doc["fill_value"].dump();
+      const auto back = Hierarchy::open(open_location(dir.str())).array("x");
+      expect_equal(back->read_all(), values);
     }
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <sstream>
+#include <tuple>
 
 #include "azurite_server.hpp"
 #include "lazycube/error.hpp"
@@ -142,6 +144,23 @@ TEST(WriterZarrPython, ZarrPython2ReadsOurV2Store) {
   names.dtype = DataType::string();
   names.shape = {5};
   names.strings = {"Zürich", "", "Oslo", "a b", "Lima"};
+  std::vector<std::pair<std::string, ArraySpec>> typed;
+  for (const auto& [name, dtype, fill] : std::vector<std::tuple<std::string, DataType, nlohmann::json>>{
+           {"when", DataType::datetime("s"), "NaT"},
+           {"count", DataType::int_(2), -7},
+           {"flag", DataType::boolean(), false},
+           {"code", DataType::unicode(3), nullptr},
+           {"wave", DataType::complex(16), nlohmann::json::array({"NaN", 2.0})}}) {  // zarr 2.13 reads [x, NaN] as NaN+NaNj
+    ArraySpec s;
+    s.zarr_format = 2;
+    s.dtype = dtype;
+    s.shape = {5};
+    s.chunk_shape = {2};
+    s.fill_value = fill;
+    s.dimension_names = {"n"};  // xarray opens no v2 array without _ARRAY_DIMENSIONS
+    typed.emplace_back(name, s);
+  }
+  std::ostringstream manifest;
   {
     Writer w = Writer::open(store);
     w.create_group("", {{"title", "written by lazycube"}});
@@ -163,7 +182,25 @@ TEST(WriterZarrPython, ZarrPython2ReadsOurV2Store) {
     s.chunk_shape = {2};
     s.dimension_names = {"station"};
     write_whole(*w.create_array("names", s), names);
+    // Other dtypes with their fill values; the first chunk of each holds only the fill value.
+    for (auto& [name, spec] : typed) {
+      auto a = w.create_array(name, spec);
+      NDArray data;
+      data.dtype = spec.dtype;
+      data.shape = spec.shape;
+      data.data.resize(5 * spec.dtype.itemsize);
+      for (std::size_t i = 0; i < data.data.size(); ++i) data.data.data()[i] = std::byte((i * 7 + 1) % 64);
+      const Buffer& fill = a->fill_value_bytes();
+      for (std::size_t i = 0; i < 2; ++i) std::memcpy(data.data.data() + i * fill.size(), fill.data(), fill.size());
+      write_whole(*a, data);
+      std::ofstream(dir.path() / (name + ".raw"), std::ios::binary)
+          .write(reinterpret_cast<const char*>(data.data.data()), static_cast<std::streamsize>(data.data.size()));
+      manifest << name << " " << spec.dtype.numpy_str() << " " << (dir.path() / (name + ".raw")).string() << "\n";
+    }
     w.commit();
+  }
+  {
+    std::ofstream(dir.path() / "manifest.txt") << manifest.str();
   }
   const fs::path expected = dir.path() / "expected.f4";
   std::ofstream(expected, std::ios::binary)
@@ -183,13 +220,19 @@ TEST(WriterZarrPython, ZarrPython2ReadsOurV2Store) {
       "np.testing.assert_array_equal(ds['v%d' % (n - 1)].values, want)\n"
       "names = g['names']\n"
       "assert names.dtype == object and list(names[...]) == ['Zürich', '', 'Oslo', 'a b', 'Lima'], names[...]\n"
+      "for line in open(sys.argv[4]):\n"
+      "    name, dtype, raw = line.split()\n"
+      "    want = np.fromfile(raw, dtype=dtype)\n"
+      "    got = g[name][...]\n"
+      "    assert got.dtype == want.dtype, (name, got.dtype, want.dtype)\n"
+      "    assert got.tobytes() == want.tobytes(), (name, got, want)\n"
       "print('ok', n)\n";
   const fs::path py = dir.path() / "check.py";
   std::ofstream(py) << script;
   int status = 0;
   const std::string out = lazycube::test::run_capture("/usr/bin/python3 " + py.string() + " " + store + " " +
-                                                          expected.string() + " " + std::to_string(codecs.size()) +
-                                                          " 2>&1",
+                                                          expected.string() + " " + std::to_string(codecs.size()) + " " +
+                                                          (dir.path() / "manifest.txt").string() + " 2>&1",
                                                       &status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("ok " + std::to_string(codecs.size())), std::string::npos) << out;

@@ -81,6 +81,9 @@ class ArrayWriter {
   // Where a unit lies in the array: its first element and its shape clipped at the array's end.
   std::vector<std::uint64_t> unit_origin(const std::vector<std::uint64_t>& index) const;
   Shape unit_extent(const std::vector<std::uint64_t>& index) const;
+  // One element of the fill value, native-endian, as readers take it (zeros when a v2 array
+  // has none; fixed-size types).
+  const Buffer& fill_value_bytes() const;
   // The unit's store key (relative to the store root, as Store::get takes it).
   std::string unit_key(const std::vector<std::uint64_t>& index) const;
 
