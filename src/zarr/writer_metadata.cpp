@@ -123,9 +123,9 @@ BuiltArray build_array(const ArraySpec& spec, const std::string& where) {
   }
   // The fill value through the reader's parser (all the v3 spellings), then written back in
   // the format's own form.
-  FillValue fill;
-  if (!spec.fill_value.is_null()) fill = parse_v3_fill_value(spec.fill_value, spec.dtype, where);
-  else fill = parse_v3_fill_value(nullptr, spec.dtype, where);
+  // Through text first, so that a value built in C++ (json(0) is a signed integer) reads as it
+  // would from a file (0 is unsigned there).
+  FillValue fill = parse_v3_fill_value(json::parse(spec.fill_value.dump()), spec.dtype, where);
   if (spec.zarr_format == 3) fill.specified = true;  // v3 always states one (the zero default)
   const json fill_json = fill_value_json(fill, spec.dtype, spec.zarr_format, where);
 

@@ -542,7 +542,7 @@ TEST(ZarrWriter, DtypesAndFillValueForms) {
       {DataType::float_(2), "-Infinity", "-Infinity", "-Infinity"},
       {DataType::float_(8), 1.5, 1.5, 1.5},
       {DataType::complex(8), json::array({"NaN", 2.0}), json::array({"NaN", 2.0}), json::array({"NaN", 2.0})},
-      {DataType::datetime("s"), "NaT", std::numeric_limits<std::int64_t>::min(), "NaT"},
+      {DataType::datetime("s"), "NaT", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::min()},
       {DataType::timedelta("ms", 10), 5, 5, 5},
       {DataType::unicode(3), nullptr, nullptr, ""},
       {DataType::bytes(4), nullptr, nullptr, ""},
