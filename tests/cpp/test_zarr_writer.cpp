@@ -577,6 +577,21 @@ TEST(ZarrWriter, DtypesAndFillValueForms) {
     }
 }
 
+// 0-d arrays (xarray's scalar variables, e.g. a CRS holder): one chunk, key "0" (v2) / "c" (v3).
+TEST(ZarrWriter, ScalarArrays) {
+  for (int format : {2, 3}) {
+    SCOPED_TRACE(format);
+    TempDir dir;
+    Writer w(open_location(dir.str()));
+    auto a = w.create_array("crs", spec_of(format, {}, {}, "none"));
+    EXPECT_EQ(a->num_units(), 1u);
+    EXPECT_EQ(a->unit_key({}), format == 2 ? "crs/0" : "crs/c");
+    write_whole(*a, values_array({}, 1.0f));
+    w.commit();
+    expect_equal(read_back(dir.str(), "crs"), values_array({}, 1.0f));
+  }
+}
+
 // An array at the root of the location: no group, no consolidated metadata.
 TEST(ZarrWriter, ArrayAtTheRoot) {
   TempDir dir;
