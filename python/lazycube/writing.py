@@ -44,8 +44,9 @@ def _output_options(chunks, shards, codec, format, resume, overwrite, storage_op
 
 
 def _open_output(source, dst, options):
-    """The core ZarrOutput of `source` (a pipeline.Source, opened raw) at `dst`."""
-    core = source.replace(decode_cf=False).open()
+    """The core ZarrOutput of `source` (a pipeline.Source) at `dst`. Opened decoded: the output
+    copies values as stored, and the decoding tells which fill value acts as _FillValue."""
+    core = source.replace(decode_cf=True).open()
     if source.variables is not None:
         core = core.subset(list(source.variables))
     return _core.ZarrOutput(core, dst, **options)
@@ -91,10 +92,10 @@ def convert(src, dst, *, chunks=None, shards=None, codec=None, variables=None, i
                                 "branch", "tag", "snapshot", "virtual_chunk_containers"}
     if unknown:
         raise TypeError("convert() got unexpected keyword argument(s): %s" % ", ".join(sorted(unknown)))
-    open_args.pop("decode_cf", None)  # values are copied as stored
+    open_args.pop("decode_cf", None)  # values are copied as stored whatever it says
     if isinstance(variables, str):
         variables = [variables]
-    source = Source(src, storage_options, decode_cf=False, selection=(dict(isel),) if isel else (),
+    source = Source(src, storage_options, selection=(dict(isel),) if isel else (),
                     variables=None if variables is None else list(variables), **open_args)
     options = _output_options(chunks, shards, codec, format, resume, overwrite, dst_storage_options)
     output = _open_output(source, str(dst), options)

@@ -27,15 +27,16 @@ std::map<std::string, std::uint64_t> dim_lengths(const std::vector<std::string>&
 }
 
 // The source as the conversion sees it: the variables asked for (with the coordinates of their
-// dims) and the --isel selection, opened raw so values are copied as stored.
+// dims) and the --isel selection. Opened decoded: ZarrOutput copies the values as stored, and
+// the decoding tells it which fill value acts as _FillValue.
 Dataset source_of(const ConvertArgs& args) {
   OpenOptions options = open_options_of(args.open);
-  options.decode_cf = false;
+  std::vector<std::string> wanted;
+  // Node paths ("group1/array") open their group, as read's VARIABLE and bench's --variables do.
+  if (!args.variables.empty())
+    wanted = node_path_variables(args.src, parse_name_list(args.variables, "--variables"), options);
   Dataset ds = open(args.src, options);
-  if (!args.variables.empty()) {
-    const auto wanted = parse_name_list(args.variables, "--variables");
-    ds = ds.subset(wanted);
-  }
+  if (!wanted.empty()) ds = ds.subset(wanted);
   Indexers indexers;
   for (const auto& text : args.isel) {
     auto [dim, indexer] = parse_isel(text);

@@ -212,3 +212,45 @@ def test_to_zarr_of_an_xarray_dataset_matches_xarrays_own(tmp_path):
         np.testing.assert_array_equal(v3[name].read_raw(), theirs[name].read_raw(), err_msg=name)
     assert v3["p"].stored_dtype == np.dtype("int16")
     assert v3["p"].encoding["coordinates"] == "lat"
+
+
+def test_netcdf_source_v2_output_is_identical(lazycube_cli, tmp_path):
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    ds = xr.Dataset(
+        {"t2m": (("time", "lat", "lon"), (rng.standard_normal((12, 20, 30)) * 5 + 280).astype("f4")),
+         "sp": (("time", "lat", "lon"), rng.standard_normal((12, 20, 30)) * 100 + 101325)},
+        coords={"time": pd.date_range("2021-01-01", periods=12, freq="1D"), "lat": np.linspace(-10, 10, 20),
+                "lon": np.linspace(0, 29, 30)},
+        attrs={"Conventions": "CF-1.8"})
+    ds["t2m"].attrs = {"units": "K", "long_name": "2 metre temperature"}
+    ds["sp"].encoding = {"dtype": "int16", "scale_factor": 0.1, "add_offset": 101325.0, "_FillValue": -32767}
+    ds.to_netcdf(tmp_path / "in.nc")
+    run_cli(lazycube_cli, "convert", str(tmp_path / "in.nc"), str(tmp_path / "v2.zarr"), "--format", "2",
+            "--chunks", "time=4")
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "v2.zarr").load(),
+                                xr.open_dataset(tmp_path / "in.nc").load())
+    run_cli(lazycube_cli, "convert", str(tmp_path / "in.nc"), str(tmp_path / "v3.zarr"), "--shards", "time=12",
+            "--chunks", "time=3")
+    assert_lazycube_equal(tmp_path / "v3.zarr", tmp_path / "in.nc")
+
+
+def test_icechunk_source_at_a_snapshot(lazycube_cli, tmp_path, shared_data):
+    repo = shared_data / "icechunk-fixtures" / "test-repo-v2"
+    if not repo.exists():
+        pytest.skip("no Icechunk fixture at %s" % repo)
+    # The commit that filled the data (later ones add a virtual chunk in another bucket).
+    log = json.loads(run_cli(lazycube_cli, "log", str(repo), "--json").stdout)
+    snapshot = next(e["id"] for e in log if e["message"] == "fill data")
+    dst = tmp_path / "out.zarr"
+    run_cli(lazycube_cli, "convert", str(repo), str(dst), "--snapshot", snapshot, "--variables",
+            "group1/big_chunks", "--chunks", "dim_0=2")
+    src = lazycube.open_dataset(str(repo), snapshot=snapshot, group="group1/big_chunks")
+    out = lazycube.open_dataset(str(dst))
+    np.testing.assert_array_equal(out["big_chunks"].values, src["big_chunks"].values)
+    assert out["big_chunks"].attrs["this"] == "is a nice array"
+    n = lazycube.convert(str(repo), str(tmp_path / "py.zarr"), snapshot=snapshot, group="group1/big_chunks")
+    assert n > 0
+    np.testing.assert_array_equal(lazycube.open_dataset(str(tmp_path / "py.zarr"))["big_chunks"].values,
+                                  src["big_chunks"].values)
