@@ -1,0 +1,50 @@
+"""One rank of the distributed PredictionWriter test (tests/python/test_prediction_writer.py).
+
+Launched by PyTorch's launcher with 2 ranks on gloo:
+    /usr/bin/python3 -m torch.distributed.run --nproc_per_node=2 --redirects 9:1 --tee 9:1 \\
+        tests/python/prediction_worker.py --url TEMPLATE.zarr --out OUT.zarr --blend mean
+Each rank reads its shard of a shuffled epoch (BatchDataset, sharded by the process group),
+runs the "model" of the test (prediction_model) and writes what it predicted; close() is
+collective and rank 0 finalises the store.
+"""
+
+import argparse
+import json
+
+import torch  # before lazycube
+import torch.distributed as dist
+
+import lazycube
+import lazycube.torch as lctorch
+from prediction_model import BATCH, INPUT_DIMS, INPUT_OVERLAP, OUTPUTS, SEED, VARIABLES, model
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--blend", required=True)
+    p.add_argument("--ids", required=True, help="JSON file per rank: the window ids written, in order")
+    args = p.parse_args()
+
+    dist.init_process_group(backend="gloo")
+    rank = dist.get_rank()
+    ds = lctorch.BatchDataset(args.url, input_dims=INPUT_DIMS, input_overlap=INPUT_OVERLAP,
+                              variables=VARIABLES, batch_size=BATCH, shuffle=True, seed=SEED,
+                              drop_last=False, return_window_ids=True)
+    writer = lazycube.PredictionWriter(args.url, args.out, variables=OUTPUTS, input_dims=INPUT_DIMS,
+                                       input_overlap=INPUT_OVERLAP, blend=args.blend,
+                                       chunks={"lat": 6, "lon": 7})
+    seen = []
+    for x, ids in ds:
+        writer.write(ids, model(x))
+        seen += ids.tolist()
+    flushed = writer.units_written
+    writer.close()
+    with open(args.ids + ".rank%d.json" % rank, "w") as f:
+        json.dump({"ids": seen, "flushed_before_close": flushed}, f)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
