@@ -55,8 +55,9 @@ def blend_weights(blend: str, length: int) -> np.ndarray:
     return np.ones(length)
 
 
-def _xarray_template(template, storage_options):
-    """The template as an xarray Dataset (lazy: only coordinates are loaded)."""
+def _xarray_template(template):
+    """The template as an xarray Dataset (lazy: only coordinates are loaded). A URL is opened
+    with lazycube.open_dataset as it is (storage options: pass the opened Dataset)."""
     import xarray as xr
 
     from .dataset import Dataset, open_dataset
@@ -66,7 +67,7 @@ def _xarray_template(template, storage_options):
     if isinstance(template, xr.Dataset):
         return template
     if isinstance(template, str) or hasattr(template, "__fspath__"):
-        template = open_dataset(str(template), storage_options=storage_options)
+        template = open_dataset(str(template))
     if isinstance(template, Dataset):
         return to_xarray(template)
     raise TypeError("template must be an xarray Dataset/DataArray, a lazycube Dataset or a URL, "
@@ -137,9 +138,17 @@ class _Unit:
 class _Output:
     """An output variable: its array writer and the window -> unit arithmetic."""
 
-    def __init__(self, name, dims, array, window_axes, counts):
+    def __init__(self, name, dims, array, window_axes, counts, layout, weights):
         self.name, self.dims, self.array = name, dims, array
         self.window_axes = window_axes  # axis of each window dim (input_dims order) in dims
+        # one sample of the tensor (window dims, then the others) -> this variable's dim order
+        self.transpose = [layout.index(d) for d in dims]
+        # the window's weights in this variable's dim order (1 along the other dims)
+        self.weight = np.ones([1] * len(dims))
+        for axis, w in zip(window_axes, weights):
+            shape = [1] * len(dims)
+            shape[axis] = len(w)
+            self.weight = self.weight * w.reshape(shape)
         self.unit_shape = tuple(array.unit_shape)
         self.grid_shape = tuple(array.grid_shape)
         # per window dim: windows touching each unit index along it
@@ -203,7 +212,7 @@ class PredictionWriter:
         self.url = str(url)
         self.variables = _dims_arg(variables)
         names = list(self.variables)
-        xds = _xarray_template(template, storage_options)
+        xds = _xarray_template(template)
         sizes = {str(d): int(n) for d, n in xds.sizes.items()}
         self.input_dims = {str(k): int(v) for k, v in input_dims.items()}
         self.input_overlap = {str(k): int(v) for k, v in dict(input_overlap or {}).items()}
@@ -284,8 +293,9 @@ class PredictionWriter:
             axes = [dims.index(d) for d in self._window_dims]
             counts = [self._touch_counts(k, array.unit_shape[axes[k]])
                       for k in range(len(self._window_dims))]
-            self._outputs.append(_Output(n, dims, array, axes, counts))
-        self._seen = np.zeros(self._grid.size, dtype=bool)
+            self._outputs.append(_Output(n, dims, array, axes, counts,
+                                         self._window_dims + self._other_dims, self._weights))
+        self._seen = np.zeros((self._grid.size + 7) // 8, dtype=np.uint8)  # a bit per window
         self._closed = False
         self.units_written = 0
 
@@ -446,14 +456,16 @@ class PredictionWriter:
         if data.dtype.kind not in "fiub":
             raise TypeError("the predictions have dtype %s; numbers are needed" % data.dtype)
         per_dim = self._grid.unravel(ids)
-        if len(np.unique(ids)) != len(ids) or self._seen[ids].any():
-            dup = next(int(i) for k, i in enumerate(ids) if self._seen[i] or i in ids[:k])
+        bits = (1 << (7 - (ids & 7))).astype(np.uint8)
+        if len(np.unique(ids)) != len(ids) or (self._seen[ids >> 3] & bits).any():
+            dup = next(int(i) for k, i in enumerate(ids)
+                       if self._seen[i >> 3] & (1 << (7 - (i & 7))) or i in ids[:k])
             raise UsageError(
                 "window %d (at %s) was already written: each window is written once (a second "
                 "write would count twice in the shards' completeness and, with blend=%r, %s)"
                 % (dup, self._describe(self._grid.unravel(np.array([dup]))[0]), self.blend,
                    "replace the first" if self.blend == "last" else "weigh twice"))
-        self._seen[ids] = True
+        np.bitwise_or.at(self._seen, ids >> 3, bits)
         for s in range(len(ids)):
             for c, out in enumerate(self._outputs):
                 self._add(out, per_dim[s], data[s, c])
@@ -461,9 +473,7 @@ class PredictionWriter:
     def _add(self, out, per_dim, sample):
         """One window's values (window dims in input_dims order, then the other dims) into the
         units of `out` it touches."""
-        nw = len(self._window_dims)
-        layout = self._window_dims + self._other_dims
-        values = np.transpose(sample, [layout.index(d) for d in out.dims])
+        values = np.transpose(sample, out.transpose)
         ndim = len(out.dims)
         starts = [0] * ndim
         for k, axis in enumerate(out.window_axes):
@@ -477,11 +487,7 @@ class PredictionWriter:
                 ranges.append(range(starts[axis] // u, (starts[axis] + length - 1) // u + 1))
             else:
                 ranges.append(range(out.grid_shape[axis]))
-        weight = np.ones([1] * ndim)
-        for k, axis in enumerate(out.window_axes):
-            shape = [1] * ndim
-            shape[axis] = len(self._weights[k])
-            weight = weight * self._weights[k].reshape(shape)
+        weight = out.weight
         for index in np.ndindex(*[len(r) for r in ranges]):
             index = tuple(r[i] for r, i in zip(ranges, index))
             origin = [i * u for i, u in zip(index, out.unit_shape)]
@@ -540,7 +546,7 @@ class PredictionWriter:
             self._close_distributed(allow_incomplete)
         else:
             self._finalise([{(o.name, k): u for o in self._outputs for k, u in o.units.items()}],
-                           self._seen, allow_incomplete)
+                           np.unpackbits(self._seen, count=self._grid.size) > 0, allow_incomplete)
 
     def _close_distributed(self, allow_incomplete):
         """Every rank sends its units in flight and its windows seen to rank 0, which combines
@@ -548,7 +554,7 @@ class PredictionWriter:
         dist = self._dist
         partial = {(o.name, k): u for o in self._outputs for k, u in o.units.items()}
         gathered = [None] * self.world_size if self.rank == 0 else None
-        dist.gather_object((partial, np.packbits(self._seen)), gathered, dst=0)
+        dist.gather_object((partial, self._seen), gathered, dst=0)
         error = None
         if self.rank == 0:
             seen = np.zeros(self._grid.size, dtype=np.int64)

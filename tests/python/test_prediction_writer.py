@@ -241,6 +241,28 @@ def test_dataloader_workers_outputs_written_in_the_main_process(tmp_path, templa
         np.testing.assert_array_equal(_read(url, out)[:, :28], want[:, :28])
 
 
+def test_window_dataset_items_and_torch_tensors_on_any_device(tmp_path, template_url, template):
+    """Map-style WindowDataset through DataLoader(batch_size=N, shuffle=True): the collated
+    window ids travel with x; predictions as torch tensors needing grad, and on the GPU when
+    one is there."""
+    torch = pytest.importorskip("torch")
+    import lazycube.torch as lctorch
+    ds = lctorch.WindowDataset(template_url, INPUT_DIMS, variables=VARIABLES,
+                               input_overlap=INPUT_OVERLAP, return_window_ids=True)
+    loader = torch.utils.data.DataLoader(ds, batch_size=5, shuffle=True,
+                                         generator=torch.Generator().manual_seed(0))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    url = str(tmp_path / "pred.zarr")
+    writer = _writer(url, template_url, "mean")
+    weight = torch.ones((), device=device, requires_grad=True)
+    for x, ids in loader:
+        writer.write(ids, model(x.to(device)) * weight)
+    writer.close()
+    for src, out in (("a", "pa"), ("b", "pb")):
+        want = model(torch.from_numpy(template[src].values)).numpy()
+        np.testing.assert_array_equal(_read(url, out)[:, :28], want[:, :28])
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
