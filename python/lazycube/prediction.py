@@ -183,8 +183,9 @@ class PredictionWriter:
 
     ``write(windows, tensor)``: ``windows`` is a lazycube ``Batch`` (its windows), an xarray
     Dataset of ``Batch.to_xarray()`` (``<dim>_start``), window ids (an int, a sequence, an array
-    or an int64 tensor -- what ``return_window_ids=True`` gives in lazycube.torch), or window
-    starts ``{dim: [start per sample]}``. ``tensor`` (NumPy, or torch on any device) is laid out
+    or an int64 tensor -- what ``return_window_ids=True`` gives in lazycube.torch), a whole item
+    of those datasets (``(x, [y,] ids)``, as the DataLoader yields it), or window starts
+    ``{dim: [start per sample]}``. Call it from one thread (the DataLoader's consumer). ``tensor`` (NumPy, or torch on any device) is laid out
     as stacked batches are: ``(sample, channel, <window dims in input_dims order>, <other dims in
     the first variable's order>)`` with one channel per output variable, in ``variables``
     order; with one variable the channel axis may be left out.
@@ -423,6 +424,15 @@ class PredictionWriter:
                              % ", ".join(names))
         if isinstance(windows, Mapping):
             return self._ids_from_starts(dict(windows))
+        if isinstance(windows, (tuple, list)) and len(windows) >= 2 and \
+                getattr(windows[0], "ndim", 0) >= 2:
+            # an item of lazycube.torch's datasets: (x, [y,] window ids)
+            ids = _to_numpy(windows[-1])
+            if ids.dtype.kind not in "iu" or ids.ndim > 1:
+                raise UsageError("this item of %d tensors ends with no window ids: make the torch "
+                                 "dataset with return_window_ids=True, or pass the ids"
+                                 % len(windows))
+            windows = ids
         ids = _to_numpy(windows)
         if ids.dtype.kind not in "iu" or ids.ndim > 1:
             raise TypeError("windows must be a Batch, window ids (ints), or {dim: starts}; got "

@@ -25,6 +25,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--blend", required=True)
     p.add_argument("--ids", required=True, help="JSON file per rank: the window ids written, in order")
+    p.add_argument("--skip-last", action="store_true",
+                   help="rank 1 leaves out its last batch: close() must fail on every rank")
     args = p.parse_args()
 
     dist.init_process_group(backend="gloo")
@@ -36,13 +38,20 @@ def main():
                                        input_overlap=INPUT_OVERLAP, blend=args.blend,
                                        chunks={"lat": 6, "lon": 7})
     seen = []
-    for x, ids in ds:
+    batches = list(ds)
+    if args.skip_last and rank == 1:
+        batches = batches[:-1]
+    for x, ids in batches:
         writer.write(ids, model(x))
         seen += ids.tolist()
     flushed = writer.units_written
-    writer.close()
+    error = None
+    try:
+        writer.close()
+    except lazycube.UsageError as exc:
+        error = str(exc)
     with open(args.ids + ".rank%d.json" % rank, "w") as f:
-        json.dump({"ids": seen, "flushed_before_close": flushed}, f)
+        json.dump({"ids": seen, "flushed_before_close": flushed, "error": error}, f)
     dist.destroy_process_group()
 
 

@@ -255,8 +255,10 @@ def test_window_dataset_items_and_torch_tensors_on_any_device(tmp_path, template
     url = str(tmp_path / "pred.zarr")
     writer = _writer(url, template_url, "mean")
     weight = torch.ones((), device=device, requires_grad=True)
-    for x, ids in loader:
-        writer.write(ids, model(x.to(device)) * weight)
+    for item in loader:  # [x, ids]: the item itself carries its windows
+        writer.write(item, model(item[0].to(device)) * weight)
+    with pytest.raises(lazycube.UsageError, match="return_window_ids=True"):
+        writer.write(item[:1] + [item[0]], item[0])
     writer.close()
     for src, out in (("a", "pa"), ("b", "pb")):
         want = model(torch.from_numpy(template[src].values)).numpy()
@@ -274,26 +276,33 @@ def _store_files(root):
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("blend", ["mean", "hann"])
-def test_ddp_two_ranks_give_the_same_store_as_one_process(tmp_path, template_url, blend):
+def _torchrun(tmp_path, template_url, out, blend, *extra):
     torch = pytest.importorskip("torch")
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed is not available in this torch build")
-    out = tmp_path / "ddp.zarr"
     env = dict(os.environ)
     pkg = str(Path(lazycube.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([pkg, str(HERE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["OMP_NUM_THREADS"] = "1"
+    # Debian's torch 1.13 torchrun needs non-zero --redirects on Python 3.11 (ENVIRONMENT.md)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
            "--master_addr=127.0.0.1", "--master_port=%d" % _free_port(), "--redirects", "9:1",
            "--tee", "9:1", "--monitor_interval", "0.2", str(HERE / "prediction_worker.py"),
-           "--url", template_url, "--out", str(out), "--blend", blend, "--ids", str(tmp_path / "ids")]
+           "--url", template_url, "--out", str(out), "--blend", blend,
+           "--ids", str(tmp_path / "ids")] + list(extra)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, "torchrun failed (%d)\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
-    ranks = [json.loads((tmp_path / ("ids.rank%d.json" % r)).read_text()) for r in range(2)]
+    return [json.loads((tmp_path / ("ids.rank%d.json" % r)).read_text()) for r in range(2)]
+
+
+@pytest.mark.parametrize("blend", ["mean", "hann"])
+def test_ddp_two_ranks_give_the_same_store_as_one_process(tmp_path, template_url, blend):
+    out = tmp_path / "ddp.zarr"
+    ranks = _torchrun(tmp_path, template_url, out, blend)
     assert sorted(ranks[0]["ids"] + ranks[1]["ids"]) == list(range(len(_windows())))
-    assert all(r["ids"] for r in ranks)
+    assert all(r["ids"] for r in ranks) and not any(r["error"] for r in ranks)
+    assert any(r["flushed_before_close"] for r in ranks)  # a rank stores the shards it completes
 
     # one process, the same model on the same windows (in another order)
     import lazycube.torch as lctorch
@@ -310,6 +319,17 @@ def test_ddp_two_ranks_give_the_same_store_as_one_process(tmp_path, template_url
     a, b = _store_files(out), _store_files(single)
     assert sorted(a) == sorted(b)
     assert [k for k in a if a[k] != b[k]] == []
+
+
+def test_ddp_missing_windows_fail_on_every_rank(tmp_path, template_url):
+    out = tmp_path / "ddp.zarr"
+    ranks = _torchrun(tmp_path, template_url, out, "mean", "--skip-last")
+    missing = len(_windows()) - len(ranks[0]["ids"]) - len(ranks[1]["ids"])
+    assert 0 < missing <= BATCH
+    for r in ranks:
+        assert "%d of %d windows were never written" % (missing, len(_windows())) in r["error"]
+    assert ranks[1]["error"].startswith("rank 0: PredictionWriter.close()")
+    assert not (out / "zarr.json").exists()
 
 
 # ---- bad input ----------------------------------------------------------------------------------
@@ -352,6 +372,21 @@ def test_bad_input_is_named(tmp_path, template):
     assert not (tmp_path / "pred.zarr" / "zarr.json").exists()
     with pytest.raises(lazycube.UsageError, match="after close"):
         w.write([1], x)
+
+
+def test_existing_destination_is_refused_unless_overwrite(tmp_path, template):
+    url = tmp_path / "pred.zarr"
+    url.mkdir()
+    (url / "something").write_text("kept")
+    with pytest.raises(lazycube.Error, match="pred.zarr"):
+        _writer(str(url), template)
+    assert (url / "something").read_text() == "kept"
+    w = _writer(str(url), template, overwrite=True, variables={"pa": ("lat", "lon")})
+    for k, (i, j) in enumerate(_windows()):
+        w.write([k], template["a"].values[None, i:i + 8, j:j + 8])
+    w.close()
+    assert not (url / "something").exists()
+    np.testing.assert_array_equal(_read(str(url), "pa")[:, :28], template["a"].values[:, :28])
 
 
 def test_close_allow_incomplete_commits_and_warns(tmp_path, template):
