@@ -374,6 +374,28 @@ def test_bad_input_is_named(tmp_path, template):
         w.write([1], x)
 
 
+def test_predictions_to_s3_with_storage_options(template, no_aws_environment):
+    """A destination URL with its storage options (moto): shards stored as they complete,
+    metadata at close(), read back through S3. (Signature checking stays off: moto rejects the
+    signed listings the create-mode emptiness check sends, ENVIRONMENT.md.)"""
+    sys.path.insert(0, str(HERE.parent / "servers"))
+    import moto_server
+    reason = moto_server.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with moto_server.MotoServer("preds", {}) as s3:
+        options = {"key": s3.key_id, "secret": s3.secret, "endpoint_url": s3.endpoint}
+        url = "s3://preds/run1/pred.zarr"
+        writer = _writer(url, template, "hann", storage_options=options, chunks={"lat": 12, "lon": 15})
+        for batch in _generator(template).batches():
+            writer.write(batch, batch.x)
+        assert writer.units_written == 2 * 2 * 2 and writer.pending_units == 0
+        writer.close()
+        got = lazycube.open_dataset(url, storage_options=options)
+        np.testing.assert_array_equal(got["pb"].read()[:, :28], template["b"].values[:, :28])
+        np.testing.assert_array_equal(got["lon"].read(), template["lon"].values)
+
+
 def test_existing_destination_is_refused_unless_overwrite(tmp_path, template):
     url = tmp_path / "pred.zarr"
     url.mkdir()
