@@ -270,40 +270,61 @@ class PredictionWriter:
                                  "several ranks touched on rank 0)" % self.world_size)
             self._dist = dist
         options = StorageOptions(storage_options).core() or {}
-        # Rank 0 prepares the destination (and writes the coordinates) before the other ranks
-        # open it keeping what is there.
         chunk_len = self._chunk_lengths(xds, chunks, shards, sizes)
+        self._spec = (dtypes, var_attrs, chunk_len, bool(shards), _codec(codec, format), format)
+        # Rank 0 prepares the destination (output specs checked first, then the coordinates
+        # written) before the other ranks open it keeping what is there; its failure is every
+        # rank's (no rank is left waiting).
+        error = None
         if self.rank == 0:
-            self._writer = _core.ZarrWriter(self.url, options,
-                                            mode="overwrite" if overwrite else "create")
-            self._write_coords(xds, chunk_len, codec, format)
-        self._barrier()
+            try:
+                self._writer = _core.ZarrWriter(self.url, options,
+                                                mode="overwrite" if overwrite else "create")
+                self._declare_outputs()
+                self._write_coords(xds, chunk_len, codec, format)
+            except Exception as exc:
+                error = exc
+        self._agree(error)
         if self.rank != 0:
             self._writer = _core.ZarrWriter(self.url, options, mode="resume")
-        codecs = _codec(codec, format)
+            self._declare_outputs()
+        self._seen = np.zeros((self._grid.size + 7) // 8, dtype=np.uint8)  # a bit per window
+        self._closed = False
+        self.units_written = 0
+
+    # ---- set-up ---------------------------------------------------------------------------
+    def _agree(self, error):
+        """Raises rank 0's `error` (None: success) on every rank (one process: raises it)."""
+        if self._dist is None:
+            if error is not None:
+                raise error
+            return
+        box = [None if error is None else (type(error), str(error))]
+        self._dist.broadcast_object_list(box, src=0)
+        if error is not None:
+            raise error
+        if box[0] is not None:
+            cls, message = box[0]
+            raise cls("rank 0: " + message)
+
+    def _declare_outputs(self):
+        """The output arrays (specs checked, nothing written) and their unit arithmetic."""
+        dtypes, var_attrs, chunk_len, sharded, codecs, format = self._spec
         self._outputs = []
         for n, dims in self.variables.items():
             a = dict(var_attrs[n] or {})
-            fill = _fill_json(dtypes[n].type(fills[n]))
+            fill = _fill_json(dtypes[n].type(self._fills[n]))
             if format == 3:
                 a.setdefault("_FillValue", fill)
             array = self._writer.create_array(
-                n, dtypes[n], [sizes[d] for d in dims], [chunk_len[d][0] for d in dims],
-                [chunk_len[d][1] for d in dims] if shards else [], codecs, fill, list(dims), a,
+                n, dtypes[n], [self._sizes[d] for d in dims], [chunk_len[d][0] for d in dims],
+                [chunk_len[d][1] for d in dims] if sharded else [], codecs, fill, list(dims), a,
                 format)
             axes = [dims.index(d) for d in self._window_dims]
             counts = [self._touch_counts(k, array.unit_shape[axes[k]])
                       for k in range(len(self._window_dims))]
             self._outputs.append(_Output(n, dims, array, axes, counts,
                                          self._window_dims + self._other_dims, self._weights))
-        self._seen = np.zeros((self._grid.size + 7) // 8, dtype=np.uint8)  # a bit per window
-        self._closed = False
-        self.units_written = 0
-
-    # ---- set-up ---------------------------------------------------------------------------
-    def _barrier(self):
-        if self._dist is not None:
-            self._dist.barrier()
 
     def _chunk_lengths(self, xds, chunks, shards, sizes):
         """{dim: (chunk length, shard length)}: chunks/shards as given, else the template's
@@ -578,13 +599,7 @@ class PredictionWriter:
                 self._finalise([p for p, _ in gathered], seen > 0, allow_incomplete)
             except Exception as exc:  # reported on every rank
                 error = exc
-        box = [None if error is None else (type(error), str(error))]
-        dist.broadcast_object_list(box, src=0)
-        if self.rank == 0 and error is not None:
-            raise error
-        if box[0] is not None:
-            cls, message = box[0]
-            raise cls("rank 0: " + message)
+        self._agree(error)
 
     def _finalise(self, partials, seen, allow_incomplete):
         """Combines the units in flight of each process (in order), writes the complete ones

@@ -34,9 +34,15 @@ def main():
     ds = lctorch.BatchDataset(args.url, input_dims=INPUT_DIMS, input_overlap=INPUT_OVERLAP,
                               variables=VARIABLES, batch_size=BATCH, shuffle=True, seed=SEED,
                               drop_last=False, return_window_ids=True)
-    writer = lazycube.PredictionWriter(args.url, args.out, variables=OUTPUTS, input_dims=INPUT_DIMS,
-                                       input_overlap=INPUT_OVERLAP, blend=args.blend,
-                                       chunks={"lat": 6, "lon": 7})
+    try:
+        writer = lazycube.PredictionWriter(args.url, args.out, variables=OUTPUTS,
+                                           input_dims=INPUT_DIMS, input_overlap=INPUT_OVERLAP,
+                                           blend=args.blend, chunks={"lat": 6, "lon": 7})
+    except lazycube.Error as exc:  # e.g. an existing destination: every rank learns it
+        with open(args.ids + ".rank%d.json" % rank, "w") as f:
+            json.dump({"open_error": str(exc)}, f)
+        dist.destroy_process_group()
+        return
     seen = []
     batches = list(ds)
     if args.skip_last and rank == 1:

@@ -321,6 +321,16 @@ def test_ddp_two_ranks_give_the_same_store_as_one_process(tmp_path, template_url
     assert [k for k in a if a[k] != b[k]] == []
 
 
+def test_ddp_an_existing_destination_fails_on_every_rank(tmp_path, template_url):
+    out = tmp_path / "ddp.zarr"
+    out.mkdir()
+    (out / "zarr.json").write_text("{}")
+    ranks = _torchrun(tmp_path, template_url, out, "mean")
+    assert "ddp.zarr" in ranks[0]["open_error"]
+    assert ranks[1]["open_error"] == "rank 0: " + ranks[0]["open_error"]
+    assert (out / "zarr.json").read_text() == "{}"
+
+
 def test_ddp_missing_windows_fail_on_every_rank(tmp_path, template_url):
     out = tmp_path / "ddp.zarr"
     ranks = _torchrun(tmp_path, template_url, out, "mean", "--skip-last")
@@ -346,6 +356,9 @@ def test_bad_input_is_named(tmp_path, template):
         _writer(url, template, dtype="int16")
     with pytest.raises(lazycube.Error, match="lat"):
         lazycube.PredictionWriter(template, url, variables=OUTPUTS, input_dims={"lat": 40})
+    with pytest.raises(lazycube.CodecError, match="nope"):
+        _writer(url, template, codec="nope")
+    assert not list((tmp_path / "pred.zarr").rglob("*"))  # specs are checked before writing
 
     w = _writer(url, template, variables={"pa": ("lat", "lon")})
     x = np.zeros((1, 8, 8), np.float32)
