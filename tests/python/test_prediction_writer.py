@@ -193,6 +193,18 @@ def test_window_starts_and_other_dims(tmp_path, template):
     np.testing.assert_array_equal(got[:, :28, :], full.transpose(0, 2, 1)[:, :28, :])
 
 
+def test_xbatcher_mode_batches_carry_their_window(tmp_path, template_url, template):
+    gen = lazycube.BatchGenerator(lazycube.open_dataset(template_url), INPUT_DIMS, INPUT_OVERLAP)
+    assert gen.mode == "xbatcher" and len(gen) == len(_windows())
+    url = str(tmp_path / "pred.zarr")
+    writer = _writer(url, template_url, "hann")
+    for i in range(len(gen)):
+        batch = gen.batch(i)  # one patch: (lat, lon) per variable
+        writer.write(batch, np.stack([batch.numpy()[v] for v in VARIABLES])[None])
+    writer.close()
+    np.testing.assert_array_equal(_read(url, "pa")[:, :28], template["a"].values[:, :28])
+
+
 # ---- memory: shards leave as soon as they are complete ------------------------------------------
 
 def test_shards_are_written_before_close_when_their_windows_are_complete(tmp_path, template):
