@@ -288,10 +288,23 @@ def _store_files(root):
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def _torchrun(tmp_path, template_url, out, blend, *extra):
+@pytest.fixture(scope="module")
+def ddp(tmp_path_factory, template_url):
+    """One torchrun launch of 2 ranks (gloo) for every distributed job: {job: [rank results]}
+    and the job's output store."""
     torch = pytest.importorskip("torch")
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed is not available in this torch build")
+    tmp = tmp_path_factory.mktemp("ddp")
+    existing = tmp / "existing.zarr"
+    existing.mkdir()
+    (existing / "zarr.json").write_text("{}")
+    jobs = [{"name": "mean", "blend": "mean"}, {"name": "hann", "blend": "hann"},
+            {"name": "missing", "blend": "mean", "skip_last": True},
+            {"name": "existing", "blend": "mean"}]
+    for job in jobs:
+        job["out"] = str(tmp / ("%s.zarr" % job["name"]))
+    (tmp / "jobs.json").write_text(json.dumps(jobs))
     env = dict(os.environ)
     pkg = str(Path(lazycube.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([pkg, str(HERE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -300,18 +313,17 @@ def _torchrun(tmp_path, template_url, out, blend, *extra):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
            "--master_addr=127.0.0.1", "--master_port=%d" % _free_port(), "--redirects", "9:1",
            "--tee", "9:1", "--monitor_interval", "0.2", str(HERE / "prediction_worker.py"),
-           "--url", template_url, "--out", str(out), "--blend", blend,
-           "--ids", str(tmp_path / "ids")] + list(extra)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
+           "--url", template_url, "--jobs", str(tmp / "jobs.json"), "--result", str(tmp / "result")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, "torchrun failed (%d)\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
-    return [json.loads((tmp_path / ("ids.rank%d.json" % r)).read_text()) for r in range(2)]
+    ranks = [json.loads((tmp / ("result.rank%d.json" % r)).read_text()) for r in range(2)]
+    return {job["name"]: ([r[job["name"]] for r in ranks], Path(job["out"])) for job in jobs}
 
 
 @pytest.mark.parametrize("blend", ["mean", "hann"])
-def test_ddp_two_ranks_give_the_same_store_as_one_process(tmp_path, template_url, blend):
-    out = tmp_path / "ddp.zarr"
-    ranks = _torchrun(tmp_path, template_url, out, blend)
+def test_ddp_two_ranks_give_the_same_store_as_one_process(tmp_path, template_url, ddp, blend):
+    ranks, out = ddp[blend]
     assert sorted(ranks[0]["ids"] + ranks[1]["ids"]) == list(range(len(_windows())))
     assert all(r["ids"] for r in ranks) and not any(r["error"] for r in ranks)
     assert any(r["flushed_before_close"] for r in ranks)  # a rank stores the shards it completes
@@ -333,19 +345,15 @@ def test_ddp_two_ranks_give_the_same_store_as_one_process(tmp_path, template_url
     assert [k for k in a if a[k] != b[k]] == []
 
 
-def test_ddp_an_existing_destination_fails_on_every_rank(tmp_path, template_url):
-    out = tmp_path / "ddp.zarr"
-    out.mkdir()
-    (out / "zarr.json").write_text("{}")
-    ranks = _torchrun(tmp_path, template_url, out, "mean")
-    assert "ddp.zarr" in ranks[0]["open_error"]
+def test_ddp_an_existing_destination_fails_on_every_rank(ddp):
+    ranks, out = ddp["existing"]
+    assert "existing.zarr" in ranks[0]["open_error"]
     assert ranks[1]["open_error"] == "rank 0: " + ranks[0]["open_error"]
     assert (out / "zarr.json").read_text() == "{}"
 
 
-def test_ddp_missing_windows_fail_on_every_rank(tmp_path, template_url):
-    out = tmp_path / "ddp.zarr"
-    ranks = _torchrun(tmp_path, template_url, out, "mean", "--skip-last")
+def test_ddp_missing_windows_fail_on_every_rank(ddp):
+    ranks, out = ddp["missing"]
     missing = len(_windows()) - len(ranks[0]["ids"]) - len(ranks[1]["ids"])
     assert 0 < missing <= BATCH
     for r in ranks:
