@@ -107,7 +107,10 @@ def _to_numpy(tensor):
     """A torch tensor (any device) or array-like as a NumPy array."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(tensor, torch.Tensor):
-        return tensor.detach().to("cpu").numpy()
+        tensor = tensor.detach().to("cpu")
+        if tensor.dtype == torch.bfloat16:  # (autocast outputs) NumPy has no bfloat16
+            tensor = tensor.float()
+        return tensor.numpy()
     return np.asarray(tensor)
 
 
