@@ -468,3 +468,29 @@ def test_close_allow_incomplete_commits_and_warns(tmp_path, template):
     with pytest.warns(UserWarning, match="incomplete: pa\\[0,0\\]; they are left as the fill value"):
         w.close(allow_incomplete=True)
     assert np.isnan(_read(url, "pa")).all()
+
+
+def test_core_bindings_name_bad_input(tmp_path):
+    """_core.WindowGrid (the batch layer's grid) and _core.ZarrWriter, as PredictionWriter uses them."""
+    grid = lazycube._core.WindowGrid([("lat", NLAT), ("lon", NLON)], list(INPUT_DIMS.items()),
+                                     INPUT_OVERLAP)
+    assert grid.size == len(_windows())
+    per_dim = grid.unravel(np.arange(grid.size))
+    strides = [d["stride"] for d in grid.dims]
+    assert [tuple(int(w) * s for w, s in zip(p, strides)) for p in per_dim] == _windows()
+    np.testing.assert_array_equal(grid.ravel(per_dim), np.arange(grid.size))
+    with pytest.raises(lazycube.UsageError, match="window 24 is not in the grid"):
+        grid.unravel(np.array([24]))
+    with pytest.raises(lazycube.UsageError, match="along 'lon' is not in the grid"):
+        grid.ravel(np.array([[0, 6]]))
+    writer = lazycube._core.ZarrWriter(str(tmp_path / "w.zarr"))
+    with pytest.raises(lazycube.UsageError, match="write mode must be"):
+        lazycube._core.ZarrWriter(str(tmp_path / "v.zarr"), mode="append")
+    a = writer.create_array("v", "float32", [4, 6], [4, 3], fill_value="NaN", dimension_names=["y", "x"])
+    assert a.grid_shape == (1, 2) and a.unit_key([0, 1]) == "v/c/0/1"
+    with pytest.raises(lazycube.UsageError, match="stores <f4, the data is <f8"):
+        a.write_unit([0, 0], np.zeros((4, 3)))
+    assert a.write_unit([0, 1], np.ones((4, 3), np.float32))
+    writer.commit()
+    got = lazycube.open_dataset(str(tmp_path / "w.zarr"))["v"].read()
+    assert np.isnan(got[:, :3]).all() and (got[:, 3:] == 1).all()
