@@ -16,3 +16,4 @@
 #include "lazycube/ndarray.hpp"
 #include "lazycube/store/store.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
+#include "lazycube/zarr/writer.hpp"

@@ -157,12 +157,59 @@ def _xarray_as_stored(xds):
     if not isinstance(xds, xr.Dataset):
         raise TypeError("to_zarr takes a lazycube.Dataset or an xarray.Dataset, not %s" % type(xds).__name__)
     import numpy as np
+    from xarray import conventions
 
+    # Which coordinates each variable names in its `coordinates` attribute (and the dataset's,
+    # for coordinates of no variable): xarray's own rule, so xarray reopens the coordinates as
+    # coordinates. The values and CF attributes are encoded by lazycube's CfEncoding.
+    variables, attrs = conventions.encode_dataset_coordinates(xds)
     entries = []
-    names = list(xds.coords) + [n for n in xds.data_vars]
-    for name in names:
-        var = xds.variables[name]
-        values, attrs = _core.cf_encode(np.ascontiguousarray(var.values), dict(var.attrs),
-                                        dict(var.encoding), str(name))
-        entries.append((str(name), [str(d) for d in var.dims], values, attrs))
-    return _core.memory_dataset(entries, dict(xds.attrs))
+    for name in list(xds.coords) + list(xds.data_vars):
+        var = variables[name]
+        values, var_attrs = _core.cf_encode(np.ascontiguousarray(var.values), dict(var.attrs),
+                                            dict(var.encoding), str(name))
+        entries.append((str(name), [str(d) for d in var.dims], values, var_attrs))
+    return _core.memory_dataset(entries, dict(attrs))
+
+
+def _main(argv):
+    """``python -m lazycube.writing REQUEST``: `lazycube convert --dask`'s conversion, REQUEST
+    being the JSON of the flags the CLI parsed (src/cli/convert_command.cpp). Exit status 1 with
+    ``lazycube: MESSAGE`` on stderr for an error, as the CLI prints them."""
+    import json
+    import sys
+
+    from . import _errors
+    # Run as `-m`, this file is __main__: its functions would reach the workers as
+    # __main__._write_regions, which they cannot import. The package's module is used instead.
+    from lazycube import writing
+
+    if len(argv) != 1:
+        sys.stderr.write("usage: python -m lazycube.writing REQUEST_JSON (from lazycube convert --dask)\n")
+        return 2
+    req = json.loads(argv[0])
+    isel = {dim: (slice(*v) if isinstance(v, list) else v) for dim, v in req["isel"].items()}
+    try:
+        from dask.distributed import Client
+    except ModuleNotFoundError:
+        sys.stderr.write("lazycube: --dask needs Dask distributed (Debian: python3-distributed)\n")
+        return 1
+    try:
+        with Client(req["scheduler"], timeout="30s") as client:
+            writing.convert(req["src"], req["dst"], chunks=req["chunks"], shards=req["shards"], codec=req["codec"],
+                    variables=req["variables"], isel=isel or None, format=req["format"], resume=req["resume"],
+                    overwrite=req["overwrite"], storage_options=req["storage_options"],
+                    dst_storage_options=req["dst_storage_options"], client=client, progress=req["progress"],
+                    engine=req["engine"], mask_valid_range=req["mask_valid_range"], branch=req["branch"],
+                    tag=req["tag"], snapshot=req["snapshot"],
+                    virtual_chunk_containers=req["virtual_chunk_containers"])
+    except (_errors.Error, OSError, TimeoutError, ValueError, TypeError) as exc:
+        sys.stderr.write("lazycube: %s\n" % (exc,))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    import sys as _sys
+
+    _sys.exit(_main(_sys.argv[1:]))

@@ -99,6 +99,7 @@ struct ConvertArgs {
   bool resume = false;
   bool overwrite = false;
   std::vector<std::string> dst_options;  // storage options of DST, KEY=VALUE
+  std::string dask;                      // a Dask scheduler address: the regions run there
   ProgressMode progress = ProgressMode::Auto;
 };
 int run_convert(const ConvertArgs& args);

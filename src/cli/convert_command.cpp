@@ -1,10 +1,18 @@
 // lazycube convert SRC DST [--chunks DIM=N,...] [--shards DIM=N,...] [--codec TEXT]
 //   [--variables V1,V2] [--isel DIM=...]... [--format 2|3] [--resume] [--overwrite]
 //   [--dst-option KEY=VALUE]... [open flags for SRC] [--progress|--no-progress]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "commands.hpp"
 #include "lazycube/dataset/zarr_output.hpp"
+#include "lazycube/error.hpp"
 #include "lazycube/util/text.hpp"
 #include "progress.hpp"
 
@@ -37,6 +45,84 @@ Dataset source_of(const ConvertArgs& args) {
   return indexers.empty() ? ds : ds.isel(indexers);
 }
 
+nlohmann::json indexer_json(const Indexer& indexer) {
+  if (const auto* i = std::get_if<std::int64_t>(&indexer)) return *i;
+  const Slice& s = std::get<Slice>(indexer);
+  return nlohmann::json::array({s.start ? nlohmann::json(*s.start) : nlohmann::json(),
+                                s.stop ? nlohmann::json(*s.stop) : nlohmann::json(), s.step});
+}
+
+// The conversion as lazycube.writing's command line takes it: every flag parsed here, once.
+nlohmann::json dask_request(const ConvertArgs& args, const ZarrOutputOptions& options) {
+  const OpenOptions open = open_options_of(args.open);
+  nlohmann::json containers = nullptr;
+  if (!open.icechunk.virtual_chunk_containers.empty()) {
+    containers = nlohmann::json::object();
+    for (const auto& [prefix, o] : open.icechunk.virtual_chunk_containers) containers[prefix] = o;
+  }
+  nlohmann::json isel = nlohmann::json::object();
+  for (const auto& text : args.isel) {
+    auto [dim, indexer] = parse_isel(text);
+    if (isel.contains(dim)) throw UsageProblem("--isel given twice for dim '" + dim + "'");
+    isel[dim] = indexer_json(indexer);
+  }
+  auto or_null = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
+  return {{"scheduler", args.dask},
+          {"src", args.src},
+          {"dst", args.dst},
+          {"storage_options", open.storage_options},
+          {"engine", or_null(open.engine)},
+          {"mask_valid_range", open.mask_valid_range},
+          {"branch", or_null(open.icechunk.version.branch)},
+          {"tag", or_null(open.icechunk.version.tag)},
+          {"snapshot", or_null(open.icechunk.version.snapshot)},
+          {"virtual_chunk_containers", containers},
+          {"variables", args.variables.empty() ? nlohmann::json() : nlohmann::json(parse_name_list(args.variables, "--variables"))},
+          {"isel", isel},
+          {"chunks", options.chunks},
+          {"shards", options.shards},
+          {"codec", options.codec},
+          {"format", options.zarr_format},
+          {"resume", options.resume},
+          {"overwrite", options.overwrite},
+          {"dst_storage_options", options.storage_options},
+          {"progress", args.progress == ProgressMode::On ||
+                           (args.progress == ProgressMode::Auto && ::isatty(STDERR_FILENO) == 1)}};
+}
+
+// --dask: the conversion runs in Python (lazycube.writing, dask.distributed's client), on the
+// interpreter the package was built for ($LAZYCUBE_PYTHON overrides), the build tree's staged
+// package first. Its exit status is ours.
+int run_on_dask(const nlohmann::json& request) {
+#ifdef LAZYCUBE_PYTHON
+  std::string python = LAZYCUBE_PYTHON;
+#else
+  std::string python = "python3";
+#endif
+  if (const char* env = std::getenv("LAZYCUBE_PYTHON"); env && *env) python = env;
+#ifdef LAZYCUBE_PYTHON_STAGE
+  if (std::filesystem::exists(std::filesystem::path(LAZYCUBE_PYTHON_STAGE) / "lazycube")) {
+    const char* old = std::getenv("PYTHONPATH");
+    const std::string path = std::string(LAZYCUBE_PYTHON_STAGE) + (old && *old ? ":" + std::string(old) : "");
+    ::setenv("PYTHONPATH", path.c_str(), 1);
+  }
+#endif
+  const std::string text = request.dump();
+  std::cout.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("cannot start " + python + " for --dask");
+  if (pid == 0) {
+    ::execlp(python.c_str(), python.c_str(), "-m", "lazycube.writing", text.c_str(), static_cast<char*>(nullptr));
+    std::cerr << "lazycube: cannot run " << python << " for --dask: " << std::strerror(errno) << "\n";
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 1;
+}
+
 }  // namespace
 
 int run_convert(const ConvertArgs& args) {
@@ -48,6 +134,7 @@ int run_convert(const ConvertArgs& args) {
   options.storage_options = parse_storage_options(args.dst_options);
   options.overwrite = args.overwrite;
   options.resume = args.resume;
+  if (!args.dask.empty()) return run_on_dask(dask_request(args, options));
   ZarrOutput output(source_of(args), args.dst, options);
   std::uint64_t total = 0;
   for (std::uint64_t r = 0; r < output.region_count(); ++r) total += output.region_bytes(r);

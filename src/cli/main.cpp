@@ -177,6 +177,9 @@ int main(int argc, char** argv) {
                           "Storage option of DST: KEY=VALUE (repeatable), e.g. endpoint_url=http://127.0.0.1:9000")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  convert_cmd->add_option("--dask", convert.dask,
+                          "Run the regions as tasks on this Dask distributed scheduler (tcp://HOST:8786): each "
+                          "worker writes its own shards; the metadata is written here at the end");
   add_progress_flags(convert_cmd, convert.progress);
 
   RefsArgs refs;

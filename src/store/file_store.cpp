@@ -16,6 +16,18 @@
 
 namespace lazycube {
 
+namespace {
+// The suffix of a put's temporary file, before mkstemp's six random characters.
+constexpr std::string_view kPartialPutMark = ".lazycube-tmp-";
+}  // namespace
+
+bool is_partial_put_key(std::string_view key) {
+  const auto slash = key.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? key : key.substr(slash + 1);
+  const auto at = name.rfind(kPartialPutMark);
+  return at != std::string_view::npos && at > 0 && name.size() == at + kPartialPutMark.size() + 6;
+}
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -75,7 +87,7 @@ class FileStore final : public Store {
     std::error_code ec;
     fs::create_directories(fs::path(path).parent_path(), ec);
     if (ec) throw StoreError("cannot create the directory of " + path + ": " + ec.message());
-    std::string tmp = path + ".lazycube-tmp-XXXXXX";
+    std::string tmp = path + std::string(kPartialPutMark) + "XXXXXX";
     Fd f{::mkstemp(tmp.data())};
     if (f.fd < 0) throw StoreError("cannot create " + tmp + ": " + std::strerror(errno));
     auto fail = [&](const char* what) {

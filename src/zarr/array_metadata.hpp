@@ -66,6 +66,9 @@ FillValue parse_v3_fill_value(const nlohmann::json& value, const DataType& dtype
 nlohmann::json fill_value_json(const FillValue& fill, const DataType& dtype, int zarr_format,
                                const std::string& where);
 
+// Node paths and keys joined with '/', "" being the root: "a" + "b" → "a/b", "" + "b" → "b".
+std::string join_node_path(const std::string& a, const std::string& b);
+
 // JSON helpers that throw MetadataError naming `where` and the key.
 const nlohmann::json& require(const nlohmann::json& obj, const char* key, const std::string& where);
 Shape parse_shape(const nlohmann::json& value, const char* key, const std::string& where,

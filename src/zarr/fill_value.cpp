@@ -308,8 +308,7 @@ json fill_value_json(const FillValue& f, const DataType& t, int zarr_format, con
       return integer_json(f.bytes, t);
     case DTypeKind::DateTime:
     case DTypeKind::TimeDelta:
-      // zarr-python 2 writes the int64 view (NaT too); v3 names NaT.
-      if (zarr_format == 3 && get<std::int64_t>(f.bytes) == std::numeric_limits<std::int64_t>::min()) return "NaT";
+      // The int64 count, NaT too (-2^63), as zarr-python 2 and 3 write it.
       return integer_json(f.bytes, t);
     case DTypeKind::Float:
       return float_json(float_at(f.bytes, t.itemsize, 0));

@@ -16,12 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string join(const std::string& a, const std::string& b) {
-  if (a.empty()) return b;
-  if (b.empty()) return a;
-  return a + "/" + b;
-}
-
 // Metadata documents fetched ahead of the probes that read them (see prefetch_probes).
 using ProbeCache = std::map<std::string, std::optional<Buffer>>;
 
@@ -49,7 +43,7 @@ ProbeCache prefetch_probes(Store& store, const std::string& path, std::optional<
   if (!store.prefers_batches()) return out;
   std::vector<ByteRequest> reqs;
   for (const char* name : {"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})
-    if (consolidated != false || std::string_view(name) != ".zmetadata") reqs.push_back({join(path, name), {}});
+    if (consolidated != false || std::string_view(name) != ".zmetadata") reqs.push_back({join_node_path(path, name), {}});
   try {
     auto got = store.get_many(reqs);
     for (std::size_t i = 0; i < reqs.size(); ++i) out.emplace(reqs[i].key, std::move(got[i]));
@@ -71,13 +65,13 @@ ArrayPtr v2_array_from(const std::shared_ptr<Store>& store, const std::string& p
 }  // namespace
 
 ArrayPtr open_array(const std::shared_ptr<Store>& store, const std::string& path) {
-  if (auto doc = read_json(*store, join(path, "zarr.json"))) {
+  if (auto doc = read_json(*store, join_node_path(path, "zarr.json"))) {
     if (doc->value("node_type", "") != "array")
       throw NotFound(store->describe(path) + " is a Zarr group, not an array");
     return make_array(store, path, parse_v3_array(*doc, store->describe(path)));
   }
-  if (auto zarray = read_json(*store, join(path, ".zarray"))) {
-    auto zattrs = read_json(*store, join(path, ".zattrs"));
+  if (auto zarray = read_json(*store, join_node_path(path, ".zarray"))) {
+    auto zattrs = read_json(*store, join_node_path(path, ".zattrs"));
     return v2_array_from(store, path, *zarray, zattrs ? *zattrs : json());
   }
   throw NotFound("no Zarr array at " + store->describe(path));
@@ -93,9 +87,9 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
   std::vector<std::string> groups;
   const ProbeCache probes = prefetch_probes(*store, path, consolidated);
 
-  if (auto doc = read_json(*store, join(path, "zarr.json"), &probes)) {
+  if (auto doc = read_json(*store, join_node_path(path, "zarr.json"), &probes)) {
     h.zarr_format_ = 3;
-    if (!doc->is_object()) throw MetadataError("malformed " + store->describe(join(path, "zarr.json")) + ": not an object");
+    if (!doc->is_object()) throw MetadataError("malformed " + store->describe(join_node_path(path, "zarr.json")) + ": not an object");
     const std::string node_type = doc->value("node_type", "");
     if (node_type == "array") {
       h.root_is_array_ = true;
@@ -122,34 +116,34 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
         if (!meta.is_object()) throw MetadataError(where + ": consolidated entry '" + name + "' is not an object");
         const std::string child_type = meta.value("node_type", "");
         if (child_type == "array")
-          arrays[name] = make_array(store, join(path, name), parse_v3_array(meta, store->describe(join(path, name))));
+          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(meta, store->describe(join_node_path(path, name))));
         else if (child_type == "group")
           groups.push_back(name);
       }
     } else {
       for (const auto& name : store->list_dir(path)) {
-        auto child = read_json(*store, join(join(path, name), "zarr.json"));
+        auto child = read_json(*store, join_node_path(join_node_path(path, name), "zarr.json"));
         if (!child) continue;
         const std::string child_type = child->value("node_type", "");
         if (child_type == "array")
-          arrays[name] = make_array(store, join(path, name), parse_v3_array(*child, store->describe(join(path, name))));
+          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(*child, store->describe(join_node_path(path, name))));
         else if (child_type == "group")
           groups.push_back(name);
       }
     }
-  } else if (auto zarray = read_json(*store, join(path, ".zarray"), &probes)) {
+  } else if (auto zarray = read_json(*store, join_node_path(path, ".zarray"), &probes)) {
     h.zarr_format_ = 2;
     h.root_is_array_ = true;
-    auto zattrs = read_json(*store, join(path, ".zattrs"), &probes);
+    auto zattrs = read_json(*store, join_node_path(path, ".zattrs"), &probes);
     auto a = v2_array_from(store, path, *zarray, zattrs ? *zattrs : json());
     h.attrs_ = a->attrs();
     h.array_names_ = {""};
     h.arrays_ = {a};
     return h;
   } else {
-    auto zgroup = read_json(*store, join(path, ".zgroup"), &probes);
+    auto zgroup = read_json(*store, join_node_path(path, ".zgroup"), &probes);
     std::optional<json> zmeta;
-    if (consolidated != false) zmeta = read_json(*store, join(path, ".zmetadata"), &probes);
+    if (consolidated != false) zmeta = read_json(*store, join_node_path(path, ".zmetadata"), &probes);
     if (!zgroup && !zmeta) throw NotFound("no Zarr group or array at " + where);
     if (consolidated == true && !zmeta)
       throw NotFound(where + ": no consolidated metadata (.zmetadata) (consolidated=true)");
@@ -157,7 +151,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
     if (zmeta) {
       h.used_consolidated_ = true;
       if (!zmeta->is_object() || !zmeta->contains("metadata") || !(*zmeta)["metadata"].is_object())
-        throw MetadataError("malformed " + store->describe(join(path, ".zmetadata")) + ": no 'metadata' object");
+        throw MetadataError("malformed " + store->describe(join_node_path(path, ".zmetadata")) + ": no 'metadata' object");
       const json& md = (*zmeta)["metadata"];
       if (auto it = md.find(".zattrs"); it != md.end() && it->is_object()) h.attrs_ = *it;
       for (const auto& [key, value] : md.items()) {
@@ -167,20 +161,20 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
         const std::string leaf = key.substr(slash + 1);
         if (leaf == ".zarray") {
           auto attrs_it = md.find(name + "/.zattrs");
-          arrays[name] = v2_array_from(store, join(path, name), value, attrs_it != md.end() ? *attrs_it : json());
+          arrays[name] = v2_array_from(store, join_node_path(path, name), value, attrs_it != md.end() ? *attrs_it : json());
         } else if (leaf == ".zgroup") {
           groups.push_back(name);
         }
       }
     } else {
-      if (auto zattrs = read_json(*store, join(path, ".zattrs"), &probes); zattrs && zattrs->is_object()) h.attrs_ = *zattrs;
+      if (auto zattrs = read_json(*store, join_node_path(path, ".zattrs"), &probes); zattrs && zattrs->is_object()) h.attrs_ = *zattrs;
       for (const auto& name : store->list_dir(path)) {
         if (!name.empty() && name[0] == '.') continue;
-        const std::string child = join(path, name);
-        if (auto za = read_json(*store, join(child, ".zarray"))) {
-          auto zattrs = read_json(*store, join(child, ".zattrs"));
+        const std::string child = join_node_path(path, name);
+        if (auto za = read_json(*store, join_node_path(child, ".zarray"))) {
+          auto zattrs = read_json(*store, join_node_path(child, ".zattrs"));
           arrays[name] = v2_array_from(store, child, *za, zattrs ? *zattrs : json());
-        } else if (store->exists(join(child, ".zgroup"))) {
+        } else if (store->exists(join_node_path(child, ".zgroup"))) {
           groups.push_back(name);
         }
       }

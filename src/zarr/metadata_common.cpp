@@ -35,6 +35,12 @@ Shape parse_shape(const json& v, const char* key, const std::string& where, bool
   return out;
 }
 
+std::string join_node_path(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + "/" + b;
+}
+
 std::string ChunkKeyEncoding::key(const std::vector<std::uint64_t>& index) const {
   std::string k = v3_default ? "c" : "";
   if (index.empty()) return v3_default ? k : "0";

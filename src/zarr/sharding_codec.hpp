@@ -30,9 +30,9 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   void decode(ByteView in, const codec::ChunkSpec& spec, codec::ChunkData& out) const override;
   Buffer encode(const codec::ChunkData& in, const codec::ChunkSpec& spec) const override;
   // encode(), leaving out the inner chunks for which `skip` (given an inner chunk's decoded
-  // bytes) is true: their index entries mark them empty, as zarr-python does for chunks that
+  // data) is true: their index entries mark them empty, as zarr-python does for chunks that
   // hold only the fill value. nullopt when every inner chunk was left out (no shard to store).
-  using InnerSkip = std::function<bool(ByteView inner)>;
+  using InnerSkip = std::function<bool(const codec::ChunkData& inner)>;
   std::optional<Buffer> encode_skipping(const codec::ChunkData& in, const codec::ChunkSpec& spec,
                                         const InnerSkip& skip) const;
   std::optional<std::uint64_t> encoded_size(const codec::ChunkSpec&) const override {

@@ -13,7 +13,6 @@
 namespace lazycube::zarr {
 
 using nlohmann::json;
-using writer::join_path;
 
 namespace {
 
@@ -24,6 +23,10 @@ std::size_t depth(const std::string& path) {
 std::string parent_of(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+json inline_block(json members) {
+  return {{"kind", "inline"}, {"must_understand", false}, {"metadata", std::move(members)}};
 }
 
 void check_node_path(const std::string& path) {
@@ -130,7 +133,6 @@ void Writer::commit() {
                      dest.first_failure() + ")");
   dest.prepare();
   const int format = impl_->zarr_format.value_or(3);
-  const int indent = writer::json_indent(format);
 
   // Every node's documents, keyed by node path; groups implied by the nodes below them.
   std::map<std::string, json> groups = impl_->groups;
@@ -150,7 +152,7 @@ void Writer::commit() {
   std::map<std::string, writer::Documents> docs;  // node path → documents, for consolidation
   for (const auto& [path, a] : impl_->arrays) {
     docs[path] = a->metadata_documents();
-    for (const auto& [name, doc] : docs[path]) dest.put_json(dest.key(path, name), doc, indent);
+    for (const auto& [name, doc] : docs[path]) dest.put_json(dest.key(path, name), doc, format);
   }
   std::vector<std::string> order;
   for (const auto& [p, attrs] : groups) order.push_back(p);
@@ -159,17 +161,22 @@ void Writer::commit() {
     writer::Documents gd = writer::group_documents(format, groups[path]);
     const bool consolidate_here = path.empty() && dest.options().consolidated;
     if (consolidate_here && format == 3) {
+      // v3: one zarr.json per node; sub-groups listed with an empty consolidated block, as
+      // zarr-python 3 writes them.
       json members = json::object();
-      for (const auto& [p, d] : docs) members[p] = d.front().second;  // v3: one zarr.json per node
-      gd.front().second["consolidated_metadata"] = {{"kind", "inline"}, {"must_understand", false}, {"metadata", members}};
+      for (const auto& [p, d] : docs) {
+        members[p] = d.front().second;
+        if (members[p]["node_type"] == "group") members[p]["consolidated_metadata"] = inline_block(json::object());
+      }
+      gd.front().second["consolidated_metadata"] = inline_block(members);
     }
-    for (const auto& [name, doc] : gd) dest.put_json(dest.key(path, name), doc, indent);
+    for (const auto& [name, doc] : gd) dest.put_json(dest.key(path, name), doc, format);
     docs[path] = std::move(gd);
     if (consolidate_here && format == 2) {
       json md = json::object();
       for (const auto& [p, d] : docs)
-        for (const auto& [name, doc] : d) md[join_path(p, name)] = doc;
-      dest.put_json(dest.key("", ".zmetadata"), {{"metadata", md}, {"zarr_consolidated_format", 1}}, indent);
+        for (const auto& [name, doc] : d) md[join_node_path(p, name)] = doc;
+      dest.put_json(dest.key("", ".zmetadata"), {{"metadata", md}, {"zarr_consolidated_format", 1}}, format);
     }
   }
 }

@@ -12,7 +12,6 @@
 
 namespace lazycube::zarr {
 
-using writer::join_path;
 
 namespace {
 
@@ -30,7 +29,7 @@ bool all_float_fill(ByteView data, F fill) {
 
 // Whether every element of `data` equals the fill value (NaN equals a NaN fill, as numpy's
 // array_equal(equal_nan=True) in zarr-python).
-bool all_fill(ByteView data, const FillValue& fill, const DataType& t) {
+bool all_fill_bytes(ByteView data, const FillValue& fill, const DataType& t) {
   if (t.kind == DTypeKind::Float && t.itemsize == 4) {
     float f;
     std::memcpy(&f, fill.bytes.data(), 4);
@@ -58,6 +57,25 @@ bool all_fill(ByteView data, const FillValue& fill, const DataType& t) {
   return true;
 }
 
+bool all_fill(const codec::ChunkData& chunk, const FillValue& fill, const DataType& t) {
+  if (!t.is_variable_length()) return all_fill_bytes(chunk.bytes.view(), fill, t);
+  for (const auto& s : chunk.strings)
+    if (s != fill.string) return false;
+  return true;
+}
+
+// The block [0, extent) of a grid, as a copy region.
+grid::Region leading_region(const Shape& extent) {
+  grid::Region r;
+  for (auto n : extent) {
+    r.src_first.push_back(0);
+    r.src_step.push_back(1);
+    r.dst_first.push_back(0);
+    r.count.push_back(n);
+  }
+  return r;
+}
+
 void fill_with(MutableByteView out, const FillValue& fill, std::size_t item) {
   bool zero = true;
   for (std::size_t i = 0; i < item; ++i) zero = zero && fill.bytes.data()[i] == std::byte{0};
@@ -80,6 +98,7 @@ const ArraySpec& ArrayWriter::spec() const { return impl_->spec; }
 const Shape& ArrayWriter::unit_shape() const { return impl_->built.meta.chunk_shape; }
 const Shape& ArrayWriter::grid_shape() const { return impl_->grid; }
 std::uint64_t ArrayWriter::num_units() const { return shape_size(impl_->grid); }
+const Buffer& ArrayWriter::fill_value_bytes() const { return impl_->built.meta.fill.bytes; }
 
 std::vector<std::uint64_t> ArrayWriter::unit_index(std::uint64_t i) const {
   if (i >= num_units())
@@ -119,8 +138,42 @@ std::string ArrayWriter::unit_key(const std::vector<std::uint64_t>& index) const
   return impl_->dest->key(impl_->path, impl_->built.meta.key_encoding.key(index));
 }
 
+bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, const std::string& key,
+                                   const codec::ChunkData& unit) const {
+  const ArrayMetadata& m = built.meta;
+  writer::Destination& d = *dest;
+  try {
+    d.prepare();
+    const bool skip_empty = !d.options().write_empty_chunks && m.fill.specified;
+    auto empty = [&](const codec::ChunkData& c) { return all_fill(c, m.fill, m.dtype); };
+    std::optional<Buffer> encoded;
+    const codec::ChunkSpec spec{m.dtype, m.chunk_shape};
+    if (sharding) {
+      ShardingCodec::InnerSkip skip;
+      if (skip_empty) skip = empty;
+      encoded = sharding->encode_skipping(unit, spec, skip);
+    } else if (!skip_empty || !empty(unit)) {
+      encoded = m.codecs.encode(unit, spec);
+    }
+    if (!encoded) {
+      // A resumed store may hold this unit from before.
+      if (d.options().mode == WriteMode::Resume) d.remove(key);
+      return false;
+    }
+    d.put(key, encoded->view());
+    return true;
+  } catch (const StoreError&) {
+    throw;  // recorded by the destination
+  } catch (const std::exception& e) {
+    d.record_failure(where + ": unit " + index_text(index) + ": " + e.what());
+    throw;
+  }
+}
+
 bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, ByteView data) {
   const ArrayMetadata& m = impl_->built.meta;
+  if (m.dtype.is_variable_length())
+    throw UsageError(impl_->where + ": " + m.dtype.name() + " units are written from an NDArray of strings");
   const std::size_t item = m.dtype.itemsize;
   const Shape extent = unit_extent(index);
   const Shape& full = m.chunk_shape;
@@ -130,59 +183,34 @@ bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, ByteView d
                      " bytes (extent " + nlohmann::json(extent).dump() + ")" +
                      (extent_bytes == full_bytes ? "" : " or " + std::to_string(full_bytes) + " (the whole unit)") +
                      ", got " + std::to_string(data.size()));
-  const std::string key = unit_key(index);
-  writer::Destination& dest = *impl_->dest;
-  try {
-    dest.prepare();
-    codec::ChunkData unit;
-    if (extent == full) {
-      unit.bytes = Buffer::copy_of(data);
-    } else {
-      unit.bytes.resize(full_bytes);
-      fill_with(unit.bytes.span(), m.fill, item);
-      grid::Region r;
-      for (std::size_t d = 0; d < extent.size(); ++d) {
-        r.src_first.push_back(0);
-        r.src_step.push_back(1);
-        r.dst_first.push_back(0);
-        r.count.push_back(extent[d]);
-      }
-      grid::copy_region(data.data(), data.size() == full_bytes ? full : extent, unit.bytes.data(), full, r, item);
-    }
-    const bool skip_empty = !dest.options().write_empty_chunks && m.fill.specified;
-    std::optional<Buffer> encoded;
-    const codec::ChunkSpec spec{m.dtype, full};
-    if (impl_->sharding) {
-      ShardingCodec::InnerSkip skip;
-      if (skip_empty) skip = [&](ByteView inner) { return all_fill(inner, m.fill, m.dtype); };
-      encoded = impl_->sharding->encode_skipping(unit, spec, skip);
-    } else if (!skip_empty || !all_fill(unit.bytes.view(), m.fill, m.dtype)) {
-      encoded = m.codecs.encode(unit, spec);
-    }
-    if (!encoded) {
-      // A resumed or overwritten store may hold this unit from before.
-      if (dest.options().mode == WriteMode::Resume) dest.remove(key);
-      return false;
-    }
-    dest.put(key, encoded->view());
-    return true;
-  } catch (const StoreError&) {
-    throw;  // recorded by the destination
-  } catch (const std::exception& e) {
-    dest.record_failure(impl_->where + ": unit " + index_text(index) + ": " + e.what());
-    throw;
+  codec::ChunkData unit;
+  if (extent == full) {
+    unit.bytes = Buffer::copy_of(data);
+  } else {
+    unit.bytes.resize(full_bytes);
+    fill_with(unit.bytes.span(), m.fill, item);
+    grid::copy_region(data.data(), data.size() == full_bytes ? full : extent, unit.bytes.data(), full,
+                      leading_region(extent), item);
   }
+  return impl_->store_unit(index, unit_key(index), unit);
 }
 
 bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, const NDArray& data) {
-  if (!(data.dtype == impl_->spec.dtype))
-    throw UsageError(impl_->where + ": unit data of " + data.dtype.name() + " for an array of " +
-                     impl_->spec.dtype.name());
+  const ArrayMetadata& m = impl_->built.meta;
+  if (!(data.dtype == m.dtype))
+    throw UsageError(impl_->where + ": unit data of " + data.dtype.name() + " for an array of " + m.dtype.name());
   const Shape extent = unit_extent(index);
   if (data.shape != extent && data.shape != unit_shape())
     throw UsageError(impl_->where + ": unit " + index_text(index) + " data has shape " +
                      nlohmann::json(data.shape).dump() + ", expected " + nlohmann::json(extent).dump());
-  return write_unit(index, data.data.view());
+  if (!m.dtype.is_variable_length()) return write_unit(index, data.data.view());
+  if (data.strings.size() != shape_size(data.shape))
+    throw UsageError(impl_->where + ": unit " + index_text(index) + " holds " + std::to_string(data.strings.size()) +
+                     " strings for shape " + nlohmann::json(data.shape).dump());
+  codec::ChunkData unit;
+  unit.strings.assign(shape_size(m.chunk_shape), m.fill.string);
+  grid::copy_region_strings(data.strings, data.shape, unit.strings, m.chunk_shape, leading_region(extent));
+  return impl_->store_unit(index, unit_key(index), unit);
 }
 
 void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const NDArray& data) {
@@ -210,6 +238,10 @@ void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const N
     first[d] = origin[d] / us[d];
     count[d] = (data.shape[d] + us[d] - 1) / us[d];
   }
+  const bool vlen = data.dtype.is_variable_length();
+  if (vlen && data.strings.size() != shape_size(data.shape))
+    throw UsageError(impl_->where + ": region holds " + std::to_string(data.strings.size()) + " strings for shape " +
+                     nlohmann::json(data.shape).dump());
   const std::size_t item = data.dtype.itemsize;
   parallel_for(shape_size(count), [&](std::size_t t) {
     const auto at = grid::unravel(t, count);
@@ -219,10 +251,17 @@ void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const N
       index[d] = first[d] + at[d];
       local[d] = at[d] * us[d];
     }
-    const Shape extent = unit_extent(index);
-    Buffer block(shape_size(extent) * item);
-    grid::copy_block(data.data.view(), data.shape, block.span(), extent, local, item, /*extract=*/true);
-    write_unit(index, block.view());
+    NDArray block;
+    block.dtype = data.dtype;
+    block.shape = unit_extent(index);
+    if (vlen) {
+      block.strings.resize(shape_size(block.shape));
+      grid::copy_block_strings(data.strings, data.shape, block.strings, block.shape, local, /*extract=*/true);
+    } else {
+      block.data.resize(shape_size(block.shape) * item);
+      grid::copy_block(data.data.view(), data.shape, block.data.span(), block.shape, local, item, /*extract=*/true);
+    }
+    write_unit(index, block);
   });
 }
 
@@ -230,9 +269,9 @@ bool ArrayWriter::unit_verified(const std::vector<std::uint64_t>& index) const {
   const ArrayMetadata& m = impl_->built.meta;
   const auto bytes = impl_->dest->store().get(unit_key(index));
   if (!bytes) return false;
-  Buffer decoded(shape_size(m.chunk_shape) * m.dtype.itemsize);
   try {
-    m.codecs.decode_into(bytes->view(), {m.dtype, m.chunk_shape}, decoded.span());
+    codec::ChunkData decoded;
+    m.codecs.decode(bytes->view(), {m.dtype, m.chunk_shape}, decoded);
   } catch (const CodecError&) {
     return false;
   }

@@ -20,6 +20,10 @@ struct ArrayWriter::Impl {
   const ShardingCodec* sharding = nullptr;   // the chain's sharding codec, when sharded
 
   void check_index(const std::vector<std::uint64_t>& index) const;
+  // Leaves out a unit of only fill (per options), else encodes and stores it under `key`;
+  // false when nothing was stored. Any failure is recorded, so that commit refuses.
+  bool store_unit(const std::vector<std::uint64_t>& index, const std::string& key,
+                  const codec::ChunkData& unit) const;
 };
 
 }  // namespace lazycube::zarr

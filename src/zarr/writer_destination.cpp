@@ -34,7 +34,7 @@ Destination::Destination(Location location, WriterOptions options)
 }
 
 std::string Destination::key(const std::string& node_path, const std::string& name) const {
-  return join_path(join_path(location_.path, node_path), name);
+  return join_node_path(join_node_path(location_.path, node_path), name);
 }
 
 void Destination::check_empty() const {
@@ -49,9 +49,21 @@ void Destination::check_empty() const {
 
 void Destination::prepare() {
   std::call_once(prepared_, [this] {
-    if (options_.mode != WriteMode::Overwrite) return;
+    if (options_.mode == WriteMode::Create) return;
     const std::string prefix = location_.path.empty() ? "" : location_.path + "/";
-    auto keys = location_.store->list(prefix);
+    std::vector<std::string> keys;
+    try {
+      keys = location_.store->list(prefix);
+    } catch (const StoreError& e) {
+      record_failure(e.what());
+      throw;
+    }
+    if (options_.mode == WriteMode::Resume) {
+      // A killed run's half-written local files: gone, so the resumed store equals a whole run.
+      for (const auto& k : keys)
+        if (is_partial_put_key(k)) remove(k);
+      return;
+    }
     // Metadata first: from the first removal on, no reader takes the old node for whole.
     std::stable_partition(keys.begin(), keys.end(), is_metadata_key);
     const auto data_begin = std::find_if_not(keys.begin(), keys.end(), is_metadata_key);
@@ -78,8 +90,8 @@ void Destination::put(const std::string& key, ByteView bytes) {
   guarded(key, "writing", [&] { location_.store->put(key, bytes); });
 }
 
-void Destination::put_json(const std::string& key, const nlohmann::json& doc, int indent) {
-  const std::string text = doc.dump(indent);
+void Destination::put_json(const std::string& key, const nlohmann::json& doc, int zarr_format) {
+  const std::string text = json_text(doc, zarr_format);
   put(key, ByteView(reinterpret_cast<const std::byte*>(text.data()), text.size()));
 }
 

@@ -18,9 +18,6 @@ namespace lazycube::zarr::writer {
 
 using Documents = std::vector<std::pair<std::string, nlohmann::json>>;  // file name → JSON
 
-// "a" + "b" → "a/b", with "" as the identity.
-std::string join_path(const std::string& a, const std::string& b);
-
 // The destination: every key the writer stores goes through put(), which names the key in a
 // StoreError and records the first failure, after which commit() refuses.
 class Destination {
@@ -33,12 +30,13 @@ class Destination {
   // The store key of `name` in the node at `node_path`.
   std::string key(const std::string& node_path, const std::string& name) const;
 
-  // Create: refuses a destination holding anything. Overwrite: removes what is there (once,
-  // before the first key is stored). Resume: nothing.
+  // Create: refuses a destination holding anything (check_empty, at construction). Once,
+  // before the first key is stored (prepare): Overwrite removes what is there; Resume removes
+  // the temporary files of a killed run's local puts.
   void check_empty() const;
   void prepare();
   void put(const std::string& key, ByteView bytes);
-  void put_json(const std::string& key, const nlohmann::json& doc, int indent);
+  void put_json(const std::string& key, const nlohmann::json& doc, int zarr_format);
   void remove(const std::string& key);
 
   void record_failure(const std::string& what);
@@ -67,10 +65,10 @@ struct BuiltArray {
 };
 BuiltArray build_array(const ArraySpec& spec, const std::string& where);
 
-// A group's documents: v2 [.zattrs +] .zgroup; v3 zarr.json (consolidated_metadata null).
+// A group's documents: v2 [.zattrs +] .zgroup; v3 zarr.json (without consolidated_metadata).
 Documents group_documents(int zarr_format, const nlohmann::json& attributes);
 
-// JSON text as the zarr-pythons write it (v2: indent 4; v3: indent 2).
-int json_indent(int zarr_format);
+// JSON text as the zarr-pythons write it (v2: indent 4, ASCII only; v3: indent 2).
+std::string json_text(const nlohmann::json& doc, int zarr_format);
 
 }  // namespace lazycube::zarr::writer

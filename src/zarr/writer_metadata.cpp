@@ -41,17 +41,21 @@ void check_shapes(const ArraySpec& spec, const std::string& where) {
                             dim_label(spec, d) + " is not a whole multiple of the chunk shape " +
                             std::to_string(spec.chunk_shape[d]));
   }
-  if (spec.dtype.is_variable_length())
-    throw MetadataError(where + ": the writer does not write variable-length " + spec.dtype.name() + " arrays");
   if (!spec.attributes.is_object())
     throw MetadataError(where + ": attributes must be a JSON object, got " + spec.attributes.dump());
 }
 
 json bytes_codec_json() { return {{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}; }
 
-// The v3 codec list: bytes + the compressors, inside sharding_indexed when sharded.
+// Variable-length types: the object codec (v3 array->bytes, v2 filter) that holds them.
+const char* vlen_codec(const DataType& t) { return t.kind == DTypeKind::String ? "vlen-utf8" : "vlen-bytes"; }
+
+// The v3 codec list: bytes (vlen-* for variable-length types) + the compressors, inside
+// sharding_indexed when sharded.
 json v3_codecs(const ArraySpec& spec, const json& compressors) {
-  json chain = json::array({bytes_codec_json()});
+  json chain = json::array({spec.dtype.is_variable_length()
+                                ? json{{"name", vlen_codec(spec.dtype)}, {"configuration", json::object()}}
+                                : bytes_codec_json()});
   for (const auto& c : compressors) chain.push_back(c);
   if (spec.shard_shape.empty()) return chain;
   return json::array({{{"name", "sharding_indexed"},
@@ -86,7 +90,7 @@ Documents v2_documents(const ArraySpec& spec, const json& compressor, const json
               {"dtype", spec.dtype.numpy_str()},
               {"compressor", compressor},
               {"fill_value", fill},
-              {"filters", nullptr},
+              {"filters", spec.dtype.is_variable_length() ? json::array({{{"id", vlen_codec(spec.dtype)}}}) : json()},
               {"order", "C"},
               {"dimension_separator", "."}};
   json attrs = spec.attributes;
@@ -105,13 +109,9 @@ Documents v2_documents(const ArraySpec& spec, const json& compressor, const json
 
 }  // namespace
 
-std::string join_path(const std::string& a, const std::string& b) {
-  if (a.empty()) return b;
-  if (b.empty()) return a;
-  return a + "/" + b;
+std::string json_text(const json& doc, int zarr_format) {
+  return zarr_format == 2 ? doc.dump(4, ' ', /*ensure_ascii=*/true) : doc.dump(2);
 }
-
-int json_indent(int zarr_format) { return zarr_format == 2 ? 4 : 2; }
 
 BuiltArray build_array(const ArraySpec& spec, const std::string& where) {
   check_shapes(spec, where);
@@ -123,9 +123,9 @@ BuiltArray build_array(const ArraySpec& spec, const std::string& where) {
   }
   // The fill value through the reader's parser (all the v3 spellings), then written back in
   // the format's own form.
-  FillValue fill;
-  if (!spec.fill_value.is_null()) fill = parse_v3_fill_value(spec.fill_value, spec.dtype, where);
-  else fill = parse_v3_fill_value(nullptr, spec.dtype, where);
+  // Through text first, so that a value built in C++ (json(0) is a signed integer) reads as it
+  // would from a file (0 is unsigned there).
+  FillValue fill = parse_v3_fill_value(json::parse(spec.fill_value.dump()), spec.dtype, where);
   if (spec.zarr_format == 3) fill.specified = true;  // v3 always states one (the zero default)
   const json fill_json = fill_value_json(fill, spec.dtype, spec.zarr_format, where);
 
@@ -144,8 +144,7 @@ BuiltArray build_array(const ArraySpec& spec, const std::string& where) {
 
 Documents group_documents(int zarr_format, const json& attributes) {
   if (zarr_format == 3)
-    return {{"zarr.json",
-             {{"zarr_format", 3}, {"node_type", "group"}, {"attributes", attributes}, {"consolidated_metadata", nullptr}}}};
+    return {{"zarr.json", {{"zarr_format", 3}, {"node_type", "group"}, {"attributes", attributes}}}};
   Documents docs;
   if (!attributes.empty()) docs.emplace_back(".zattrs", attributes);
   docs.emplace_back(".zgroup", json{{"zarr_format", 2}});

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "../../src/zarr/sharding_codec.hpp"
@@ -238,7 +239,11 @@ TEST(ZarrWriter, GroupsAttributesDimensionNamesAndConsolidatedMetadata) {
     } else {
       const json root = read_json_file(dir.path() / "zarr.json");
       EXPECT_EQ(root["consolidated_metadata"]["kind"], "inline");
-      EXPECT_TRUE(root["consolidated_metadata"]["metadata"].contains("sub/lat"));
+      const json& members = root["consolidated_metadata"]["metadata"];
+      EXPECT_EQ(members["sub/lat"]["node_type"], "array");
+      // As zarr-python 3 flattens it: a sub-group with an empty inline block; on disk, none.
+      EXPECT_EQ(members["sub"]["consolidated_metadata"]["metadata"], json::object());
+      EXPECT_FALSE(read_json_file(dir.path() / "sub" / "zarr.json").contains("consolidated_metadata"));
     }
   }
 }
@@ -353,6 +358,9 @@ TEST(ZarrWriter, VerifyDetectsTruncatedAndCorruptUnits) {
       write_whole(*w.create_array("x", spec), values);
       // Killed before commit.
     }
+    // A put the kill interrupted leaves its temporary file: resume removes it.
+    const fs::path partial = dir.path() / "x" / "c" / "0" / "0.lazycube-tmp-a1B2c3";
+    lazycube::test::write_file(partial, "half");
     Writer w(open_location(dir.str()), {.mode = WriteMode::Resume});
     auto a = w.create_array("x", spec);
     for (std::uint64_t i = 0; i < a->num_units(); ++i) EXPECT_TRUE(a->unit_verified(a->unit_index(i)));
@@ -379,6 +387,64 @@ TEST(ZarrWriter, VerifyDetectsTruncatedAndCorruptUnits) {
     }
     w.commit();
     expect_equal(read_back(dir.str(), "x"), values);
+    EXPECT_FALSE(fs::exists(partial));
+  }
+}
+
+// --resume after a kill: the resumed store equals an uninterrupted run's, key for key and byte
+// for byte (a unit of only fill included: skipped by both).
+TEST(ZarrWriter, ResumeAfterAKillEqualsAnUninterruptedRun) {
+  for (int format : {2, 3}) {
+    SCOPED_TRACE(format);
+    NDArray values = values_array({14, 20}, 0.5f);
+    for (std::size_t r = 0; r < 4; ++r)  // unit (0, 0) holds only the fill value
+      for (std::size_t c = 0; c < 10; ++c) values.values<float>()[r * 20 + c] = std::nanf("");
+    const ArraySpec spec = format == 3 ? spec_of(3, {14, 20}, {2, 5}, "zstd:3", {4, 10}) : spec_of(2, {14, 20}, {4, 10});
+    auto declare = [&](Writer& w) {
+      w.create_group("", {{"title", "resume"}});
+      return w.create_array("x", spec);
+    };
+    auto write = [&](ArrayWriter& a, std::uint64_t i) {
+      const auto idx = a.unit_index(i);
+      a.write_unit(idx, lazycube::test::slice(values, a.unit_origin(idx), a.unit_extent(idx)));
+    };
+    TempDir whole, resumed;
+    {
+      Writer w(open_location(whole.str()));
+      auto a = declare(w);
+      for (std::uint64_t i = 0; i < a->num_units(); ++i) write(*a, i);
+      w.commit();
+    }
+    {
+      Writer w(open_location(resumed.str()));
+      auto a = declare(w);
+      for (std::uint64_t i = 0; i < a->num_units(); i += 2) write(*a, i);
+      // Killed: no commit, the last unit's file cut short, a put's temporary file left behind.
+      const fs::path last = resumed.path() / a->unit_key(a->unit_index((a->num_units() - 1) & ~std::uint64_t{1}));
+      const std::string bytes = lazycube::test::read_file(last);
+      lazycube::test::write_file(last, bytes.substr(0, bytes.size() / 2));
+      lazycube::test::write_file(resumed.path() / "x" / "half.lazycube-tmp-Zz9Yy8", "half");
+    }
+    {
+      Writer w(open_location(resumed.str()), {.mode = WriteMode::Resume});
+      auto a = declare(w);
+      std::uint64_t rewritten = 0;
+      for (std::uint64_t i = 0; i < a->num_units(); ++i)
+        if (!a->unit_verified(a->unit_index(i))) {
+          write(*a, i);
+          ++rewritten;
+        }
+      EXPECT_LT(rewritten, a->num_units());
+      w.commit();
+    }
+    const auto want = open_location(whole.str()).store, got = open_location(resumed.str()).store;
+    const auto keys = want->list("");
+    ASSERT_EQ(got->list(""), keys);
+    for (const auto& k : keys) {
+      const auto a = want->get(k), b = got->get(k);
+      ASSERT_TRUE(a && b) << k;
+      EXPECT_TRUE(a->size() == b->size() && std::memcmp(a->data(), b->data(), a->size()) == 0) << k;
+    }
   }
 }
 
@@ -426,6 +492,104 @@ TEST(ZarrWriter, NodesMustFitTogether) {
   EXPECT_THROW(w.create_array("c", spec_of(2, {4}, {2})), UsageError);  // mixed formats
   EXPECT_THROW(w.create_array("", spec_of(3, {4}, {2})), UsageError);   // root array holding "a"
   EXPECT_THROW(w.create_group("/x"), UsageError);
+}
+
+// Variable-length strings: vlen-utf8 (v3 array->bytes, v2 filter with dtype |O), sharded too;
+// inner chunks of only the fill ("") are left out.
+TEST(ZarrWriter, StringArraysRoundTrip) {
+  NDArray names;
+  names.dtype = DataType::string();
+  names.shape = {5, 3};
+  for (int i = 0; i < 15; ++i) names.strings.push_back(i < 6 ? "" : "név-" + std::to_string(i));
+  for (int format : {2, 3})
+    for (bool sharded : {false, true}) {
+      if (format == 2 && sharded) continue;
+      SCOPED_TRACE("v" + std::to_string(format) + (sharded ? " sharded" : ""));
+      TempDir dir;
+      Writer w(open_location(dir.str()));
+      ArraySpec spec = spec_of(format, {5, 3}, {2, 3}, "zstd:1", sharded ? Shape{4, 3} : Shape{});
+      spec.dtype = DataType::string();
+      spec.fill_value = nullptr;
+      write_whole(*w.create_array("names", spec), names);
+      w.commit();
+      const auto a = Hierarchy::open(open_location(dir.str())).array("names");
+      std::vector<std::string> back;
+      a->read_strings({{0, 5, 1}, {0, 3, 1}}, back);
+      EXPECT_EQ(back, names.strings);
+      if (format == 3 && sharded) {
+        // Shard (0, 0) holds inner chunk rows 0-1 (all "": left out) and rows 2-3.
+        const std::string shard = lazycube::test::read_file(dir.path() / "names" / "c" / "0" / "0");
+        std::uint64_t first_offset;
+        std::memcpy(&first_offset, shard.data() + shard.size() - 36, 8);
+        EXPECT_EQ(first_offset, ~std::uint64_t{0});
+      }
+    }
+}
+
+// Each fixed-size dtype with a fill value in the form the format writes, read back the same
+// (the fill bytes through the reader's parser, the data byte for byte); a chunk of only the fill
+// value is left out and reads as it.
+TEST(ZarrWriter, DtypesAndFillValueForms) {
+  struct Case {
+    DataType dtype;
+    json fill;     // as given in the spec
+    json v2, v3;   // as each format writes it
+  };
+  const std::vector<Case> cases = {
+      {DataType::boolean(), true, true, true},
+      {DataType::int_(2), -7, -7, -7},
+      {DataType::uint(8), 18446744073709551615ull, 18446744073709551615ull, 18446744073709551615ull},
+      {DataType::float_(2), "-Infinity", "-Infinity", "-Infinity"},
+      {DataType::float_(8), 1.5, 1.5, 1.5},
+      {DataType::complex(8), json::array({"NaN", 2.0}), json::array({"NaN", 2.0}), json::array({"NaN", 2.0})},
+      {DataType::datetime("s"), "NaT", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::min()},
+      {DataType::timedelta("ms", 10), 5, 5, 5},
+      {DataType::unicode(3), nullptr, nullptr, ""},
+      {DataType::bytes(4), nullptr, nullptr, ""},
+  };
+  for (int format : {2, 3})
+    for (const auto& c : cases) {
+      SCOPED_TRACE(c.dtype.name() + " v" + std::to_string(format));
+      TempDir dir;
+      Writer w(open_location(dir.str()));
+      ArraySpec spec = spec_of(format, {6}, {3}, "zstd:1");
+      spec.dtype = c.dtype;
+      spec.fill_value = c.fill;
+      auto a = w.create_array("x", spec);
+      // Chunk 0: three fill values (when there is one); chunk 1: bytes 1, 2, 3, ...
+      NDArray values;
+      values.dtype = c.dtype;
+      values.shape = {6};
+      values.data.resize(6 * c.dtype.itemsize);
+      for (std::size_t i = 0; i < values.data.size(); ++i) values.data.data()[i] = std::byte(i + 1);
+      const Buffer& fill = a->fill_value_bytes();
+      ASSERT_EQ(fill.size(), c.dtype.itemsize);
+      const bool has_fill = !(format == 2 && c.fill.is_null());
+      if (has_fill)
+        for (std::size_t i = 0; i < 3; ++i) std::memcpy(values.data.data() + i * fill.size(), fill.data(), fill.size());
+      write_whole(*a, values);
+      w.commit();
+      EXPECT_EQ(fs::exists(dir.path() / a->unit_key({0})), !has_fill);
+      const json doc = read_json_file(dir.path() / "x" / (format == 2 ? ".zarray" : "zarr.json"));
+      EXPECT_EQ(doc["fill_value"], format == 2 ? c.v2 : c.v3) << doc["fill_value"].dump();
+      const auto back = Hierarchy::open(open_location(dir.str())).array("x");
+      expect_equal(back->read_all(), values);
+    }
+}
+
+// 0-d arrays (xarray's scalar variables, e.g. a CRS holder): one chunk, key "0" (v2) / "c" (v3).
+TEST(ZarrWriter, ScalarArrays) {
+  for (int format : {2, 3}) {
+    SCOPED_TRACE(format);
+    TempDir dir;
+    Writer w(open_location(dir.str()));
+    auto a = w.create_array("crs", spec_of(format, {}, {}, "none"));
+    EXPECT_EQ(a->num_units(), 1u);
+    EXPECT_EQ(a->unit_key({}), format == 2 ? "crs/0" : "crs/c");
+    write_whole(*a, values_array({}, 1.0f));
+    w.commit();
+    expect_equal(read_back(dir.str(), "crs"), values_array({}, 1.0f));
+  }
 }
 
 // An array at the root of the location: no group, no consolidated metadata.

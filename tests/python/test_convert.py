@@ -183,3 +183,32 @@ def test_python_convert_and_to_zarr(tmp_path):
     with pytest.raises(lazycube.CodecError, match="snappy"):
         lazycube.convert(str(SAMPLE_V2), str(tmp_path / "c.zarr"), codec="snappy")
     assert not (tmp_path / "c.zarr").exists()
+
+
+def test_to_zarr_of_an_xarray_dataset_matches_xarrays_own(tmp_path):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((10, 4, 5)).astype("f4")
+    a[0, 0, 0] = np.nan
+    ds = xr.Dataset(
+        {"a": (("time", "y", "x"), a), "p": (("time", "y", "x"), rng.standard_normal((10, 4, 5)) * 10 + 280)},
+        coords={"time": pd.date_range("2020-01-01", periods=10, freq="6H"), "y": np.arange(4.0),
+                "x": np.arange(5.0), "lat": (("y", "x"), rng.standard_normal((4, 5)))},
+        attrs={"title": "packed and masked"})
+    ds["p"].encoding = {"dtype": "int16", "scale_factor": 0.01, "add_offset": 280.0, "_FillValue": -32767}
+    ds.to_zarr(tmp_path / "xarray.zarr")
+    lazycube.to_zarr(ds, str(tmp_path / "v2.zarr"), chunks={"time": 4}, format=2)
+    lazycube.to_zarr(ds, str(tmp_path / "v3.zarr"), chunks={"time": 4}, shards={"time": 8})
+    ref = xr.open_zarr(tmp_path / "xarray.zarr").load()
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "v2.zarr").load(), ref)
+    assert xr.open_zarr(tmp_path / "v2.zarr")["p"].encoding["dtype"] == np.dtype("int16")
+    # The v3 copy holds the same stored values and decodes as lazycube decodes xarray's own store
+    # (packed data in the dtype of its attributes, xarray >= 2024.02; see test_cf_decode_dtypes).
+    v3 = lazycube.open_dataset(str(tmp_path / "v3.zarr"))
+    theirs = lazycube.open_dataset(str(tmp_path / "xarray.zarr"))
+    for name in ("a", "p", "lat", "time", "x", "y"):
+        np.testing.assert_array_equal(v3[name].values, theirs[name].values, err_msg=name)
+        np.testing.assert_array_equal(v3[name].read_raw(), theirs[name].read_raw(), err_msg=name)
+    assert v3["p"].stored_dtype == np.dtype("int16")
+    assert v3["p"].encoding["coordinates"] == "lat"

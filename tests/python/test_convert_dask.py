@@ -78,3 +78,18 @@ def test_worker_killed_mid_run_still_completes(client, source, tmp_path):
     assert "error" not in result, result.get("error")
     assert store_files(out) == store_files(tmp_path / "one.zarr")
     client.wait_for_workers(2, timeout=60)
+
+
+def test_cli_dask_flag(client, source, tmp_path, lazycube_cli):
+    import subprocess
+
+    lazycube.convert(str(source), str(tmp_path / "one.zarr"), **OPTIONS)
+    args = [str(lazycube_cli), "convert", str(source), str(tmp_path / "cli.zarr"), "--chunks", "time=2",
+            "--shards", "time=4", "--codec", "zstd:3", "--dask", client.scheduler.address]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert store_files(tmp_path / "cli.zarr") == store_files(tmp_path / "one.zarr")
+    bad = subprocess.run(args[:3] + [str(tmp_path / "bad.zarr"), "--codec", "snappy", "--dask",
+                                     client.scheduler.address], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "snappy" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert not (tmp_path / "bad.zarr").exists()

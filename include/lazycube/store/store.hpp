@@ -166,6 +166,10 @@ struct Location {
 // (see README "kerchunk references"). Throws NotFound when a local path does not exist.
 Location open_location(std::string_view url, const StoreOptions& options = {});
 
+// Whether `key` names a local put's temporary file ("<name>.lazycube-tmp-XXXXXX") that a killed
+// writer left behind; the Zarr writer's resume removes them.
+bool is_partial_put_key(std::string_view key);
+
 // open_location for writing (the Zarr writer): a missing local directory is created with its
 // parents; a store that cannot be written (http(s)://, kerchunk references) is a StoreError
 // naming the URL.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -81,6 +82,9 @@ class ArrayWriter {
   // Where a unit lies in the array: its first element and its shape clipped at the array's end.
   std::vector<std::uint64_t> unit_origin(const std::vector<std::uint64_t>& index) const;
   Shape unit_extent(const std::vector<std::uint64_t>& index) const;
+  // One element of the fill value, native-endian, as readers take it (zeros when a v2 array
+  // has none; empty for variable-length types).
+  const Buffer& fill_value_bytes() const;
   // The unit's store key (relative to the store root, as Store::get takes it).
   std::string unit_key(const std::vector<std::uint64_t>& index) const;
 
@@ -115,7 +119,9 @@ class ArrayWriter {
 class Writer {
  public:
   // Writes under `location` (its store must be writable). Create mode checks here that the
-  // destination is empty; Overwrite mode removes what is there here.
+  // destination is empty (StoreError naming it otherwise). Overwrite removes what is there, and
+  // Resume a killed run's temporary files, at the first write (unit or commit) — after the
+  // specs were checked, so a bad spec leaves the old store untouched.
   Writer(Location location, WriterOptions options = {});
   // Opens `url` with storage options as a destination (a missing local directory is created).
   static Writer open(std::string_view url, const StoreOptions& storage_options = {},
