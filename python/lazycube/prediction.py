@@ -278,19 +278,29 @@ class PredictionWriter:
         # Rank 0 prepares the destination (output specs checked first, then the coordinates
         # written) before the other ranks open it keeping what is there; its failure is every
         # rank's (no rank is left waiting).
+        # prepare(): what the mode removes (overwrite: the old store; resume: a killed run's
+        # temporary files) goes now, on every rank before any rank writes a unit.
         error = None
         if self.rank == 0:
             try:
                 self._writer = _core.ZarrWriter(self.url, options,
                                                 mode="overwrite" if overwrite else "create")
                 self._declare_outputs()
+                self._writer.prepare()
                 self._write_coords(xds, chunk_len, codec, format)
             except Exception as exc:
                 error = exc
         self._agree(error)
-        if self.rank != 0:
-            self._writer = _core.ZarrWriter(self.url, options, mode="resume")
-            self._declare_outputs()
+        if self._dist is not None:
+            error = None
+            if self.rank != 0:
+                try:
+                    self._writer = _core.ZarrWriter(self.url, options, mode="resume")
+                    self._declare_outputs()
+                    self._writer.prepare()
+                except Exception as exc:
+                    error = exc
+            self._agree_all(error)
         self._seen = np.zeros((self._grid.size + 7) // 8, dtype=np.uint8)  # a bit per window
         self._closed = False
         self.units_written = 0
@@ -309,6 +319,16 @@ class PredictionWriter:
         if box[0] is not None:
             cls, message = box[0]
             raise cls("rank 0: " + message)
+
+    def _agree_all(self, error):
+        """Raises on every rank the error of any rank (the lowest), None meaning success."""
+        errors = [None] * self.world_size
+        self._dist.all_gather_object(errors, None if error is None else (type(error), str(error)))
+        if error is not None:
+            raise error
+        for r, e in enumerate(errors):
+            if e is not None:
+                raise e[0]("rank %d: %s" % (r, e[1]))
 
     def _declare_outputs(self):
         """The output arrays (specs checked, nothing written) and their unit arithmetic."""

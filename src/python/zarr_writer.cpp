@@ -101,6 +101,9 @@ void bind_zarr_writer(py::module_& m) {
           py::arg("attributes") = py::none(), py::arg("zarr_format") = 3,
           "Declares an array (spec checked now, nothing written): fill_value as Zarr metadata writes it "
           "(a number, 'NaN', ...).")
+      .def("prepare", &zarr::Writer::prepare, py::call_guard<py::gil_scoped_release>(),
+           "Removes now what the first write would remove (overwrite: the old store; resume: a "
+           "killed run's temporary files).")
       .def("commit", &zarr::Writer::commit, py::call_guard<py::gil_scoped_release>(),
            "Writes the metadata: arrays, groups, then the consolidated metadata.");
 }
