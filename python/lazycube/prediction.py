@@ -273,6 +273,10 @@ class PredictionWriter:
                                  "several ranks touched on rank 0)" % self.world_size)
             self._dist = dist
         options = StorageOptions(storage_options).core() or {}
+        # The template's coordinates copied: those over output dims only (scalars too).
+        out_dims = {d for dims in self.variables.values() for d in dims}
+        self._coords = {str(c): tuple(str(d) for d in v.dims) for c, v in xds.coords.items()
+                        if set(v.dims) <= out_dims and c not in self.variables}
         chunk_len = self._chunk_lengths(xds, chunks, shards, sizes)
         self._spec = (dtypes, var_attrs, chunk_len, bool(shards), _codec(codec, format), format)
         # Rank 0 prepares the destination (output specs checked first, then the coordinates
@@ -336,6 +340,11 @@ class PredictionWriter:
         self._outputs = []
         for n, dims in self.variables.items():
             a = dict(var_attrs[n] or {})
+            # the non-index coordinates written for it, named as xarray names them
+            extra = [c for c, cdims in self._coords.items()
+                     if cdims != (c,) and set(cdims) <= set(dims)]
+            if extra and "coordinates" not in a:
+                a["coordinates"] = " ".join(extra)
             fill = _fill_json(dtypes[n].type(self._fills[n]))
             if format == 3:
                 a.setdefault("_FillValue", fill)
@@ -381,23 +390,24 @@ class PredictionWriter:
     def _write_coords(self, xds, chunk_len, codec, format):
         """The template's coordinate variables over the output dims, CF-encoded as
         lazycube.to_zarr encodes them (_core.cf_encode), one unit each."""
-        out_dims = {d for dims in self.variables.values() for d in dims}
         codecs = _codec(codec, format)
-        for name, var in xds.coords.items():
-            if not var.dims or not set(var.dims) <= out_dims or name in self.variables:
-                continue
+        for name in self._coords:
+            var = xds.coords[name]
             encoding = {k: v for k, v in var.encoding.items() if k in _CF_ENCODING_KEYS}
-            values, attrs = _core.cf_encode(np.ascontiguousarray(var.values), dict(var.attrs),
+            # (np.array, not ascontiguousarray: that makes a scalar 1-d)
+            values, attrs = _core.cf_encode(np.array(var.values, order="C"), dict(var.attrs),
                                             encoding, str(name))
             attrs = dict(attrs)
             fill = attrs.get("_FillValue")
             if fill is not None and format == 2:
                 del attrs["_FillValue"]
+            if format == 2 and not var.dims:  # a scalar: xarray needs its (empty) dim list
+                attrs["_ARRAY_DIMENSIONS"] = []
             array = self._writer.create_array(
                 str(name), values.dtype, list(values.shape), [max(1, n) for n in values.shape],
                 [], codecs, fill, [str(d) for d in var.dims], attrs, format)
             if values.size:
-                array.write_unit([0] * values.ndim, np.ascontiguousarray(values))
+                array.write_unit([0] * values.ndim, np.array(values, order="C"))
 
     def _touch_counts(self, k, unit_len):
         """Per unit index along window dim k: the windows of the grid that touch it."""

@@ -128,6 +128,9 @@ def test_identity_model_with_overlap_reproduces_the_input(tmp_path, template, bl
 
 
 def test_zarr_v2_output_opens_in_xarray_with_the_template_coordinates(tmp_path, template):
+    """Index, 2-D and scalar coordinates of the template come back as coordinates."""
+    template = template.assign_coords(area=(("lat", "lon"), np.cos(np.deg2rad(template.lat.values))[:, None]
+                                            * np.ones((1, NLON))))
     url = str(tmp_path / "pred.zarr")
     writer = _writer(url, template, "hann", format=2, variables={"pa": ("lat", "lon")},
                      attrs={"pa": {"units": "K"}})
@@ -138,8 +141,9 @@ def test_zarr_v2_output_opens_in_xarray_with_the_template_coordinates(tmp_path, 
     writer.close()
     got = xr.open_zarr(url)
     assert got["pa"].attrs["units"] == "K"
-    for dim in ("lat", "lon"):
-        np.testing.assert_array_equal(got[dim].values, template[dim].values)
+    for name in ("lat", "lon", "area", "time"):
+        assert name in got.coords
+        np.testing.assert_array_equal(got[name].values, template[name].values)
     np.testing.assert_array_equal(got["pa"].values[:, :28], template["a"].values[:, :28])
     assert np.isnan(got["pa"].values[:, 28:]).all()
 
