@@ -169,10 +169,11 @@ class PredictionWriter:
     """Writes model outputs for the windows of `template` to a Zarr store at `url`.
 
     ``template``: the dataset the windows came from (a lazycube Dataset, an xarray
-    Dataset/DataArray, or a URL): its dim sizes define the window grid and its coordinate
-    variables over the output dims are copied to the output. ``variables={name: dims}``: the
-    output variables (every one has each window dim; its other dims are written whole from each
-    window). ``input_dims``/``input_overlap``: the generator's, which fixes the windows
+    Dataset/DataArray, or a URL): its dim sizes define the window grid and its coordinates over
+    the output dims (index, multi-dimensional and scalar) are copied to the output.
+    ``variables={name: dims}``: the output variables (every one has each window dim; its other
+    dims are written whole from each window). ``input_dims``/``input_overlap``: the
+    generator's, which fixes the windows
     (``_core.WindowGrid``). ``blend``: "mean" (overlapping predictions averaged), "hann"
     (weighted by :func:`blend_weights`, normalised by the summed weights) or "last" (the window
     written last wins).
@@ -188,10 +189,11 @@ class PredictionWriter:
     Dataset of ``Batch.to_xarray()`` (``<dim>_start``), window ids (an int, a sequence, an array
     or an int64 tensor -- what ``return_window_ids=True`` gives in lazycube.torch), a whole item
     of those datasets (``(x, [y,] ids)``, as the DataLoader yields it), or window starts
-    ``{dim: [start per sample]}``. Call it from one thread (the DataLoader's consumer). ``tensor`` (NumPy, or torch on any device) is laid out
-    as stacked batches are: ``(sample, channel, <window dims in input_dims order>, <other dims in
-    the first variable's order>)`` with one channel per output variable, in ``variables``
-    order; with one variable the channel axis may be left out.
+    ``{dim: [start per sample]}``. ``tensor`` (NumPy, or torch on any device, bfloat16 too) is
+    laid out as stacked batches are: ``(sample, channel, <window dims in input_dims order>,
+    <other dims in the first variable's order>)`` with one channel per output variable, in
+    ``variables`` order; with one variable the channel axis may be left out. Call write() from
+    one thread (the DataLoader's consumer).
 
     ``close()`` writes the metadata (the store is then complete and readable). With windows
     missing it raises UsageError naming them and the shards left incomplete, writes nothing of

@@ -326,7 +326,8 @@ def ddp(tmp_path_factory, template_url):
     (tmp / "jobs.json").write_text(json.dumps(jobs))
     env = dict(os.environ)
     pkg = str(Path(lazycube.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([pkg, str(HERE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [pkg, str(HERE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["OMP_NUM_THREADS"] = "1"
     # Debian's torch 1.13 torchrun needs non-zero --redirects on Python 3.11 (ENVIRONMENT.md)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
