@@ -22,6 +22,7 @@ from ._errors import (
 from . import _core
 from .dataset import Dataset, Variable, open_dataset
 from .writing import convert, to_zarr
+from .prediction import PredictionWriter
 
 __version__ = _core.__version__
 
@@ -60,6 +61,7 @@ __all__ = [
     "open_dataset",
     "convert",
     "to_zarr",
+    "PredictionWriter",
     "Dataset",
     "Variable",
     "BatchGenerator",

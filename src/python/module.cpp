@@ -20,6 +20,8 @@ void bind_cuda(py::module_& m);   // cuda.cpp
 void bind_memory(py::module_& m);  // memory.cpp
 void bind_cf_encode(py::module_& m);  // cf_encode.cpp
 void bind_zarr_output(py::module_& m);  // zarr_output.cpp
+void bind_zarr_writer(py::module_& m);  // zarr_writer.cpp
+void bind_window_grid(py::module_& m);  // window_grid.cpp
 
 namespace {
 
@@ -272,4 +274,6 @@ PYBIND11_MODULE(_core, m) {
   bind_memory(m);
   bind_cf_encode(m);
   bind_zarr_output(m);
+  bind_zarr_writer(m);
+  bind_window_grid(m);
 }

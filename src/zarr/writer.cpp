@@ -125,6 +125,8 @@ std::shared_ptr<ArrayWriter> Writer::create_array(const std::string& path, const
   return writer;
 }
 
+void Writer::prepare() { impl_->dest->prepare(); }
+
 void Writer::commit() {
   std::lock_guard lock(impl_->mu);
   writer::Destination& dest = *impl_->dest;

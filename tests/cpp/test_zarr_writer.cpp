@@ -281,6 +281,27 @@ TEST(ZarrWriter, ExistingDestinationIsRefusedUnlessOverwrite) {
   EXPECT_FALSE(fs::exists(dir.path() / "old" / "c" / "0"));
 }
 
+// prepare(): what Overwrite removes is gone before any unit is written (writers in several
+// processes prepare before any of them writes), once: units written after it stay.
+TEST(ZarrWriter, PrepareRemovesTheOldStoreBeforeAnyWrite) {
+  TempDir dir;
+  {
+    Writer w(open_location(dir.str()));
+    write_whole(*w.create_array("old", spec_of(3, {4}, {2})), values_array({4}, 1.0f));
+    w.commit();
+  }
+  Writer w(open_location(dir.str()), {.mode = WriteMode::Overwrite});
+  auto a = w.create_array("new", spec_of(3, {4}, {2}));
+  EXPECT_TRUE(fs::exists(dir.path() / "old" / "zarr.json"));  // nothing removed before prepare()
+  w.prepare();
+  EXPECT_TRUE(open_location(dir.str()).store->list("").empty());
+  write_whole(*a, values_array({4}, 2.0f));
+  w.prepare();  // once per writer: the new units stay
+  w.commit();
+  EXPECT_EQ(Hierarchy::open(open_location(dir.str())).array_names(), std::vector<std::string>{"new"});
+  EXPECT_TRUE(fs::exists(dir.path() / "new" / "c" / "0"));
+}
+
 TEST(ZarrWriter, BadSpecsFailBeforeAnyKeyIsWritten) {
   struct Bad {
     ArraySpec spec;

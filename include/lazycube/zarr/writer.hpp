@@ -143,6 +143,12 @@ class Writer {
   // what is wrong; UsageError for a path already declared.
   std::shared_ptr<ArrayWriter> create_array(const std::string& path, const ArraySpec& spec);
 
+  // Does now what the first write would do first: Overwrite removes what is there, Resume a
+  // killed run's temporary files (nothing in Create mode; once per writer). For writers in
+  // several processes sharing a destination: each prepares before any of them writes a unit
+  // (a later Resume preparation would take another process's unit in flight for a leftover).
+  void prepare();
+
   // Writes the metadata: every array's, then the groups' (deepest first, the root last), then
   // the consolidated metadata. Call once every unit is written. StoreError when an earlier
   // unit write failed (nothing is written then) or when the store fails.
