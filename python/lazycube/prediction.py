@@ -39,9 +39,8 @@ _CF_ENCODING_KEYS = ("dtype", "_FillValue", "missing_value", "scale_factor", "ad
 
 
 def _codec(codec, format):
-    """The codec as given, else ZarrOutput's default (src/dataset/zarr_output.cpp,
-    default_codec: zstd:3 for v3, zarr-python's blosc:lz4:5:shuffle for v2)."""
-    return codec or ("zstd:3" if format == 3 else "blosc:lz4:5:shuffle")
+    """The codec as given, else the default of every Zarr output (_core.default_zarr_codec)."""
+    return codec or _core.default_zarr_codec(format)
 
 
 def blend_weights(blend: str, length: int) -> np.ndarray:

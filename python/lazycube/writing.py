@@ -167,7 +167,7 @@ def _xarray_as_stored(xds):
     entries = []
     for name in list(xds.coords) + list(xds.data_vars):
         var = variables[name]
-        values, var_attrs = _core.cf_encode(np.ascontiguousarray(var.values), dict(var.attrs),
+        values, var_attrs = _core.cf_encode(np.array(var.values, order="C"), dict(var.attrs),
                                             dict(var.encoding), str(name))
         entries.append((str(name), [str(d) for d in var.dims], values, var_attrs))
     return _core.memory_dataset(entries, dict(attrs))

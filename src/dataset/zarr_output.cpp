@@ -19,8 +19,6 @@ namespace {
 // Regions in flight at once hold this much decoded data at most (at least one region).
 constexpr std::uint64_t kInFlightBytes = std::uint64_t{1} << 30;
 
-std::string default_codec(int zarr_format) { return zarr_format == 2 ? "blosc:lz4:5:shuffle" : "zstd:3"; }
-
 // Attributes of a copy as stored: the array's own (less what the format's metadata carries) and
 // the _FillValue the source's decoding used (a Zarr v2 fill value acts as one: kept explicit so
 // a v3 copy masks the same values).
@@ -34,6 +32,8 @@ nlohmann::json stored_attrs(const Variable& v) {
 }
 
 }  // namespace
+
+std::string default_zarr_codec(int zarr_format) { return zarr_format == 2 ? "blosc:lz4:5:shuffle" : "zstd:3"; }
 
 struct ZarrOutput::Impl {
   Dataset ds;
@@ -80,7 +80,7 @@ void ZarrOutput::Impl::plan() {
       if (n == 0) throw UsageError(name + ": " + dim + " must be at least 1");
     }
   }
-  const std::string codec = options.codec.empty() ? default_codec(format) : options.codec;
+  const std::string codec = options.codec.empty() ? default_zarr_codec(format) : options.codec;
   for (const auto& name : ds.variable_names()) {
     const Variable& v = ds.variable(name);
     Planned p;
@@ -124,6 +124,8 @@ void ZarrOutput::Impl::plan() {
       s.fill_value = *it;
       if (format == 2) attrs.erase(it);  // xarray's Zarr v2 layout: the array's fill value is the _FillValue
     }
+    // A 0-d variable has no dimension names to write; xarray still wants _ARRAY_DIMENSIONS in v2.
+    if (format == 2 && s.shape.empty()) attrs["_ARRAY_DIMENSIONS"] = nlohmann::json::array();
     s.attributes = std::move(attrs);
     p.unit_shape = s.shard_shape.empty() ? s.chunk_shape : s.shard_shape;
     p.regions = 1;

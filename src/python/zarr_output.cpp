@@ -25,6 +25,8 @@ OutputProgress progress_of(const py::object& callback) {
 }  // namespace
 
 void bind_zarr_output(py::module_& m) {
+  m.def("default_zarr_codec", &default_zarr_codec, py::arg("zarr_format"),
+        "The compressor a Zarr output gets when none is named (zstd:3 for v3, blosc:lz4:5:shuffle for v2).");
   py::class_<ZarrOutput>(m, "ZarrOutput")
       .def(py::init([](Dataset ds, const std::string& url, int zarr_format,
                        std::map<std::string, std::uint64_t> chunks, std::map<std::string, std::uint64_t> shards,

@@ -254,3 +254,11 @@ def test_icechunk_source_at_a_snapshot(lazycube_cli, tmp_path, shared_data):
     assert n > 0
     np.testing.assert_array_equal(lazycube.open_dataset(str(tmp_path / "py.zarr"))["big_chunks"].values,
                                   src["big_chunks"].values)
+
+
+def test_to_zarr_keeps_scalar_coordinates(tmp_path):
+    ds = xr.Dataset({"a": (("y", "x"), np.arange(12.0).reshape(3, 4))},
+                    coords={"y": np.arange(3), "x": np.arange(4), "t": np.datetime64("2020-01-01T06:00")})
+    ds.to_zarr(tmp_path / "xarray.zarr")
+    lazycube.to_zarr(ds, str(tmp_path / "v2.zarr"), format=2)
+    xr.testing.assert_identical(xr.open_zarr(tmp_path / "v2.zarr").load(), xr.open_zarr(tmp_path / "xarray.zarr").load())

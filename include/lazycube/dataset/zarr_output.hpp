@@ -40,6 +40,10 @@ struct ZarrOutputOptions {
   std::uint64_t cache_bytes = std::uint64_t{512} << 20;
 };
 
+// The compressor an output gets when none is named: zstd:3 (v3), blosc:lz4:5:shuffle (v2,
+// zarr-python's default). Every writer (convert, to_zarr, PredictionWriter) takes it from here.
+std::string default_zarr_codec(int zarr_format);
+
 // Bytes done and total (over the regions this call writes), called from one thread at a time.
 using OutputProgress = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
