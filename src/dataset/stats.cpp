@@ -1,0 +1,262 @@
+// compute_stats: chunk-aligned blocks read in parallel, per-block partials merged with Chan's
+// formula (include/lazycube/dataset/stats.hpp).
+#include "lazycube/dataset/stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+
+#include "lazycube/error.hpp"
+#include "lazycube/util/element_cast.hpp"
+#include "lazycube/util/text.hpp"
+#include "lazycube/util/thread_pool.hpp"
+
+namespace lazycube {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Bytes a block aims at: several chunks along the first dim when chunks are small.
+constexpr std::uint64_t kBlockBytes = 8u << 20;
+
+struct Partial {
+  std::uint64_t n = 0;
+  std::uint64_t nan = 0;
+  double mean = 0.0;
+  double m2 = 0.0;
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+};
+
+// Chan, Golub and LeVeque's pairwise update: `a` becomes the partial of both sets.
+void merge(Partial& a, const Partial& b) {
+  a.nan += b.nan;
+  if (b.n == 0) return;
+  if (a.n == 0) {
+    a.n = b.n, a.mean = b.mean, a.m2 = b.m2, a.min = b.min, a.max = b.max;
+    return;
+  }
+  const double na = static_cast<double>(a.n), nb = static_cast<double>(b.n), n = na + nb;
+  const double delta = b.mean - a.mean;
+  a.mean += delta * (nb / n);
+  a.m2 += b.m2 + delta * delta * (na * nb / n);
+  a.n += b.n;
+  a.min = std::min(a.min, b.min);
+  a.max = std::max(a.max, b.max);
+}
+
+// Partial of `count` contiguous elements of type T: two passes (sum, then squared deviations
+// from the run's mean), the most accurate way within a run.
+template <class T>
+Partial run_partial(const std::byte* data, std::size_t count) {
+  Partial p;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double v = static_cast<double>(detail::load_element<T>(data, i));
+    if (std::isnan(v)) {
+      ++p.nan;
+      continue;
+    }
+    ++p.n;
+    sum += v;
+    p.min = std::min(p.min, v);
+    p.max = std::max(p.max, v);
+  }
+  if (p.n == 0) return p;
+  p.mean = sum / static_cast<double>(p.n);
+  double m2 = 0.0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double v = static_cast<double>(detail::load_element<T>(data, i));
+    if (!std::isnan(v)) m2 += (v - p.mean) * (v - p.mean);
+  }
+  p.m2 = m2;
+  return p;
+}
+
+bool has_stats_dtype(const DataType& t) {
+  return t.kind == DTypeKind::Bool || t.kind == DTypeKind::Int || t.kind == DTypeKind::UInt ||
+         t.kind == DTypeKind::Float;
+}
+
+// The geometry of one variable's pass: blocks of whole chunks (several along dim 0 when chunks
+// are small) and where each element's kept index lies.
+struct Plan {
+  Shape shape, block, grid;        // variable shape, block extent per dim, blocks per dim
+  std::vector<bool> kept;          // per dim
+  std::vector<std::uint64_t> kept_stride;  // per dim: stride in the kept C-order index (0: reduced)
+  std::size_t run_from = 0;        // dims [run_from, ndim) are reduced: one contiguous run
+  std::uint64_t blocks = 1;
+};
+
+Plan plan_of(const Variable& variable, const std::vector<bool>& kept) {
+  Plan p;
+  p.shape = variable.shape();
+  const std::size_t nd = p.shape.size();
+  p.kept = kept;
+  Shape chunks = variable.chunks();
+  if (chunks.size() != nd) chunks = p.shape;
+  p.block.resize(nd);
+  p.grid.resize(nd);
+  for (std::size_t d = 0; d < nd; ++d) {
+    p.block[d] = std::max<std::uint64_t>(1, std::min(chunks[d], p.shape[d]));
+    p.grid[d] = p.shape[d] == 0 ? 0 : (p.shape[d] + p.block[d] - 1) / p.block[d];
+  }
+  if (nd > 0 && p.grid[0] > 1) {  // group small chunks along dim 0, keeping tasks for every thread
+    const std::uint64_t bytes = shape_size(p.block) * variable.dtype().itemsize;
+    const std::uint64_t want = std::max<std::uint64_t>(1, kBlockBytes / std::max<std::uint64_t>(1, bytes));
+    std::uint64_t others = 1;
+    for (std::size_t d = 1; d < nd; ++d) others *= p.grid[d];
+    const std::uint64_t tasks = 4 * ThreadPool::global().size() + 4;
+    const std::uint64_t spread = std::max<std::uint64_t>(1, p.grid[0] * others / tasks);
+    const std::uint64_t k = std::min(want, spread);
+    p.block[0] = std::min(p.shape[0], p.block[0] * k);
+    p.grid[0] = (p.shape[0] + p.block[0] - 1) / p.block[0];
+  }
+  for (const auto g : p.grid) p.blocks *= g;
+  p.kept_stride.assign(nd, 0);
+  std::uint64_t stride = 1;
+  for (std::size_t d = nd; d-- > 0;)
+    if (kept[d]) p.kept_stride[d] = stride, stride *= p.shape[d];
+  p.run_from = nd;
+  while (p.run_from > 0 && !kept[p.run_from - 1]) --p.run_from;
+  return p;
+}
+
+// Reads block `b` and merges its partials into `global` (under `mutex`).
+template <class T>
+void block_partials(const Variable& variable, const Plan& p, std::uint64_t b, std::vector<Partial>& global,
+                    std::mutex& mutex) {
+  const std::size_t nd = p.shape.size();
+  ArraySelection window(nd);
+  Shape extent(nd);
+  for (std::size_t d = nd; d-- > 0;) {
+    const std::uint64_t i = b % p.grid[d];
+    b /= p.grid[d];
+    const std::uint64_t start = i * p.block[d];
+    extent[d] = std::min(p.block[d], p.shape[d] - start);
+    window[d] = IndexRange{start, extent[d], 1};
+  }
+  const std::uint64_t n = shape_size(extent);
+  std::vector<std::byte> buffer(n * sizeof(T));
+  const MutableByteView dest(buffer.data(), buffer.size());
+  variable.read_windows_into(std::span<const ArraySelection>(&window, 1), std::span<const MutableByteView>(&dest, 1),
+                             nullptr);
+  // Runs: the reduced trailing dims; the leading dims are walked with an odometer.
+  std::uint64_t run = 1;
+  for (std::size_t d = p.run_from; d < nd; ++d) run *= extent[d];
+  // Partials of this block, keyed by the global kept index (few distinct keys per block).
+  std::vector<std::pair<std::uint64_t, Partial>> local;
+  std::vector<std::uint64_t> idx(p.run_from, 0);
+  std::uint64_t key = 0;
+  for (std::size_t d = 0; d < p.run_from; ++d) key += window[d].start * p.kept_stride[d];
+  const std::uint64_t runs = run == 0 ? 0 : n / run;
+  for (std::uint64_t r = 0; r < runs; ++r) {
+    const Partial part = run_partial<T>(buffer.data() + r * run * sizeof(T), run);
+    if (!local.empty() && local.back().first == key) {
+      merge(local.back().second, part);
+    } else {
+      local.emplace_back(key, part);
+    }
+    for (std::size_t d = p.run_from; d-- > 0;) {  // next run
+      key += p.kept_stride[d];
+      if (++idx[d] < extent[d]) break;
+      key -= p.kept_stride[d] * extent[d];
+      idx[d] = 0;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [k, part] : local) merge(global[k], part);
+}
+
+std::vector<bool> kept_flags(const Variable& variable, const std::vector<std::string>& keep) {
+  std::vector<bool> kept(variable.ndim(), false);
+  for (const auto& dim : keep) {
+    const auto it = std::find(variable.dims().begin(), variable.dims().end(), dim);
+    if (it == variable.dims().end())
+      throw SelectionError("stats: variable '" + variable.name() + "' has no dim '" + dim + "' (dims: " +
+                           join_names(variable.dims()) + ")");
+    kept[static_cast<std::size_t>(it - variable.dims().begin())] = true;
+  }
+  return kept;
+}
+
+}  // namespace
+
+VariableStats compute_stats(const Variable& variable, const std::vector<std::string>& keep,
+                            const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+  const DataType& t = variable.dtype();
+  if (!has_stats_dtype(t))
+    throw UsageError("stats: variable '" + variable.name() + "' has dtype " + t.name() +
+                     "; statistics need bool, integers or floats");
+  const Plan p = plan_of(variable, kept_flags(variable, keep));
+  VariableStats out;
+  out.name = variable.name();
+  for (std::size_t d = 0; d < p.shape.size(); ++d)
+    if (p.kept[d]) out.dims.push_back(variable.dims()[d]), out.shape.push_back(p.shape[d]);
+  std::vector<Partial> global(out.size());
+  std::mutex mutex;
+  const std::uint64_t total = variable.size() * t.itemsize;
+  std::uint64_t done = 0;
+  const std::uint64_t blocks = variable.size() == 0 ? 0 : p.blocks;
+  detail::visit_numeric_type(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(blocks, [&](std::size_t b) {
+      block_partials<T>(variable, p, b, global, mutex);
+      if (progress) {
+        std::lock_guard<std::mutex> lock(mutex);
+        done = std::min(total, done + shape_size(p.block) * t.itemsize);
+        progress(done, total);
+      }
+    });
+  });
+  const std::size_t k = global.size();
+  out.count.resize(k), out.nan_count.resize(k), out.mean.resize(k), out.std.resize(k), out.min.resize(k),
+      out.max.resize(k);
+  for (std::size_t i = 0; i < k; ++i) {
+    const Partial& g = global[i];
+    out.count[i] = g.n;
+    out.nan_count[i] = g.nan;
+    const bool any = g.n > 0;
+    out.mean[i] = any ? g.mean : kNaN;
+    out.std[i] = any ? std::sqrt(g.m2 / static_cast<double>(g.n)) : kNaN;
+    out.min[i] = any ? g.min : kNaN;
+    out.max[i] = any ? g.max : kNaN;
+  }
+  return out;
+}
+
+std::vector<VariableStats> compute_stats(const Dataset& dataset, const StatsOptions& options) {
+  for (const auto& dim : options.keep)
+    if (!dataset.dim_size(dim))
+      throw SelectionError("stats: unknown dim '" + dim + "' (dims of the dataset: " + [&] {
+        std::vector<std::string> names;
+        for (const auto& d : dataset.dims()) names.push_back(d.first);
+        return join_names(names);
+      }() + ")");
+  std::vector<std::string> names = options.variables;
+  if (names.empty())
+    for (const auto& name : dataset.data_var_names())
+      if (has_stats_dtype(dataset.variable(name).dtype())) names.push_back(name);
+  std::vector<Variable> variables;
+  std::uint64_t total = 0;
+  for (const auto& name : names) {
+    variables.push_back(dataset.variable(name));
+    total += variables.back().size() * variables.back().dtype().itemsize;
+  }
+  std::vector<VariableStats> out;
+  std::uint64_t before = 0;
+  for (const auto& v : variables) {
+    std::vector<std::string> keep;
+    for (const auto& dim : options.keep)
+      if (v.has_dim(dim)) keep.push_back(dim);
+    std::function<void(std::uint64_t, std::uint64_t)> progress;
+    if (options.progress)
+      progress = [&](std::uint64_t done, std::uint64_t) { options.progress(before + done, total); };
+    out.push_back(compute_stats(v, keep, progress));
+    before += v.size() * v.dtype().itemsize;
+  }
+  return out;
+}
+
+}  // namespace lazycube
