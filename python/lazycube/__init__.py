@@ -23,6 +23,7 @@ from . import _core
 from .dataset import Dataset, Variable, open_dataset
 from .writing import convert, to_zarr
 from .prediction import PredictionWriter
+from .statistics import Stats, stats
 
 __version__ = _core.__version__
 
@@ -62,6 +63,8 @@ __all__ = [
     "convert",
     "to_zarr",
     "PredictionWriter",
+    "Stats",
+    "stats",
     "Dataset",
     "Variable",
     "BatchGenerator",

@@ -29,6 +29,7 @@ import numpy as np
 from . import _core
 from .dataset import Dataset
 from .pipeline import OPEN_ARGS, MemorySource, Pipeline, resolve_source
+from .statistics import normalize_document
 from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batch, cached_batch,
                               placeholder, relayout as _relayout, stack_levels)
 
@@ -95,6 +96,8 @@ def generator_arguments(args: Mapping) -> dict:
         out["filter_variable"], out["max_nan_fraction"] = _filter_args(out.pop("filter"))
     if "shuffle" in out:
         out["shuffle"] = _shuffle_mode(out["shuffle"])
+    if out.get("normalize") is not None:
+        out["normalize"] = normalize_document(out["normalize"])
     if out.get("dtype") is not None:
         out["dtype"] = np.dtype(out["dtype"]).name
     if isinstance(out.get("variables"), str):
@@ -118,7 +121,11 @@ class BatchGenerator:
     ``worker``/``num_workers``, ``prefetch``, ``cache_bytes``, ``fetch_ahead_bytes`` (decoded
     chunks fetched ahead along the epoch's order; None: the cache budget less the room
     batches re-read chunks from, at most 256 MiB; 0: off), ``dtype``, ``filter``
-    (``{"variable": ..., "max_nan_fraction": ...}``), ``pinned``, ``storage_options`` and the
+    (``{"variable": ..., "max_nan_fraction": ...}``), ``normalize`` (stacked mode: a stats JSON
+    path from ``lazycube stats -o``, a ``lazycube.Stats`` or its document: ``(x - mean) / std``
+    per channel of x and y during assembly in C++, broadcast over the statistics' kept dims;
+    every channel's variable needs statistics, stds must be > 0, the dtype a float),
+    ``pinned``, ``storage_options`` and the
     open arguments of :data:`lazycube.pipeline.OPEN_ARGS` (``decode_cf``, ``mask_valid_range``,
     ...: for a URL).
 
@@ -153,7 +160,8 @@ class BatchGenerator:
         open_args = {k: more.pop(k) for k in OPEN_ARGS if k in more}
         generator = {"dtype": more.pop("dtype", None), "filter": more.pop("filter", None),
                      "pinned": bool(more.pop("pinned", False)),
-                     "fetch_ahead_bytes": more.pop("fetch_ahead_bytes", None)}
+                     "fetch_ahead_bytes": more.pop("fetch_ahead_bytes", None),
+                     "normalize": more.pop("normalize", None)}
         if more:
             raise TypeError("BatchGenerator() got unexpected keyword arguments: %s"
                             % ", ".join(sorted(more)))
@@ -169,7 +177,8 @@ class BatchGenerator:
             # data lazycube does not read: xbatcher mode through xarray
             lazycube_only = {k: v for k, v in dict(
                 target=target, shuffle=shuffle or None, filter=generator["filter"],
-                dtype=generator["dtype"], pinned=generator["pinned"] or None).items()
+                dtype=generator["dtype"], pinned=generator["pinned"] or None,
+                normalize=generator["normalize"]).items()
                 if v is not None}
             if lazycube_only:
                 raise ValueError("%s need data lazycube reads (a URL, lazycube.open_dataset, or "

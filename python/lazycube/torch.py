@@ -51,6 +51,7 @@ grid number of each window of the batch (row-major over the input dims, last dim
 ``x, ids`` or ``x, y, ids``. Tests and bookkeeping use it to check coverage across workers.
 """
 
+import json
 import math
 import os
 import warnings
@@ -62,6 +63,7 @@ import torch.utils.data
 from . import _core
 from .batch import generator_arguments
 from .pipeline import OPEN_ARGS, MemorySource, Pipeline, keep_foreign, resolve_source
+from .statistics import Stats, normalize_document
 
 __all__ = ["BatchDataset", "WindowDataset"]
 
@@ -116,6 +118,17 @@ def _normalize_arg(normalize, channel_vars):
                              "(%r, %r)" % (name, mean, std))
         out[name] = (mean, std)
     return out
+
+
+def _channel_stats(text, channel_vars):
+    """{variable: its statistics} of a stats JSON text for every channel variable (ValueError
+    naming a channel variable the statistics lack)."""
+    stats = Stats(json.loads(text))
+    missing = [v for v in dict.fromkeys(channel_vars) if v not in stats]
+    if missing:
+        raise ValueError("normalize: no statistics for channel variable(s) %s (the statistics hold: %s)"
+                         % (", ".join(map(repr, missing)), ", ".join(stats) or "nothing"))
+    return {v: stats[v] for v in dict.fromkeys(channel_vars)}
 
 
 def _scalar(value):
@@ -261,6 +274,14 @@ class BatchDataset(torch.utils.data.IterableDataset):
     result is float32 (float64 stays float64); with ``device="cuda"`` it is computed on the GPU
     after the transfer.
 
+    ``normalize="stats.json"`` (a file of ``lazycube stats -o``, a ``lazycube.Stats`` or its
+    document): every x and y channel's variable must have statistics (ValueError naming one that
+    has none). Unpacked batches are normalised in C++ during assembly (the generator's
+    ``normalize=``), broadcast over the statistics' kept dims (e.g. per level). Packed batches
+    (statistics with no kept dims) are unpacked and normalised together, on the GPU with
+    ``device="cuda"``; statistics kept along dims turn auto ``packed`` off (``packed=True``:
+    ValueError).
+
     ``packed`` (None: auto, True, False): when every x (and y) channel variable is CF-packed
     (integers in the store with ``scale_factor``/``add_offset``, one stored dtype), the batches
     are assembled from the stored integers and unpacked (``v * scale + offset``, ``_FillValue``
@@ -322,12 +343,33 @@ class BatchDataset(torch.utils.data.IterableDataset):
         x_vars = list(config["variables"])
         y_vars = list(config.get("target_variables") or [])
         self._has_target = bool(y_vars)
+        stats = None
+        if normalize is not None and not (isinstance(normalize, dict) and "format" not in normalize):
+            stats_text = normalize_document(normalize)
+            stats = _channel_stats(stats_text, x_vars + y_vars)
+            if is_generator:
+                raise TypeError("BatchDataset(generator) cannot add normalize=STATS to the generator "
+                                "it wraps: pass normalize= to that BatchGenerator")
+            if packed and any(stats[v]["dims"] for v in stats):
+                raise ValueError("packed=True: the statistics are kept along dims (%s); the packed "
+                                 "path normalises with one mean and std per channel"
+                                 % ", ".join(sorted({d for v in stats for d in stats[v]["dims"]})))
+            if any(stats[v]["dims"] for v in stats):
+                packed = False
+            normalize = None
         norm = _normalize_arg(normalize, x_vars + y_vars)
         plan = self._packed_plan(packed, x_vars, y_vars, is_generator)
         packing = None
         self.packed_dtype = None
         if plan is not None:  # the generator delivers the stored integers from now on
             self._pipeline, packing, self.packed_dtype = plan
+            self._gens = {}
+            if stats is not None:  # unpacked and normalised together (on the GPU with device="cuda")
+                norm = _normalize_arg({v: (float(stats[v]["mean"]), float(stats[v]["std"])) for v in stats},
+                                      x_vars + y_vars)
+        elif stats is not None:  # normalised in C++ during batch assembly
+            gkw = dict(self._pipeline.generator, normalize=stats_text)
+            self._pipeline = self._pipeline.replace(generator=gkw)
             self._gens = {}
         self._x_transforms = self._y_transforms = None
         if norm or packing is not None:

@@ -220,6 +220,11 @@ void BatchSource::resolve_stacked() {
   if (reads == ChunkReads::ChunkGroups) reuse_bytes_ = std::min(2 * group_bytes, cache_->budget() / 2);
   if (reads == ChunkReads::Scattered) warn_random_reads(first);
 
+  if (!o.normalize.empty()) {
+    xnorm_ = channel_normalizations(o.normalize, xvars_, out_dims_, xdtype_, "input");
+    ynorm_ = channel_normalizations(o.normalize, yvars_, out_dims_, ydtype_, "target");
+  }
+
   if (o.filter) {
     const std::string fname = o.filter->variable.empty() ? first.name() : o.filter->variable;
     Variable fv = take({fname}, "filter").front();
@@ -240,6 +245,7 @@ void BatchSource::resolve_stacked() {
              {"variables", vars},
              {"target_variables", yv},
              {"target_offset", yoff},
+             {"normalize", !o.normalize.empty()},
              {"filter", o.filter ? nlohmann::json{{"variable", filter_->variable().name()},
                                                   {"max_nan_fraction", o.filter->max_nan_fraction}}
                                  : nlohmann::json()},
@@ -279,8 +285,8 @@ void BatchSource::warn_random_reads(const Variable& first) {
 
 void BatchSource::resolve_xbatcher() {
   const BatchOptions& o = options_;
-  if (o.target || o.filter || o.dtype || o.drop_last)
-    throw UsageError("target, filter, dtype and drop_last need a batch_size (stacked mode); "
+  if (o.target || o.filter || o.dtype || o.drop_last || !o.normalize.empty())
+    throw UsageError("target, filter, dtype, drop_last and normalize need a batch_size (stacked mode); "
                      "batch_size 0 is the xbatcher-compatibility mode");
   if (SampleOrderRegistry::instance().get(o.shuffle.name()).reads == ChunkReads::ChunkGroups)
     throw UsageError("shuffle '" + std::string(o.shuffle.name()) +
@@ -384,10 +390,16 @@ BatchArray BatchSource::stack_channels(const std::string& name, const std::vecto
   std::byte* base = out.data.get();
   // Channels in parallel: each variable's missing chunks load (fetch + decode) at once, not one
   // variable after another (chunk shuffle needs one new chunk per variable at a group start).
+  const std::vector<ChannelNormalization>& norms = target ? ynorm_ : xnorm_;
   parallel_for(channels, [&](std::size_t c) {
     const Variable& v = vars[c];
     std::vector<ArraySelection> sels(n);
     for (std::size_t k = 0; k < n; ++k) sels[k] = window_selection(v, ids[k], target);
+    auto normalize = [&] {
+      if (!norms.empty())
+        for (std::size_t k = 0; k < n; ++k)
+          norms[c].apply(base + (k * channels + c) * window_elems * item, out_extent_, sels[k]);
+    };
     const bool same_order = v.dims() == out_dims_;
     if (same_order && v.dtype() == dtype) {
       // Straight into the batch: window k of channel c is one contiguous slab.
@@ -395,6 +407,7 @@ BatchArray BatchSource::stack_channels(const std::string& name, const std::vecto
       for (std::size_t k = 0; k < n; ++k)
         dests[k] = {base + (k * channels + c) * window_elems * item, window_elems * item};
       v.read_windows_into(sels, dests, cache_.get());
+      normalize();
       return;
     }
     // Otherwise read in the variable's own order and dtype, then cast and transpose.
@@ -413,6 +426,7 @@ BatchArray BatchSource::stack_channels(const std::string& name, const std::vecto
       cast_elements(raw.data() + k * window_elems * vitem, v.dtype(), cast.data(), dtype, window_elems);
       permuted_copy(cast.data(), src_shape, base + (k * channels + c) * window_elems * item, out_extent_, axes, item);
     });
+    normalize();
   });
   return out;
 }

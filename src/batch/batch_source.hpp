@@ -16,6 +16,7 @@
 
 #include "lazycube/batch/batch_generator.hpp"
 #include "nan_filter.hpp"
+#include "normalization.hpp"
 
 namespace lazycube::batch {
 
@@ -87,6 +88,7 @@ class BatchSource {
   std::vector<Variable> xvars_, yvars_;
   DataType xdtype_, ydtype_;
   std::unique_ptr<NanFilter> filter_;
+  std::vector<ChannelNormalization> xnorm_, ynorm_;  // BatchOptions::normalize, per channel
   std::vector<std::uint64_t> chunk_lengths_;
   // Cache room batches need to re-read chunks while fetch-ahead holds the rest (known under
   // chunk shuffle; unset: a quarter of the cache).

@@ -104,6 +104,18 @@ struct ConvertArgs {
 };
 int run_convert(const ConvertArgs& args);
 
+struct StatsArgs {
+  std::string url;
+  std::vector<std::string> variables;  // V1,V2 texts; empty: every numeric data variable
+  std::vector<std::string> keep;       // dims not reduced (--keep, repeatable, or DIM,DIM)
+  std::vector<std::string> dims;       // dims reduced (--dims DIM,...); the others are kept
+  std::string output;                  // the stats JSON; empty: stdout
+  std::string zarr;                    // also write the statistics as a Zarr v2 store here
+  OpenArgs open;
+  ProgressMode progress = ProgressMode::Auto;
+};
+int run_stats(const StatsArgs& args);
+
 struct RefsArgs {
   std::string file;    // NetCDF4/HDF5 file
   std::string output;  // the kerchunk JSON to write

@@ -182,6 +182,30 @@ int main(int argc, char** argv) {
                           "worker writes its own shards; the metadata is written here at the end");
   add_progress_flags(convert_cmd, convert.progress);
 
+  StatsArgs stats;
+  auto* stats_cmd = app.add_subcommand(
+      "stats", "Normalisation statistics (count, mean, std with ddof 0, min, max, NaN count) per variable, in one "
+               "parallel pass, as JSON (what normalize= reads)");
+  stats_cmd->add_option("URL", stats.url, "Zarr group, or NetCDF/HDF5/GRIB file (path or URL)")->required();
+  add_open_flags(stats_cmd, stats.open);
+  stats_cmd->add_option("--variables", stats.variables, "Variables: V1,V2,... (default: every numeric data variable)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  auto* keep_opt = stats_cmd->add_option("--keep", stats.keep,
+                                         "A dim not reduced: one value per element of it, e.g. --keep level "
+                                         "(repeatable; default: reduce over every dim)")
+                       ->allow_extra_args(false)
+                       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  stats_cmd->add_option("--dims", stats.dims, "The dims reduced: DIM,... (the others are kept)")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->excludes(keep_opt);
+  stats_cmd->add_option("-o,--output", stats.output, "Write the JSON here (default: stdout)");
+  stats_cmd->add_option("--zarr", stats.zarr,
+                        "Also write the statistics as a Zarr v2 store (V_mean, V_std, ... over the kept dims; "
+                        "replaced if it exists)");
+  add_progress_flags(stats_cmd, stats.progress);
+
   RefsArgs refs;
   auto* refs_cmd = app.add_subcommand(
       "refs", "Write kerchunk references (JSON) for a NetCDF4/HDF5 file: read it as Zarr with no conversion");
@@ -213,6 +237,8 @@ int main(int argc, char** argv) {
       status = run_log(log);
     } else if (*refs_cmd) {
       status = run_refs(refs);
+    } else if (*stats_cmd) {
+      status = run_stats(stats);
     } else if (*convert_cmd) {
       status = run_convert(convert);
     } else {

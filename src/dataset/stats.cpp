@@ -19,6 +19,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Bytes a block aims at: several chunks along the first dim when chunks are small.
 constexpr std::uint64_t kBlockBytes = 8u << 20;
+// Blocks a pass aims at, at least, so that every thread has work.
+constexpr std::uint64_t kMinBlocks = 128;
 
 struct Partial {
   std::uint64_t n = 0;
@@ -107,7 +109,7 @@ Plan plan_of(const Variable& variable, const std::vector<bool>& kept) {
     const std::uint64_t want = std::max<std::uint64_t>(1, kBlockBytes / std::max<std::uint64_t>(1, bytes));
     std::uint64_t others = 1;
     for (std::size_t d = 1; d < nd; ++d) others *= p.grid[d];
-    const std::uint64_t tasks = 4 * ThreadPool::global().size() + 4;
+    const std::uint64_t tasks = kMinBlocks;  // not the thread count: the result must not depend on it
     const std::uint64_t spread = std::max<std::uint64_t>(1, p.grid[0] * others / tasks);
     const std::uint64_t k = std::min(want, spread);
     p.block[0] = std::min(p.shape[0], p.block[0] * k);
@@ -123,10 +125,12 @@ Plan plan_of(const Variable& variable, const std::vector<bool>& kept) {
   return p;
 }
 
-// Reads block `b` and merges its partials into `global` (under `mutex`).
+// Partials of block `b`, keyed by the global kept index (few distinct keys per block).
+using BlockPartials = std::vector<std::pair<std::uint64_t, Partial>>;
+
+// Reads block `b` and returns its partials.
 template <class T>
-void block_partials(const Variable& variable, const Plan& p, std::uint64_t b, std::vector<Partial>& global,
-                    std::mutex& mutex) {
+BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint64_t b) {
   const std::size_t nd = p.shape.size();
   ArraySelection window(nd);
   Shape extent(nd);
@@ -145,8 +149,7 @@ void block_partials(const Variable& variable, const Plan& p, std::uint64_t b, st
   // Runs: the reduced trailing dims; the leading dims are walked with an odometer.
   std::uint64_t run = 1;
   for (std::size_t d = p.run_from; d < nd; ++d) run *= extent[d];
-  // Partials of this block, keyed by the global kept index (few distinct keys per block).
-  std::vector<std::pair<std::uint64_t, Partial>> local;
+  BlockPartials local;
   std::vector<std::uint64_t> idx(p.run_from, 0);
   std::uint64_t key = 0;
   for (std::size_t d = 0; d < p.run_from; ++d) key += window[d].start * p.kept_stride[d];
@@ -165,8 +168,7 @@ void block_partials(const Variable& variable, const Plan& p, std::uint64_t b, st
       idx[d] = 0;
     }
   }
-  std::lock_guard<std::mutex> lock(mutex);
-  for (const auto& [k, part] : local) merge(global[k], part);
+  return local;
 }
 
 std::vector<bool> kept_flags(const Variable& variable, const std::vector<std::string>& keep) {
@@ -199,16 +201,25 @@ VariableStats compute_stats(const Variable& variable, const std::vector<std::str
   const std::uint64_t total = variable.size() * t.itemsize;
   std::uint64_t done = 0;
   const std::uint64_t blocks = variable.size() == 0 ? 0 : p.blocks;
+  // Blocks in waves, merged in block order after each: the same result on every run and with
+  // any thread count (the blocks do not depend on it), with at most one wave of partials held.
+  const std::uint64_t wave = 4 * ThreadPool::global().size() + 4;
+  std::vector<BlockPartials> partials(static_cast<std::size_t>(std::min(wave, blocks)));
   detail::visit_numeric_type(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    parallel_for(blocks, [&](std::size_t b) {
-      block_partials<T>(variable, p, b, global, mutex);
-      if (progress) {
-        std::lock_guard<std::mutex> lock(mutex);
-        done = std::min(total, done + shape_size(p.block) * t.itemsize);
-        progress(done, total);
-      }
-    });
+    for (std::uint64_t first = 0; first < blocks; first += wave) {
+      const std::uint64_t n = std::min(wave, blocks - first);
+      parallel_for(n, [&](std::size_t i) {
+        partials[i] = block_partials<T>(variable, p, first + i);
+        if (progress) {
+          std::lock_guard<std::mutex> lock(mutex);
+          done = std::min(total, done + shape_size(p.block) * t.itemsize);
+          progress(done, total);
+        }
+      });
+      for (std::size_t i = 0; i < n; ++i)
+        for (const auto& [k, part] : partials[i]) merge(global[k], part);
+    }
   });
   const std::size_t k = global.size();
   out.count.resize(k), out.nan_count.resize(k), out.mean.resize(k), out.std.resize(k), out.min.resize(k),
@@ -226,14 +237,29 @@ VariableStats compute_stats(const Variable& variable, const std::vector<std::str
   return out;
 }
 
+namespace {
+
+void check_dims(const Dataset& dataset, const std::vector<std::string>& dims) {
+  for (const auto& dim : dims)
+    if (!dataset.dim_size(dim)) {
+      std::vector<std::string> names;
+      for (const auto& d : dataset.dims()) names.push_back(d.first);
+      throw SelectionError("stats: unknown dim '" + dim + "' (dims of the dataset: " + join_names(names) + ")");
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> kept_dims(const Dataset& dataset, const std::vector<std::string>& reduced) {
+  check_dims(dataset, reduced);
+  std::vector<std::string> keep;
+  for (const auto& d : dataset.dims())
+    if (std::find(reduced.begin(), reduced.end(), d.first) == reduced.end()) keep.push_back(d.first);
+  return keep;
+}
+
 std::vector<VariableStats> compute_stats(const Dataset& dataset, const StatsOptions& options) {
-  for (const auto& dim : options.keep)
-    if (!dataset.dim_size(dim))
-      throw SelectionError("stats: unknown dim '" + dim + "' (dims of the dataset: " + [&] {
-        std::vector<std::string> names;
-        for (const auto& d : dataset.dims()) names.push_back(d.first);
-        return join_names(names);
-      }() + ")");
+  check_dims(dataset, options.keep);
   std::vector<std::string> names = options.variables;
   if (names.empty())
     for (const auto& name : dataset.data_var_names())

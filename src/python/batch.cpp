@@ -93,8 +93,11 @@ std::unique_ptr<BatchGenerator> make_generator(
     const py::object& target_offset, const py::object& filter_variable,
     const py::object& max_nan_fraction, const py::object& shuffle, std::uint64_t seed,
     std::uint32_t rank, std::uint32_t world_size, std::uint32_t worker, std::uint32_t num_workers,
-    std::size_t prefetch, const py::object& cache_bytes, bool pinned, const py::object& fetch_ahead_bytes) {
+    std::size_t prefetch, const py::object& cache_bytes, bool pinned, const py::object& fetch_ahead_bytes,
+    const py::object& normalize) {
   BatchOptions o;
+  // A stats JSON document (text), as lazycube.batch.generator_arguments makes it.
+  if (!normalize.is_none()) o.normalize = stats_from_json(nlohmann::json::parse(normalize.cast<std::string>()));
   o.input_dims = to_dim_sizes(input_dims, "input_dims");
   o.input_overlap = to_overlaps(input_overlap);
   o.batch_dims = to_dim_sizes(batch_dims, "batch_dims");
@@ -270,7 +273,7 @@ void bind_batch(py::module_& m) {
            py::arg("seed") = 0, py::arg("rank") = 0, py::arg("world_size") = 1,
            py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("prefetch") = 2,
            py::arg("cache_bytes") = py::none(), py::arg("pinned") = false,
-           py::arg("fetch_ahead_bytes") = py::none())
+           py::arg("fetch_ahead_bytes") = py::none(), py::arg("normalize") = py::none())
       .def("__len__", [](const BatchGenerator& g) { return g.size(); })
       .def_property_readonly("total_windows", &BatchGenerator::total_windows)
       .def_property_readonly("shard_windows", &BatchGenerator::shard_windows)

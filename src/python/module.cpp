@@ -22,6 +22,7 @@ void bind_cf_encode(py::module_& m);  // cf_encode.cpp
 void bind_zarr_output(py::module_& m);  // zarr_output.cpp
 void bind_zarr_writer(py::module_& m);  // zarr_writer.cpp
 void bind_window_grid(py::module_& m);  // window_grid.cpp
+void bind_stats(py::module_& m);  // stats.cpp
 
 namespace {
 
@@ -276,4 +277,5 @@ PYBIND11_MODULE(_core, m) {
   bind_zarr_output(m);
   bind_zarr_writer(m);
   bind_window_grid(m);
+  bind_stats(m);
 }

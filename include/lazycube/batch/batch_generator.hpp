@@ -21,6 +21,7 @@
 #include "lazycube/batch/xbatcher_schema.hpp"
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/dataset/dataset.hpp"
+#include "lazycube/dataset/stats.hpp"
 #include "lazycube/dtype.hpp"
 #include "lazycube/ndarray.hpp"
 
@@ -61,6 +62,12 @@ struct BatchOptions {
   std::optional<DataType> dtype;
   std::optional<TargetSpec> target;  // stacked mode
   std::optional<ValidityFilter> filter;  // stacked mode
+  // Stacked mode: (x - mean) / std applied to every channel of x and y during assembly, with
+  // the statistics of the channel's variable (compute_stats / read_stats_file), taken at each
+  // element's position along the kept dims (e.g. per level). Every channel variable needs its
+  // statistics (others are ignored), the batch dtype must be a float, and every std a finite
+  // number > 0 (UsageError otherwise). Empty: no normalisation.
+  std::vector<VariableStats> normalize;
 
   Shuffle shuffle = Shuffle::None;  // compatibility mode: None or Random (over batches)
   std::uint64_t seed = 0;

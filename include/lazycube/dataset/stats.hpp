@@ -46,6 +46,10 @@ struct StatsOptions {
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 
+// The kept dims when `reduced` are the dims reduced (`dims=` of lazycube.stats, `--dims` of
+// the CLI): the dataset's other dims, in dataset order. SelectionError for an unknown dim.
+std::vector<std::string> kept_dims(const Dataset& dataset, const std::vector<std::string>& reduced);
+
 // Statistics of the chosen variables, in the order asked (dataset order by default).
 // NotFound for an unknown variable, SelectionError for an unknown kept dim, UsageError for a
 // variable whose dtype is not numeric (bool, integers, floats).
@@ -62,5 +66,10 @@ nlohmann::ordered_json stats_to_json(const std::vector<VariableStats>& stats);
 std::vector<VariableStats> stats_from_json(const nlohmann::json& json);
 // Reads a stats JSON file (NotFound / UsageError naming the path).
 std::vector<VariableStats> read_stats_file(const std::string& path);
+
+// The statistics as an in-memory Dataset, for writing as Zarr (ZarrOutput) or NetCDF: per
+// variable V the arrays V_count, V_nan_count (uint64), V_mean, V_std, V_min, V_max (float64)
+// over V's kept dims (0-d when none are kept). Attributes say what each holds (std: ddof 0).
+Dataset stats_dataset(const std::vector<VariableStats>& stats);
 
 }  // namespace lazycube
