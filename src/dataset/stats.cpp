@@ -48,31 +48,62 @@ void merge(Partial& a, const Partial& b) {
   a.max = std::max(a.max, b.max);
 }
 
-// Partial of `count` contiguous elements of type T: two passes (sum, then squared deviations
-// from the run's mean), the most accurate way within a run.
+// Partial of at most kSubRun contiguous elements of type T: two passes (sum, then squared
+// deviations from the run's mean; the second hits L1), four accumulators each so that the
+// passes are not one long dependency chain. NaN compares false, so min/max skip it unmasked.
+constexpr std::size_t kSubRun = 4096;
+constexpr std::size_t kLanes = 4;
+
+template <class T>
+Partial sub_run_partial(const T* x, std::size_t count) {
+  constexpr bool can_be_nan = std::is_floating_point_v<T>;
+  double sum[kLanes] = {}, lo[kLanes], hi[kLanes];
+  std::uint64_t n[kLanes] = {};
+  for (std::size_t j = 0; j < kLanes; ++j) {
+    lo[j] = std::numeric_limits<double>::infinity();
+    hi[j] = -std::numeric_limits<double>::infinity();
+  }
+  const std::size_t whole = count - count % kLanes;
+  auto step = [&](std::size_t j, double v) {
+    const bool ok = !can_be_nan || !std::isnan(v);
+    n[j] += ok;
+    sum[j] += ok ? v : 0.0;
+    lo[j] = v < lo[j] ? v : lo[j];
+    hi[j] = v > hi[j] ? v : hi[j];
+  };
+  for (std::size_t i = 0; i < whole; i += kLanes)
+    for (std::size_t j = 0; j < kLanes; ++j) step(j, static_cast<double>(x[i + j]));
+  for (std::size_t i = whole; i < count; ++i) step(0, static_cast<double>(x[i]));
+  Partial p;
+  double total = 0.0;
+  for (std::size_t j = 0; j < kLanes; ++j) {
+    p.n += n[j];
+    total += sum[j];
+    p.min = std::min(p.min, lo[j]);
+    p.max = std::max(p.max, hi[j]);
+  }
+  p.nan = count - p.n;
+  if (p.n == 0) return p;
+  p.mean = total / static_cast<double>(p.n);
+  double m2[kLanes] = {};
+  auto dev = [&](std::size_t j, double v) {
+    const double d = v - p.mean;
+    m2[j] += (!can_be_nan || !std::isnan(v)) ? d * d : 0.0;
+  };
+  for (std::size_t i = 0; i < whole; i += kLanes)
+    for (std::size_t j = 0; j < kLanes; ++j) dev(j, static_cast<double>(x[i + j]));
+  for (std::size_t i = whole; i < count; ++i) dev(0, static_cast<double>(x[i]));
+  p.m2 = (m2[0] + m2[1]) + (m2[2] + m2[3]);
+  return p;
+}
+
+// Partial of `count` contiguous elements: sub-runs merged with Chan's formula.
 template <class T>
 Partial run_partial(const std::byte* data, std::size_t count) {
+  const T* x = reinterpret_cast<const T*>(data);  // the block buffer is aligned for T
+  if (count <= kSubRun) return sub_run_partial(x, count);
   Partial p;
-  double sum = 0.0;
-  for (std::size_t i = 0; i < count; ++i) {
-    const double v = static_cast<double>(detail::load_element<T>(data, i));
-    if (std::isnan(v)) {
-      ++p.nan;
-      continue;
-    }
-    ++p.n;
-    sum += v;
-    p.min = std::min(p.min, v);
-    p.max = std::max(p.max, v);
-  }
-  if (p.n == 0) return p;
-  p.mean = sum / static_cast<double>(p.n);
-  double m2 = 0.0;
-  for (std::size_t i = 0; i < count; ++i) {
-    const double v = static_cast<double>(detail::load_element<T>(data, i));
-    if (!std::isnan(v)) m2 += (v - p.mean) * (v - p.mean);
-  }
-  p.m2 = m2;
+  for (std::size_t at = 0; at < count; at += kSubRun) merge(p, sub_run_partial(x + at, std::min(kSubRun, count - at)));
   return p;
 }
 
@@ -142,8 +173,10 @@ BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint6
     window[d] = IndexRange{start, extent[d], 1};
   }
   const std::uint64_t n = shape_size(extent);
-  std::vector<std::byte> buffer(n * sizeof(T));
-  const MutableByteView dest(buffer.data(), buffer.size());
+  // One buffer per thread, kept: no zeroing or fresh pages per block.
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  const MutableByteView dest(reinterpret_cast<std::byte*>(buffer.data()), n * sizeof(T));
   variable.read_windows_into(std::span<const ArraySelection>(&window, 1), std::span<const MutableByteView>(&dest, 1),
                              nullptr);
   // Runs: the reduced trailing dims; the leading dims are walked with an odometer.
@@ -155,7 +188,7 @@ BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint6
   for (std::size_t d = 0; d < p.run_from; ++d) key += window[d].start * p.kept_stride[d];
   const std::uint64_t runs = run == 0 ? 0 : n / run;
   for (std::uint64_t r = 0; r < runs; ++r) {
-    const Partial part = run_partial<T>(buffer.data() + r * run * sizeof(T), run);
+    const Partial part = run_partial<T>(reinterpret_cast<const std::byte*>(buffer.data() + r * run), run);
     if (!local.empty() && local.back().first == key) {
       merge(local.back().second, part);
     } else {
@@ -206,7 +239,8 @@ VariableStats compute_stats(const Variable& variable, const std::vector<std::str
   const std::uint64_t wave = 4 * ThreadPool::global().size() + 4;
   std::vector<BlockPartials> partials(static_cast<std::size_t>(std::min(wave, blocks)));
   detail::visit_numeric_type(t, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+    using V = typename decltype(tag)::type;
+    using T = std::conditional_t<std::is_same_v<V, bool>, std::uint8_t, V>;  // bool is one byte 0/1
     for (std::uint64_t first = 0; first < blocks; first += wave) {
       const std::uint64_t n = std::min(wave, blocks - first);
       parallel_for(n, [&](std::size_t i) {
