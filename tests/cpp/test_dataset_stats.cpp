@@ -155,6 +155,44 @@ TEST(DatasetStats, JsonRoundTripKeepsValuesAndNestsKeptDims) {
   EXPECT_EQ(back[1].std, stats[1].std);
 }
 
+TEST(DatasetStats, IntegerAndBoolVariablesAndDatetimeRefused) {
+  const Shape shape{5, 6};
+  const std::vector<std::string> dims{"a", "b"};
+  std::vector<std::int16_t> ints;
+  std::vector<std::uint8_t> flags;
+  for (int i = 0; i < 30; ++i) ints.push_back(static_cast<std::int16_t>(i * 37 % 23 - 11)), flags.push_back(i % 3 == 0);
+  auto ai = FakeArray::of(DataType::int_(2), shape, ints);
+  ai->with_dims(dims).with_chunks({2, 4});
+  auto ab = FakeArray::of(DataType::boolean(), shape, flags);
+  ab->with_dims(dims).with_chunks({3, 6});
+  auto at = FakeArray::of(DataType::datetime("ns"), shape, std::vector<std::int64_t>(30, 0));
+  at->with_dims(dims);
+  const Dataset ds({Variable("i", ai, dims, CfDecoding::identity(DataType::int_(2), nlohmann::json::object())),
+                    Variable("f", ab, dims, CfDecoding::identity(DataType::boolean(), nlohmann::json::object())),
+                    Variable("t", at, dims, CfDecoding::identity(DataType::datetime("ns"), nlohmann::json::object()))},
+                   nlohmann::json::object());
+  StatsOptions options;
+  options.keep = {"b"};
+  const auto stats = compute_stats(ds, options);  // the datetime variable is left out by default
+  ASSERT_EQ(stats.size(), 2u);
+  for (std::size_t b = 0; b < 6; ++b) {
+    double si = 0, sf = 0, lo = 1e9, hi = -1e9;
+    for (std::size_t a = 0; a < 5; ++a) {
+      si += ints[a * 6 + b], sf += flags[a * 6 + b];
+      lo = std::min<double>(lo, ints[a * 6 + b]), hi = std::max<double>(hi, ints[a * 6 + b]);
+    }
+    double m2 = 0;
+    for (std::size_t a = 0; a < 5; ++a) m2 += (ints[a * 6 + b] - si / 5) * (ints[a * 6 + b] - si / 5);
+    EXPECT_NEAR(stats[0].mean[b], si / 5, 1e-12);
+    EXPECT_NEAR(stats[0].std[b], std::sqrt(m2 / 5), 1e-12);
+    EXPECT_EQ(stats[0].min[b], lo);
+    EXPECT_EQ(stats[0].max[b], hi);
+    EXPECT_NEAR(stats[1].mean[b], sf / 5, 1e-15);
+  }
+  options.variables = {"t"};
+  EXPECT_THROW(compute_stats(ds, options), UsageError);
+}
+
 TEST(DatasetStats, BadInputNamesWhatIsWrong) {
   const Dataset ds = dataset_of(random_values(1, 0.0), {3, 1, 4, 5});
   StatsOptions unknown_dim;

@@ -149,6 +149,10 @@ def test_cli_json_schema_equals_python_and_zarr_opens_in_xarray(lazycube_cli, cu
     q = json.loads(p.stdout)["variables"]["q"]
     assert q["dims"] == [] and isinstance(q["mean"], float)
     np.testing.assert_allclose(q["std"], np.nanstd(ds.q.values.astype("f8")), rtol=RTOL)
+    # --progress draws on stderr only; stdout keeps the same JSON
+    p = run(lazycube_cli, "stats", path, "--dims", "time,level,y,x", "--variables", "q", "--progress")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["variables"]["q"] == q
 
 
 def test_cli_bad_input_names_it(lazycube_cli, cube):
