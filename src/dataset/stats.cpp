@@ -20,6 +20,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Bytes a block aims at: several chunks along the first dim when chunks are small.
 constexpr std::uint64_t kBlockBytes = 8u << 20;
+// The largest block: a chunk bigger than this is read in parts.
+constexpr std::uint64_t kMaxBlockBytes = 64u << 20;
 // Blocks a pass aims at, at least, so that every thread has work.
 constexpr std::uint64_t kMinBlocks = 128;
 
@@ -226,6 +228,12 @@ Plan plan_of(const Variable& variable, const std::vector<bool>& kept) {
     p.block[0] = std::min(p.shape[0], p.block[0] * k);
     p.grid[0] = (p.shape[0] + p.block[0] - 1) / p.block[0];
   }
+  // Unchunked (or huge-chunked) data: blocks cut to at most kMaxBlockBytes, outer dims first.
+  for (std::size_t d = 0; d < nd; ++d) {
+    while (p.block[d] > 1 && shape_size(p.block) * variable.dtype().itemsize > kMaxBlockBytes)
+      p.block[d] = (p.block[d] + 1) / 2;
+    p.grid[d] = p.shape[d] == 0 ? 0 : (p.shape[d] + p.block[d] - 1) / p.block[d];
+  }
   for (const auto g : p.grid) p.blocks *= g;
   p.kept_stride.assign(nd, 0);
   std::uint64_t stride = 1;
@@ -236,12 +244,33 @@ Plan plan_of(const Variable& variable, const std::vector<bool>& kept) {
   return p;
 }
 
+// Block buffers of one pass, reused from block to block (no zeroing or fresh pages per block)
+// and freed when the pass ends: at most one per thread in flight.
+class BufferPool {
+ public:
+  std::vector<std::byte> take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.empty()) return {};
+    std::vector<std::byte> b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+  void give(std::vector<std::byte> b) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(std::move(b));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::vector<std::byte>> free_;
+};
+
 // Partials of block `b`, keyed by the global kept index (few distinct keys per block).
 using BlockPartials = std::vector<std::pair<std::uint64_t, Partial>>;
 
 // Reads block `b` and returns its partials.
 template <class T>
-BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint64_t b) {
+BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint64_t b, BufferPool& pool) {
   const std::size_t nd = p.shape.size();
   ArraySelection window(nd);
   Shape extent(nd);
@@ -253,10 +282,10 @@ BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint6
     window[d] = IndexRange{start, extent[d], 1};
   }
   const std::uint64_t n = shape_size(extent);
-  // One buffer per thread, kept: no zeroing or fresh pages per block.
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  const MutableByteView dest(reinterpret_cast<std::byte*>(buffer.data()), n * sizeof(T));
+  std::vector<std::byte> bytes = pool.take();  // operator new's alignment suits every T
+  if (bytes.size() < n * sizeof(T)) bytes.resize(n * sizeof(T));
+  const T* buffer = reinterpret_cast<const T*>(bytes.data());
+  const MutableByteView dest(bytes.data(), n * sizeof(T));
   variable.read_windows_into(std::span<const ArraySelection>(&window, 1), std::span<const MutableByteView>(&dest, 1),
                              nullptr);
   // Runs: the reduced trailing dims; the leading dims are walked with an odometer.
@@ -268,7 +297,7 @@ BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint6
   for (std::size_t d = 0; d < p.run_from; ++d) key += window[d].start * p.kept_stride[d];
   const std::uint64_t runs = run == 0 ? 0 : n / run;
   for (std::uint64_t r = 0; r < runs; ++r) {
-    const Partial part = run_partial<T>(reinterpret_cast<const std::byte*>(buffer.data() + r * run), run);
+    const Partial part = run_partial<T>(reinterpret_cast<const std::byte*>(buffer + r * run), run);
     if (!local.empty() && local.back().first == key) {
       merge(local.back().second, part);
     } else {
@@ -281,6 +310,7 @@ BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint6
       idx[d] = 0;
     }
   }
+  pool.give(std::move(bytes));
   return local;
 }
 
@@ -318,13 +348,14 @@ VariableStats compute_stats(const Variable& variable, const std::vector<std::str
   // any thread count (the blocks do not depend on it), with at most one wave of partials held.
   const std::uint64_t wave = 4 * ThreadPool::global().size() + 4;
   std::vector<BlockPartials> partials(static_cast<std::size_t>(std::min(wave, blocks)));
+  BufferPool pool;
   detail::visit_numeric_type(t, [&](auto tag) {
     using V = typename decltype(tag)::type;
     using T = std::conditional_t<std::is_same_v<V, bool>, std::uint8_t, V>;  // bool is one byte 0/1
     for (std::uint64_t first = 0; first < blocks; first += wave) {
       const std::uint64_t n = std::min(wave, blocks - first);
       parallel_for(n, [&](std::size_t i) {
-        partials[i] = block_partials<T>(variable, p, first + i);
+        partials[i] = block_partials<T>(variable, p, first + i, pool);
         if (progress) {
           std::lock_guard<std::mutex> lock(mutex);
           done = std::min(total, done + shape_size(p.block) * t.itemsize);

@@ -232,3 +232,12 @@ def test_batch_generator_normalize_bad_input(cube, tmp_path):
         lazycube.BatchGenerator(path, variables=["t"], normalize=str(tmp_path / "missing.json"), **args)
     with pytest.raises(TypeError, match="normalize must be"):
         lazycube.BatchGenerator(path, variables=["t"], normalize=3, **args)
+
+
+def test_unchunked_variable_larger_than_a_block_equals_numpy():
+    """An in-memory variable is one chunk; at 74 MB it is read in parts (blocks of <= 64 MiB)."""
+    rng = np.random.default_rng(3)
+    a = rng.normal(5.0, 2.0, (2300, 4000))
+    a[rng.random(a.shape) < 0.01] = np.nan
+    s = lazycube.stats(xr.Dataset({"a": (("y", "x"), a)}), keep="y")
+    assert_stats_equal(s["a"], numpy_stats(a, 1))
