@@ -110,6 +110,7 @@ struct StatsArgs {
   std::vector<std::string> keep;       // dims not reduced (--keep, repeatable, or DIM,DIM)
   std::vector<std::string> dims;       // dims reduced (--dims DIM,...); the others are kept
   std::string output;                  // the stats JSON; empty: stdout
+  std::string netcdf;                  // also write the statistics as a NetCDF-4 file here
   std::string zarr;                    // also write the statistics as a Zarr v2 store here
   OpenArgs open;
   ProgressMode progress = ProgressMode::Auto;

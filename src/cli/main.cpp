@@ -201,9 +201,13 @@ int main(int argc, char** argv) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->excludes(keep_opt);
   stats_cmd->add_option("-o,--output", stats.output, "Write the JSON here (default: stdout)");
+  auto* nc_opt = stats_cmd->add_option("--netcdf", stats.netcdf,
+                                       "Also write the statistics as a NetCDF-4 file (V_mean, V_std, ... over the "
+                                       "kept dims; replaced if it exists)");
   stats_cmd->add_option("--zarr", stats.zarr,
                         "Also write the statistics as a Zarr v2 store (V_mean, V_std, ... over the kept dims; "
-                        "replaced if it exists)");
+                        "replaced if it exists)")
+      ->excludes(nc_opt);
   add_progress_flags(stats_cmd, stats.progress);
 
   RefsArgs refs;

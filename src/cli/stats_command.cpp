@@ -1,5 +1,5 @@
 // lazycube stats URL [--variables V1,V2] [--keep DIM]... | [--dims DIM,...] [-o stats.json]
-//   [--zarr out.zarr] [open flags] [--progress|--no-progress]
+//   [--netcdf out.nc | --zarr out.zarr] [open flags] [--progress|--no-progress]
 // Prints the stats JSON (dataset/stats.hpp) on stdout unless -o names a file.
 #include <fstream>
 #include <iostream>
@@ -8,6 +8,7 @@
 #include "lazycube/dataset/stats.hpp"
 #include "lazycube/dataset/zarr_output.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/netcdf/netcdf_write.hpp"
 #include "progress.hpp"
 
 namespace lazycube::cli {
@@ -37,6 +38,17 @@ int run_stats(const StatsArgs& args) {
     if (!out) throw UsageProblem("-o '" + args.output + "': cannot be written");
     out << text;
     if (!out) throw UsageProblem("-o '" + args.output + "': writing failed");
+  }
+  if (!args.netcdf.empty()) {
+    const Dataset out = stats_dataset(stats);
+    std::vector<netcdf::NetcdfArray> arrays;
+    for (const auto& name : out.variable_names()) {
+      const Variable& v = out.variable(name);
+      const NDArray values = v.read();
+      const auto bytes = values.data.span();
+      arrays.push_back({name, v.dims(), v.shape(), v.dtype(), std::vector<std::byte>(bytes.begin(), bytes.end()), v.attrs()});
+    }
+    netcdf::write_netcdf(args.netcdf, arrays, out.attrs());
   }
   if (!args.zarr.empty()) {
     ZarrOutputOptions zarr;

@@ -143,6 +143,16 @@ def test_cli_json_schema_equals_python_and_zarr_opens_in_xarray(lazycube_cli, cu
     assert_stats_equal(lazycube.Stats(doc)["t"], numpy_stats(ds.t.values, (0, 2, 3)))
     z = xr.open_zarr(tmp_path / "stats.zarr")
     np.testing.assert_array_equal(z["t_std"].values, np.array(t["std"]))
+    # --netcdf: a NetCDF-4 file xarray opens (netCDF4 engine), the same values
+    p = run(lazycube_cli, "stats", path, "--keep", "level", "--netcdf", tmp_path / "stats.nc")
+    assert p.returncode == 0, p.stderr
+    with xr.open_dataset(tmp_path / "stats.nc") as nc:
+        assert nc["t_mean"].dims == ("level",) and nc["t_count"].dtype == np.uint64
+        np.testing.assert_array_equal(nc["t_mean"].values, np.array(t["mean"], dtype=float))
+        np.testing.assert_array_equal(nc["t_nan_count"].values, t["nan_count"])
+        assert nc["t_std"].attrs["ddof"] == 0
+    p = run(lazycube_cli, "stats", path, "--netcdf", tmp_path / "a.nc", "--zarr", tmp_path / "a.zarr")
+    assert p.returncode == 2 and "excludes" in p.stderr, p.stderr
     # stdout without -o; --dims as the complement; scalars without kept dims
     p = run(lazycube_cli, "stats", path, "--dims", "time,level,y,x", "--variables", "q")
     assert p.returncode == 0, p.stderr
