@@ -28,14 +28,14 @@ rechunk that holds the most input at once. Rows, each a process of its own:
 Seconds: the lazycube row is the whole CLI process; the xarray row is timed inside its process
 from before open_dataset to the end of to_zarr (its Python imports are not counted). MB/s =
 10^6 decoded input bytes per second. CPU s: user + system seconds of the child (least over the
-runs; the xarray row's over the same span as its seconds), which a shared machine disturbs
-less than wall time. Peak RSS: ru_maxrss of each child
-(os.wait4). Output MB: bytes of the files written. Best of --runs (default 3) for every row,
-the rows alternating in rounds, warm page cache, `sync` and --settle seconds before every timed
-process. Outputs of the last round are checked, then removed: each v2 output with
-`xr.testing.assert_identical` against the source (xarray over zarr-python 2.13, every variable
-and coordinate, --verify-block time steps at a time), the v3 output against the source through
-lazycube (every variable, raw and CF-decoded). About 2 minutes at full size with --runs 3.
+runs; the xarray row's over the same span as its seconds), which a shared machine disturbs less
+than wall time. Peak RSS: ru_maxrss of each child (os.wait4). Output MB: bytes of the files
+written. Best of --runs (default 3) for every row, the rows alternating in rounds, warm page
+cache, `sync` and --settle seconds before every timed process. Outputs of the last round are
+checked, then removed: each v2 output with `xr.testing.assert_identical` against the source
+(xarray over zarr-python 2.13, every variable and coordinate, --verify-block time steps at a
+time), the v3 output against the source through lazycube (every variable, raw and CF-decoded).
+About 2.5 minutes at full size with --runs 3, half of it the read-back checks.
 
 Targets (issue 19): lazycube >= 3x the xarray + dask rate; lazycube's peak RSS bounded by what it
 holds, not by the input: <= its chunk cache (512 MiB, ZarrOutputOptions::cache_bytes) + 2 x the
