@@ -47,6 +47,7 @@ class FileStore final : public Store {
   }
 
   std::string url() const override { return root_; }
+  bool leaves_partial_puts() const override { return true; }
 
   std::optional<Buffer> get(std::string_view key, ByteRange range) override {
     Buffer out;

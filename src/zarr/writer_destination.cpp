@@ -60,8 +60,7 @@ void Destination::prepare() {
     }
     if (options_.mode == WriteMode::Resume) {
       // A killed run's half-written local files: gone, so the resumed store equals a whole run.
-      for (const auto& k : keys)
-        if (is_partial_put_key(k)) remove(k);
+      remove_partial_puts(keys);
       return;
     }
     // Metadata first: from the first removal on, no reader takes the old node for whole.
@@ -71,6 +70,24 @@ void Destination::prepare() {
     const std::size_t first_data = static_cast<std::size_t>(data_begin - keys.begin());
     parallel_for(keys.size() - first_data, [&](std::size_t i) { remove(keys[first_data + i]); });
   });
+}
+
+void Destination::remove_partial_puts(const std::vector<std::string>& keys) {
+  for (const auto& k : keys)
+    if (is_partial_put_key(k)) remove(k);
+}
+
+void Destination::remove_partial_puts() {
+  if (!location_.store->leaves_partial_puts()) return;
+  const std::string prefix = location_.path.empty() ? "" : location_.path + "/";
+  std::vector<std::string> keys;
+  try {
+    keys = location_.store->list(prefix);
+  } catch (const StoreError& e) {
+    record_failure(e.what());
+    throw;
+  }
+  remove_partial_puts(keys);
 }
 
 template <class Op>

@@ -35,6 +35,10 @@ class Destination {
   // the temporary files of a killed run's local puts.
   void check_empty() const;
   void prepare();
+  // Removes the temporary files of puts that never finished (a killed process's, e.g. a lost
+  // Dask worker's): before a resume, and at commit, so the finished store holds none.
+  void remove_partial_puts();
+  void remove_partial_puts(const std::vector<std::string>& keys);
   void put(const std::string& key, ByteView bytes);
   void put_json(const std::string& key, const nlohmann::json& doc, int zarr_format);
   void remove(const std::string& key);

@@ -627,3 +627,21 @@ TEST(ZarrWriter, ArrayAtTheRoot) {
   EXPECT_TRUE(h.is_array());
   expect_equal(h.array("")->read_all(), values_array({5}, 1.0f));
 }
+
+// A put cut short by a killed process while others go on (a lost Dask worker whose regions ran
+// again elsewhere) leaves its temporary file: the commit removes it with the metadata it writes.
+TEST(ZarrWriter, CommitRemovesAKilledPutsTemporaryFile) {
+  TempDir dir;
+  const NDArray values = values_array({8, 10}, 1.5f);
+  Writer w(open_location(dir.str()));
+  auto a = w.create_array("x", spec_of(3, {8, 10}, {4, 5}));
+  for (std::uint64_t i = 0; i < a->num_units(); ++i) {
+    const auto idx = a->unit_index(i);
+    a->write_unit(idx, lazycube::test::slice(values, a->unit_origin(idx), a->unit_extent(idx)));
+  }
+  const fs::path leftover = dir.path() / "x" / "c" / "0" / "1.lazycube-tmp-Ab3Cd4";
+  lazycube::test::write_file(leftover, "half a shard");
+  w.commit();
+  EXPECT_FALSE(fs::exists(leftover));
+  EXPECT_TRUE(fs::exists(dir.path() / "x" / "zarr.json"));
+}

@@ -112,6 +112,9 @@ class Store {
   // StoreError naming the key when it fails (AuthError when credentials are refused), or when
   // the store is read-only.
   virtual void put(std::string_view key, ByteView bytes);
+  // Whether a put cut short (the process killed) can leave a key behind: a local directory's
+  // temporary file (is_partial_put_key). Object stores never show an unfinished upload.
+  virtual bool leaves_partial_puts() const { return false; }
   // Removes the object at `key`; nothing happens when there is none. StoreError as for put().
   virtual void remove(std::string_view key);
 
