@@ -138,8 +138,8 @@ std::string ArrayWriter::unit_key(const std::vector<std::uint64_t>& index) const
   return impl_->dest->key(impl_->path, impl_->built.meta.key_encoding.key(index));
 }
 
-bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, const std::string& key,
-                                   const codec::ChunkData& unit) const {
+bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, const Shape& extent,
+                                   const std::string& key, const codec::ChunkData& unit) const {
   const ArrayMetadata& m = built.meta;
   writer::Destination& d = *dest;
   try {
@@ -149,8 +149,13 @@ bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, cons
     std::optional<Buffer> encoded;
     const codec::ChunkSpec spec{m.dtype, m.chunk_shape};
     if (sharding) {
-      ShardingCodec::InnerSkip skip;
-      if (skip_empty) skip = empty;
+      // Inner chunks wholly past the array's end are never stored (zarr-python writes only
+      // the chunks a selection touches); the others when they hold more than the fill value.
+      auto skip = [&](const Shape& origin, const codec::ChunkData& inner) {
+        for (std::size_t dim = 0; dim < origin.size(); ++dim)
+          if (origin[dim] >= extent[dim]) return true;
+        return skip_empty && empty(inner);
+      };
       encoded = sharding->encode_skipping(unit, spec, skip);
     } else if (!skip_empty || !empty(unit)) {
       encoded = m.codecs.encode(unit, spec);
@@ -192,7 +197,7 @@ bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, ByteView d
     grid::copy_region(data.data(), data.size() == full_bytes ? full : extent, unit.bytes.data(), full,
                       leading_region(extent), item);
   }
-  return impl_->store_unit(index, unit_key(index), unit);
+  return impl_->store_unit(index, extent, unit_key(index), unit);
 }
 
 bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, const NDArray& data) {
@@ -210,7 +215,7 @@ bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, const NDAr
   codec::ChunkData unit;
   unit.strings.assign(shape_size(m.chunk_shape), m.fill.string);
   grid::copy_region_strings(data.strings, data.shape, unit.strings, m.chunk_shape, leading_region(extent));
-  return impl_->store_unit(index, unit_key(index), unit);
+  return impl_->store_unit(index, extent, unit_key(index), unit);
 }
 
 void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const NDArray& data) {

@@ -21,8 +21,9 @@ struct ArrayWriter::Impl {
 
   void check_index(const std::vector<std::uint64_t>& index) const;
   // Leaves out a unit of only fill (per options), else encodes and stores it under `key`;
-  // false when nothing was stored. Any failure is recorded, so that commit refuses.
-  bool store_unit(const std::vector<std::uint64_t>& index, const std::string& key,
+  // false when nothing was stored. `extent`: the unit's part inside the array. Any failure
+  // is recorded, so that commit refuses.
+  bool store_unit(const std::vector<std::uint64_t>& index, const Shape& extent, const std::string& key,
                   const codec::ChunkData& unit) const;
 };
 
