@@ -490,6 +490,21 @@ TEST(ZarrWriter, ResumeAfterAKillEqualsAnUninterruptedRun) {
   }
 }
 
+// Writers sharing a destination (Resume mode, as workers of one conversion open it): none
+// removes another's in-flight temporary file before commit; commit (all writes done) does.
+TEST(ZarrWriter, ResumeLeavesOtherWritersTemporaryFilesUntilCommit) {
+  TempDir dir;
+  const fs::path in_flight = dir.path() / "x" / "c" / "1.lazycube-tmp-Q1w2E3";
+  lazycube::test::write_file(in_flight, "another process is writing this");
+  Writer w(open_location(dir.str()), {.mode = WriteMode::Resume});
+  auto a = w.create_array("x", spec_of(3, {4}, {2}));
+  write_whole(*a, values_array({4}, 1.0f));
+  EXPECT_TRUE(fs::exists(in_flight));
+  w.commit();
+  EXPECT_FALSE(fs::exists(in_flight));
+  EXPECT_TRUE(fs::exists(dir.path() / "x" / "zarr.json"));
+}
+
 TEST(ZarrWriter, ShardsFromManyThreadsAtOnce) {
   TempDir dir;
   const NDArray values = values_array({64, 48}, 0.125f);
