@@ -145,10 +145,10 @@ class Writer {
   // what is wrong; UsageError for a path already declared.
   std::shared_ptr<ArrayWriter> create_array(const std::string& path, const ArraySpec& spec);
 
-  // Does now what the first write would do first: Overwrite removes what is there, Resume a
-  // killed run's temporary files (nothing in Create mode; once per writer). For writers in
-  // several processes sharing a destination: each prepares before any of them writes a unit
-  // (a later Resume preparation would take another process's unit in flight for a leftover).
+  // Does now what the first write would do first: Overwrite removes what is there (nothing in
+  // Create or Resume mode — Resume cleans a killed run's temporary files at commit, when no
+  // unit write runs; once per writer). Writers in several processes sharing a destination open
+  // it in Resume mode, after one of them prepared it.
   void prepare();
 
   // Writes the metadata: every array's, then the groups' (deepest first, the root last), then
