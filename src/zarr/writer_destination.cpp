@@ -49,7 +49,7 @@ void Destination::check_empty() const {
 
 void Destination::prepare() {
   std::call_once(prepared_, [this] {
-    if (options_.mode == WriteMode::Create) return;
+    if (options_.mode != WriteMode::Overwrite) return;
     const std::string prefix = location_.path.empty() ? "" : location_.path + "/";
     std::vector<std::string> keys;
     try {
@@ -58,11 +58,6 @@ void Destination::prepare() {
       record_failure(e.what());
       throw;
     }
-    if (options_.mode == WriteMode::Resume) {
-      // A killed run's half-written local files: gone, so the resumed store equals a whole run.
-      remove_partial_puts(keys);
-      return;
-    }
     // Metadata first: from the first removal on, no reader takes the old node for whole.
     std::stable_partition(keys.begin(), keys.end(), is_metadata_key);
     const auto data_begin = std::find_if_not(keys.begin(), keys.end(), is_metadata_key);
@@ -70,24 +65,6 @@ void Destination::prepare() {
     const std::size_t first_data = static_cast<std::size_t>(data_begin - keys.begin());
     parallel_for(keys.size() - first_data, [&](std::size_t i) { remove(keys[first_data + i]); });
   });
-}
-
-void Destination::remove_partial_puts(const std::vector<std::string>& keys) {
-  for (const auto& k : keys)
-    if (is_partial_put_key(k)) remove(k);
-}
-
-void Destination::remove_partial_puts() {
-  if (!location_.store->leaves_partial_puts()) return;
-  const std::string prefix = location_.path.empty() ? "" : location_.path + "/";
-  std::vector<std::string> keys;
-  try {
-    keys = location_.store->list(prefix);
-  } catch (const StoreError& e) {
-    record_failure(e.what());
-    throw;
-  }
-  remove_partial_puts(keys);
 }
 
 template <class Op>
@@ -101,6 +78,11 @@ void Destination::guarded(const std::string& key, const char* doing, Op&& op) {
     record_failure(e.what());
     rethrow_naming(e, *location_.store, key, doing);
   }
+}
+
+void Destination::remove_partial_puts() {
+  const std::string prefix = location_.path.empty() ? "" : location_.path + "/";
+  guarded(location_.path, "cleaning up", [&] { location_.store->remove_partial_puts(prefix); });
 }
 
 void Destination::put(const std::string& key, ByteView bytes) {
