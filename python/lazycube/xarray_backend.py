@@ -27,7 +27,7 @@ from xarray.core import indexing
 
 from . import _core, _errors
 from . import dataset as lazycube_dataset
-from .pipeline import Source
+from .pipeline import MultiSource, Source
 
 __all__ = [
     "LazycubeBackendArray",
@@ -300,7 +300,7 @@ def _reopened_backend(var: xr.DataArray):
     """For a variable whose values xarray has loaded: its lazycube array, reopened from the
     Source in its encoding, when its shape shows no selection (full extent on every dim)."""
     source = var.encoding.get(_SOURCE_KEY)
-    if not isinstance(source, Source):
+    if not isinstance(source, (Source, MultiSource)):
         return None
     core = _open_once(source)
     name = var.name
