@@ -313,9 +313,21 @@ def _paths(paths):
     if not paths:
         raise ValueError("open_mfdataset needs at least one path")
     for p in paths:
-        if not isinstance(p, str):
-            raise TypeError("open_mfdataset takes paths or URLs (str), not %s" % type(p).__name__)
+        if not isinstance(p, (str, Dataset)):
+            raise TypeError("open_mfdataset takes paths or URLs (str) or lazycube.Dataset objects, "
+                            "not %s" % type(p).__name__)
     return paths
+
+
+def _part_source(part, storage_options, open_args):
+    """The Source of one open_mfdataset part: a path/URL opened with the shared arguments, or a
+    lazycube.Dataset opened with its own (an Icechunk snapshot next to Zarr stores, ...)."""
+    if isinstance(part, Dataset):
+        if part.source is None:
+            raise TypeError("open_mfdataset: this lazycube.Dataset wraps a _core.Dataset of unknown "
+                            "origin (open it with lazycube.open_dataset)")
+        return part.source
+    return Source(part, storage_options, **{k: v for k, v in open_args.items() if v is not None})
 
 
 def open_mfdataset(paths, concat_dim="time", storage_options=None, **open_args):
@@ -323,7 +335,9 @@ def open_mfdataset(paths, concat_dim="time", storage_options=None, **open_args):
     (xarray's ``open_mfdataset(paths, combine="nested", concat_dim=...)``), lazily. ``paths``: a
     list of paths/URLs (any mix of formats: Zarr, NetCDF/HDF5/GRIB, kerchunk references, Icechunk
     repositories) or a glob pattern of local paths (sorted). ``storage_options`` and
-    ``open_args`` (those of :func:`open_dataset`) apply to every part.
+    ``open_args`` (those of :func:`open_dataset`) apply to every path; a list entry may also be
+    a ``lazycube.Dataset`` opened with its own arguments (an Icechunk snapshot or group, other
+    credentials).
 
     Rules (lazycube/dataset/combine.hpp): every part has the same variables; variables along
     ``concat_dim`` share dims, stored dtype and CF encoding (an error names the variable, the
@@ -337,8 +351,7 @@ def open_mfdataset(paths, concat_dim="time", storage_options=None, **open_args):
     if unknown:
         raise TypeError("open_mfdataset got unexpected arguments: %s (open arguments: %s)"
                         % (", ".join(unknown), ", ".join(OPEN_ARGS)))
-    parts = [Source(p, storage_options, **{k: v for k, v in open_args.items() if v is not None})
-             for p in _paths(paths)]
+    parts = [_part_source(p, storage_options, open_args) for p in _paths(paths)]
     source = MultiSource("concat", parts, dim=concat_dim)
     return Dataset(source.open(), source)
 
