@@ -460,12 +460,13 @@ def resolve_source(obj, storage_options=None, memory=True, **open_args):
         raise TypeError("lazycube takes a Dataset; for one variable pass ds[[name]] (a Dataset) "
                         "or variables=[name]")
     if xr is not None and isinstance(obj, xr.Dataset):
-        from .xarray_backend import foreign_source, source_of
+        from .xarray_backend import foreign_source, multi_file_source, source_of
         try:
             core, source = source_of(obj)
         except TypeError:
-            # opened by another engine from a path lazycube reads: reopened by lazycube
-            found = foreign_source(obj)
+            # xr.open_mfdataset(..., engine="lazycube"), or opened by another engine from a
+            # path lazycube reads: reopened by lazycube
+            found = multi_file_source(obj) or foreign_source(obj)
             if found is None:
                 if not (memory and in_memory(obj)):
                     raise

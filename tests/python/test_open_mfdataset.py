@@ -200,6 +200,24 @@ def test_xbatcher_mode_windows_equal_the_xarray_reference(yearly):
     assert spanning > 0
 
 
+def test_xr_open_mfdataset_with_the_lazycube_engine_reads_through_the_core(yearly):
+    """xr.open_mfdataset(paths, engine="lazycube") given to BatchGenerator / torch datasets is
+    read by lazycube's core as one multi-store dataset (stacked batches need it)."""
+    ref = _xr_mf(yearly, engine=ENGINE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xds = xr.open_mfdataset(yearly, engine=ENGINE, combine="nested", concat_dim="time")
+    gen = lazycube.BatchGenerator(xds, {"time": 5, "lat": 6, "lon": 8}, batch_size=2,
+                                  variables=["t2m"])
+    assert gen.reader == "lazycube"
+    assert isinstance(gen.pipeline.source, lazycube.pipeline.MultiSource)
+    again = pickle.loads(pickle.dumps(gen))  # as into a spawned worker: the parts reopen
+    for batch in list(gen.batches()) + list(again.batches()):
+        for k, w in enumerate(batch.windows):
+            t0 = int(w[0][0] if isinstance(w[0], tuple) else w[0].start)
+            np.testing.assert_array_equal(batch.x[k, 0], ref.t2m.values[t0:t0 + 5])
+
+
 def test_stacked_windows_and_chunk_shuffle_read_each_chunk_once(yearly, whole):
     ds = lazycube.open_mfdataset(yearly, concat_dim="time")
     gen = lazycube.BatchGenerator(ds, {"time": 3, "lat": 6, "lon": 8}, {"time": 2}, batch_size=4,
