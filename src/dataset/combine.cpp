@@ -42,10 +42,14 @@ void check_whole(const Variable& v, const std::string& label) {
                        " has a selection (select after combining)");
 }
 
-// The encoding of `v` that decoding depends on (what chunks the store has does not matter).
+// The encoding of `v` that decoding depends on (what chunks the store has does not matter). Read
+// raw (decode_cf off), the CF attributes say how the values would decode: they must agree too.
 nlohmann::json decoding_keys(const Variable& v) {
   nlohmann::json e = v.encoding();
   e.erase("chunks");
+  if (v.cf().is_identity() && v.attrs().is_object())
+    for (const char* key : {"scale_factor", "add_offset", "_FillValue", "missing_value", "units", "calendar"})
+      if (v.attrs().contains(key)) e[key] = v.attrs()[key];
   return e;
 }
 
@@ -126,7 +130,8 @@ Dataset concat(const std::vector<Dataset>& parts, const std::string& dim, const 
         throw MetadataError("variable '" + name + "' has dims (" + join_names(vars[p].dims()) + ") in " + labels[p] +
                             " but (" + join_names(v0.dims()) + ") in " + labels.front());
     }
-    if (v0.ndim() == 1 && name == dim && !v0.dtype().is_variable_length()) {
+    // Decoded, each part's coordinate with its own plan; raw, it must share the encoding below.
+    if (v0.ndim() == 1 && name == dim && !v0.dtype().is_variable_length() && !v0.cf().is_identity()) {
       out.push_back(concat_coordinate(vars, labels));
       continue;
     }

@@ -162,8 +162,18 @@ def test_mismatched_coordinates_name_the_coordinate_and_the_file(tmp_path, yearl
 def test_differing_encoding_names_the_variable_and_the_key(tmp_path, yearly, whole):
     enc = {"sp": dict(ENCODING["sp"], scale_factor=0.2)}
     bad = _to_zarr(whole.isel(time=slice(10, 20)), tmp_path / "rescaled.zarr", enc)
-    with pytest.raises(lazycube.MetadataError, match=r"'sp'.*rescaled\.zarr.*scale_factor"):
-        lazycube.open_mfdataset([yearly[0], bad], concat_dim="time")
+    for decode_cf in (True, False):
+        with pytest.raises(lazycube.MetadataError, match=r"'sp'.*rescaled\.zarr.*scale_factor"):
+            lazycube.open_mfdataset([yearly[0], bad], concat_dim="time", decode_cf=decode_cf)
+
+
+def test_time_units_per_file_decode_and_raw_reads_refuse_them(yearly, whole):
+    # xarray wrote each part's time as "hours since <its first time>"
+    units = [lazycube.open_dataset(p, decode_cf=False)["time"].attrs["units"] for p in yearly]
+    assert len(set(units)) == 3
+    np.testing.assert_array_equal(lazycube.open_mfdataset(yearly)["time"].values, whole.time.values)
+    with pytest.raises(lazycube.MetadataError, match=r"'time'.*units"):
+        lazycube.open_mfdataset(yearly, decode_cf=False)
 
 
 def test_merge_single_level_and_static_fields(tmp_path, yearly, whole):
