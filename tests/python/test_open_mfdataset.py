@@ -271,3 +271,22 @@ def test_torch_batch_dataset_in_spawned_workers(yearly):
             np.testing.assert_array_equal(x[k, 0].numpy(), t2m[wid:wid + 4])
             seen.append(wid)
     assert sorted(seen) == list(range(27))
+
+
+def test_torch_packed_channels_over_stores_with_per_file_time_units(yearly):
+    """sp is packed: BatchDataset would send it undecoded, but these stores only combine decoded
+    (per-file time units), so packed=None falls back to decoded batches and packed=True says why."""
+    pytest.importorskip("torch")
+    lctorch = pytest.importorskip("lazycube.torch")
+    ds = lazycube.open_mfdataset(yearly, concat_dim="time")
+    dims = {"time": 4, "lat": 6, "lon": 8}
+    data = lctorch.BatchDataset(ds, input_dims=dims, batch_size=3, variables=["sp"],
+                                return_window_ids=True)
+    assert data.packed_dtype is None
+    sp = ds["sp"].values
+    for x, ids in data:
+        for k, wid in enumerate(ids.tolist()):
+            # (decoded straight to float32 in the batch: float32 rounding of the float64 values)
+            np.testing.assert_allclose(x[k, 0].numpy(), sp[wid * 4:wid * 4 + 4], rtol=1e-7)
+    with pytest.raises(ValueError, match=r"packed=True: .*'time'.*units"):
+        lctorch.BatchDataset(ds, input_dims=dims, batch_size=3, variables=["sp"], packed=True)
