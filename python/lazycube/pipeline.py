@@ -9,6 +9,8 @@
   ``sel`` recorded by position) and the data variables kept. ``Source.open()`` gives the same
   ``_core.Dataset`` in any process. ``lazycube.Dataset``, xarray Datasets opened with
   ``engine="lazycube"``, ``BatchGenerator`` and the torch datasets all carry one.
+* :class:`MultiSource` -- several Sources combined (``lazycube.open_mfdataset``: joined along a
+  dim; ``lazycube.merge``), each part with its own options; opens like a Source.
 * :class:`Pipeline` -- a Source plus the generator arguments (core form), the shard
   (``rank``/``world_size``: None means torch.distributed's when a process group is initialised,
   else 0/1 -- see :func:`resolve_shard`) and the sampler position (``state``).

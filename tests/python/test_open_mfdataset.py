@@ -9,6 +9,7 @@ concat_dim="time")``; xbatcher is not installed, so the reference windows are cu
 import json
 import os
 import pickle
+import sys
 import warnings
 
 import numpy as np
@@ -17,9 +18,12 @@ import pytest
 xr = pytest.importorskip("xarray")
 pytest.importorskip("zarr")
 lazycube = pytest.importorskip("lazycube")
-from conftest import run_cli  # noqa: E402
+from conftest import REPO, run_cli  # noqa: E402
 from lazycube.xarray_backend import LazycubeBackendEntrypoint  # noqa: E402
 from test_xbatcher_compat import RefBatcher  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tests" / "servers"))
+import moto_server  # noqa: E402
 
 ENGINE = LazycubeBackendEntrypoint
 
@@ -290,3 +294,24 @@ def test_torch_packed_channels_over_stores_with_per_file_time_units(yearly):
             np.testing.assert_allclose(x[k, 0].numpy(), sp[wid * 4:wid * 4 + 4], rtol=1e-7)
     with pytest.raises(ValueError, match=r"packed=True: .*'time'.*units"):
         lctorch.BatchDataset(ds, input_dims=dims, batch_size=3, variables=["sp"], packed=True)
+
+
+def test_parts_on_s3_with_credentials(yearly, no_aws_environment):
+    """The parts on S3 (moto, SigV4 checked): storage options reach every part, in this process
+    and in a pickled copy (a worker), and never show in repr."""
+    reason = moto_server.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    root = os.path.dirname(yearly[0])
+    with moto_server.MotoServer("mfds", {root: "years"}) as s3:
+        s3.set_auth(True)
+        options = {"endpoint_url": s3.endpoint, "key": s3.key_id, "secret": s3.secret,
+                   "region_name": "us-east-1"}
+        urls = ["s3://mfds/years/" + os.path.basename(p) for p in yearly]
+        ds = lazycube.open_mfdataset(urls, concat_dim="time", storage_options=options)
+        local = lazycube.open_mfdataset(yearly, concat_dim="time")
+        np.testing.assert_array_equal(ds["t2m"].values, local["t2m"].values)
+        assert s3.secret not in repr(ds.source)
+        again = pickle.loads(pickle.dumps(ds))
+        np.testing.assert_array_equal(again.isel(time=slice(8, 22))["sp"].values,
+                                      local.isel(time=slice(8, 22))["sp"].values)
