@@ -199,19 +199,21 @@ def test_merge_single_level_and_static_fields(tmp_path, yearly, whole):
 
 def test_xbatcher_mode_windows_equal_the_xarray_reference(yearly):
     ref_ds = _xr_mf(yearly, engine=ENGINE)  # xr.open_mfdataset + xbatcher's windows
-    ds = lazycube.open_mfdataset(yearly, concat_dim="time").to_xarray()
-    kw = dict(input_dims={"time": 4, "lat": 3}, input_overlap={"time": 1})
-    ref = RefBatcher(ref_ds, **kw)
-    gen = lazycube.BatchGenerator(ds, **kw)
-    assert gen.reader == "lazycube"
-    assert len(gen) == len(ref)
-    spanning = 0
-    for i in range(len(ref)):
-        want = ref[i]
-        t = want["time"].values
-        spanning += any(t[0] < ref_ds.time.values[b] <= t[-1] for b in (10, 20))
-        xr.testing.assert_identical(gen[i], want)
-    assert spanning > 0
+    mf = lazycube.open_mfdataset(yearly, concat_dim="time")
+    configs = [dict(input_dims={"time": 4, "lat": 3}, input_overlap={"time": 1}),
+               dict(input_dims={"time": 4, "lon": 4}, batch_dims={"time": 8}, concat_input_dims=True)]
+    for kw, ds in [(kw, ds) for kw in configs for ds in (mf.to_xarray(), mf)]:
+        ref = RefBatcher(ref_ds, **kw)  # (ds: the xarray view, and the lazycube.Dataset itself)
+        gen = lazycube.BatchGenerator(ds, **kw)
+        assert gen.reader == "lazycube"
+        assert len(gen) == len(ref)
+        spanning = 0
+        for i in range(len(ref)):
+            want = ref[i]
+            t = np.ravel(want["time"].values)
+            spanning += any(t[0] < ref_ds.time.values[b] <= t[-1] for b in (10, 20))
+            xr.testing.assert_identical(gen[i], want)
+        assert spanning > 0
 
 
 def test_xr_open_mfdataset_with_the_lazycube_engine_reads_through_the_core(yearly):
