@@ -37,6 +37,7 @@ TOP_LEVEL_HEADERS = {
     "dtype.hpp": "core",
     "error.hpp": "core",
     "memory_array.hpp": "core",  # an Array over memory the caller owns (NumPy arrays)
+    "concat_array.hpp": "core",  # arrays joined along one axis (multi-store datasets)
     "ndarray.hpp": "core",
     "xtensor.hpp": "dataset",
     # The umbrella header: every library layer, as lazycube::lazycube links them.

@@ -8,6 +8,7 @@
 #include "lazycube/array.hpp"
 #include "lazycube/batch/batch_generator.hpp"
 #include "lazycube/cache/chunk_cache.hpp"
+#include "lazycube/dataset/combine.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/dataset/selection.hpp"
 #include "lazycube/dataset/variable.hpp"

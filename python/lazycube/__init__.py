@@ -20,7 +20,7 @@ from ._errors import (
     UsageError,
 )
 from . import _core
-from .dataset import Dataset, Variable, open_dataset
+from .dataset import Dataset, Variable, merge, open_dataset, open_mfdataset
 from .writing import convert, to_zarr
 from .prediction import PredictionWriter
 from .statistics import Stats, stats
@@ -60,6 +60,8 @@ def __getattr__(name):
 
 __all__ = [
     "open_dataset",
+    "open_mfdataset",
+    "merge",
     "convert",
     "to_zarr",
     "PredictionWriter",

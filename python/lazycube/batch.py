@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _core
 from .dataset import Dataset
-from .pipeline import OPEN_ARGS, MemorySource, Pipeline, resolve_source
+from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, resolve_source
 from .statistics import normalize_document
 from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batch, cached_batch,
                               placeholder, relayout as _relayout, stack_levels)
@@ -532,7 +532,8 @@ def _lazycube_input(ds, storage_options, open_args, batch_size, concat, preload)
 def _rebuild(pipeline, worker, num_workers, extras):
     gen = BatchGenerator.__new__(BatchGenerator)
     source = pipeline.source
-    plain = not source.selection and source.variables is None
+    # a URL (or in-memory data) without selection rebuilds from it; anything else around the source
+    plain = not isinstance(source, MultiSource) and not source.selection and source.variables is None
     ds = source.obj if isinstance(source, MemorySource) else source.url if plain else None
     gen._setup(pipeline.replace(state=None), ds, None, worker, num_workers, extras)
     if not plain:

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _core
-from .pipeline import Source
+from .pipeline import MultiSource, OPEN_ARGS, Source
 
-__all__ = ["open_dataset", "Dataset", "Variable"]
+__all__ = ["open_dataset", "open_mfdataset", "merge", "Dataset", "Variable"]
 
 
 def _merge_indexers(indexers, kwargs, what):
@@ -180,7 +180,7 @@ class Dataset:
             core, source = core._core, source or core._source
         if not isinstance(core, _core.Dataset):
             raise TypeError("Dataset wraps a lazycube._core.Dataset, not %s" % type(core).__name__)
-        if source is not None and not isinstance(source, Source):
+        if source is not None and not isinstance(source, (Source, MultiSource)):
             raise TypeError("Dataset(source=...) takes a lazycube.pipeline.Source, not %s"
                             % type(source).__name__)
         self._core = core
@@ -292,6 +292,89 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
                     engine=engine, mask_valid_range=mask_valid_range, group=group, branch=branch,
                     tag=tag, snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers)
     return Dataset(source.open(), source)
+
+
+def _paths(paths):
+    """The list of paths/URLs: a list as given, or a glob pattern of local paths (sorted, as
+    xarray's open_mfdataset expands one)."""
+    import glob
+    import os
+
+    if isinstance(paths, (str, os.PathLike)):
+        pattern = os.fspath(paths)
+        if "://" in pattern and not pattern.startswith("file://"):
+            raise ValueError("open_mfdataset expands glob patterns of local paths only; give a "
+                             "list of URLs for %r" % (pattern,))
+        found = sorted(glob.glob(pattern[len("file://"):] if pattern.startswith("file://") else pattern))
+        if not found:
+            raise FileNotFoundError("open_mfdataset: no files match %r" % (pattern,))
+        return found
+    paths = [os.fspath(p) if isinstance(p, os.PathLike) else p for p in paths]
+    if not paths:
+        raise ValueError("open_mfdataset needs at least one path")
+    for p in paths:
+        if not isinstance(p, (str, Dataset)):
+            raise TypeError("open_mfdataset takes paths or URLs (str) or lazycube.Dataset objects, "
+                            "not %s" % type(p).__name__)
+    return paths
+
+
+def _part_source(part, storage_options, open_args):
+    """The Source of one open_mfdataset part: a path/URL opened with the shared arguments, or a
+    lazycube.Dataset opened with its own (an Icechunk snapshot next to Zarr stores, ...)."""
+    if isinstance(part, Dataset):
+        if part.source is None:
+            raise TypeError("open_mfdataset: this lazycube.Dataset wraps a _core.Dataset of unknown "
+                            "origin (open it with lazycube.open_dataset)")
+        return part.source
+    return Source(part, storage_options, **{k: v for k, v in open_args.items() if v is not None})
+
+
+def open_mfdataset(paths, concat_dim="time", storage_options=None, **open_args):
+    """Opens several stores as one dataset, joined along ``concat_dim`` in the order given
+    (xarray's ``open_mfdataset(paths, combine="nested", concat_dim=...)``), lazily. ``paths``: a
+    list of paths/URLs (any mix of formats: Zarr, NetCDF/HDF5/GRIB, kerchunk references, Icechunk
+    repositories) or a glob pattern of local paths (sorted). ``storage_options`` and
+    ``open_args`` (those of :func:`open_dataset`) apply to every path; a list entry may also be
+    a ``lazycube.Dataset`` opened with its own arguments (an Icechunk snapshot or group, other
+    credentials).
+
+    Rules (lazycube/dataset/combine.hpp): every part has the same variables; variables along
+    ``concat_dim`` share dims, stored dtype and CF encoding (an error names the variable, the
+    encoding key and both files otherwise) and are read from each part's own store; the
+    ``concat_dim`` coordinate is decoded per part (per-file time units are fine); every other
+    variable (latitude, longitude, static fields) must be equal in every part (an error names it
+    and both files); attributes are the first part's. The result is a :class:`Dataset` whose
+    windows (``BatchGenerator``, torch datasets) read across the file boundaries, and which
+    pickles into worker processes like one opened with :func:`open_dataset`."""
+    unknown = sorted(set(open_args) - set(OPEN_ARGS))
+    if unknown:
+        raise TypeError("open_mfdataset got unexpected arguments: %s (open arguments: %s)"
+                        % (", ".join(unknown), ", ".join(OPEN_ARGS)))
+    parts = [_part_source(p, storage_options, open_args) for p in _paths(paths)]
+    source = MultiSource("concat", parts, dim=concat_dim)
+    return Dataset(source.open(), source)
+
+
+def merge(datasets):
+    """The variables of several ``lazycube.Dataset`` objects in one (xarray's ``merge`` with
+    every shared variable equal: a variable present in several datasets -- index coordinates
+    included -- must have the same dims and values, otherwise an error names it and both
+    datasets; dims must agree in size). Lazy; attributes are the first dataset's. Datasets
+    opened from URLs (``open_dataset``, ``open_mfdataset``, ``merge``) give a result that pickles
+    into worker processes."""
+    datasets = list(datasets)
+    if not datasets:
+        raise ValueError("merge needs at least one dataset")
+    for d in datasets:
+        if not isinstance(d, Dataset):
+            raise TypeError("lazycube.merge takes lazycube.Dataset objects, not %s (open them "
+                            "with lazycube.open_dataset / open_mfdataset)" % type(d).__name__)
+    sources = [d.source for d in datasets]
+    if all(s is not None for s in sources):
+        source = MultiSource("merge", sources)
+        return Dataset(source.open(), source)
+    return Dataset(_core.merge([d._core for d in datasets]))
 
 
 def _reopen(source):

@@ -9,6 +9,8 @@
   ``sel`` recorded by position) and the data variables kept. ``Source.open()`` gives the same
   ``_core.Dataset`` in any process. ``lazycube.Dataset``, xarray Datasets opened with
   ``engine="lazycube"``, ``BatchGenerator`` and the torch datasets all carry one.
+* :class:`MultiSource` -- several Sources combined (``lazycube.open_mfdataset``: joined along a
+  dim; ``lazycube.merge``), each part with its own options; opens like a Source.
 * :class:`Pipeline` -- a Source plus the generator arguments (core form), the shard
   (``rank``/``world_size``: None means torch.distributed's when a process group is initialised,
   else 0/1 -- see :func:`resolve_shard`) and the sampler position (``state``).
@@ -31,7 +33,7 @@ from collections.abc import Mapping
 from . import _core, _errors
 from ._options import normalize_storage_options
 
-__all__ = ["StorageOptions", "Source", "MemorySource", "OPEN_ARGS", "Pipeline", "resolve_shard",
+__all__ = ["StorageOptions", "Source", "MultiSource", "MemorySource", "OPEN_ARGS", "Pipeline", "resolve_shard",
            "resolve_source"]
 
 # Storage option keys whose values are secrets: a key containing one of these words.
@@ -133,7 +135,44 @@ OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine", "group",
 _NAME_ARGS = ("group", "branch", "tag", "snapshot")
 
 
-class Source:
+class _Recipe:
+    """What Source and MultiSource share: fields as a dict, positional selection and data
+    variables kept (applied after opening), equality, and errors scrubbed of secrets."""
+
+    __slots__ = ()
+
+    def _fields(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def isel(self, indexers):
+        """This source narrowed by a positional selection (relative to its current one)."""
+        return self.replace(selection=self.selection + (dict(indexers),)) if indexers else self
+
+    def keep(self, variables):
+        """This source restricted to some data variables."""
+        return self.replace(variables=None if variables is None else list(variables))
+
+    def _opened(self, open_core):
+        """``open_core()`` with the selection applied; errors never show a secret."""
+        try:
+            core = open_core()
+            for step in self.selection:
+                core = core.isel(step)
+            return core
+        except _errors.Error as exc:
+            message = str(exc)
+            scrubbed = self.scrub(message)
+            if scrubbed == message:
+                raise
+            raise type(exc)(scrubbed) from None
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._fields() == other._fields()
+
+    __hash__ = None
+
+
+class Source(_Recipe):
     """Where a dataset comes from, enough to open it again in any process (see module doc).
 
     ``selection`` is a tuple of positional selections (``{dim: int | slice}``) applied in turn
@@ -165,21 +204,10 @@ class Source:
                                for step in selection if step)
         self.variables = None if variables is None else tuple(variables)
 
-    def _fields(self):
-        return {k: getattr(self, k) for k in self.__slots__}
-
     def replace(self, **changes) -> "Source":
         fields = self._fields()
         fields.update(changes)
         return Source(**fields)
-
-    def isel(self, indexers) -> "Source":
-        """This source narrowed by a positional selection (relative to its current one)."""
-        return self.replace(selection=self.selection + (dict(indexers),)) if indexers else self
-
-    def keep(self, variables) -> "Source":
-        """This source restricted to some data variables."""
-        return self.replace(variables=None if variables is None else list(variables))
 
     def scrub(self, text: str) -> str:
         """`text` without the secrets: storage option secrets and the URL's query string (a
@@ -192,31 +220,16 @@ class Source:
 
     def open(self):
         """The ``_core.Dataset`` (with the selection applied). Errors never show a secret."""
-        try:
-            core = _core.open(self.url, self.storage_options.core(), decode_cf=self.decode_cf,
-                              consolidated=self.consolidated, engine=self.engine,
-                              mask_valid_range=self.mask_valid_range, group=self.group,
-                              branch=self.branch, tag=self.tag, snapshot=self.snapshot,
-                              virtual_chunk_containers=None if self.virtual_chunk_containers is None
-                              else {p: o.core() or {} for p, o in
-                                    self.virtual_chunk_containers.items()})
-            for step in self.selection:
-                core = core.isel(step)
-            return core
-        except _errors.Error as exc:
-            message = str(exc)
-            scrubbed = self.scrub(message)
-            if scrubbed == message:
-                raise
-            raise type(exc)(scrubbed) from None
+        containers = None if self.virtual_chunk_containers is None else {
+            p: o.core() or {} for p, o in self.virtual_chunk_containers.items()}
+        return self._opened(lambda: _core.open(
+            self.url, self.storage_options.core(), decode_cf=self.decode_cf,
+            consolidated=self.consolidated, engine=self.engine,
+            mask_valid_range=self.mask_valid_range, group=self.group, branch=self.branch,
+            tag=self.tag, snapshot=self.snapshot, virtual_chunk_containers=containers))
 
     def __reduce__(self):
         return (_source_from_fields, (self._fields(),))
-
-    def __eq__(self, other):
-        return isinstance(other, Source) and self._fields() == other._fields()
-
-    __hash__ = None
 
     def __repr__(self):
         parts = [repr(self.scrub(self.url))]
@@ -240,6 +253,94 @@ class Source:
 
 def _source_from_fields(fields):
     return Source(**fields)
+
+
+class MultiSource(_Recipe):
+    """Several sources combined into one dataset, enough to combine them again in any process:
+    ``kind`` "concat" (``lazycube.open_mfdataset``: the parts joined along ``dim``) or "merge"
+    (``lazycube.merge``); ``parts`` are Sources or MultiSources (each with its own storage options
+    and open arguments). ``selection`` / ``variables`` as in :class:`Source`, applied after
+    combining. ``open()`` gives the ``_core.Dataset`` (lazycube/dataset/combine.hpp)."""
+
+    __slots__ = ("kind", "parts", "dim", "selection", "variables")
+
+    def __init__(self, kind, parts, dim=None, selection=(), variables=None):
+        if kind not in ("concat", "merge"):
+            raise ValueError("MultiSource kind is 'concat' or 'merge', not %r" % (kind,))
+        if kind == "concat" and not isinstance(dim, str):
+            raise TypeError("concat_dim takes a dim name (str), not %s" % type(dim).__name__)
+        parts = tuple(parts)
+        if not parts:
+            raise ValueError("%s needs at least one dataset" % kind)
+        for part in parts:
+            if not isinstance(part, (Source, MultiSource)):
+                raise TypeError("a MultiSource combines Sources, not %s" % type(part).__name__)
+        self.kind = kind
+        self.parts = parts
+        self.dim = dim
+        self.selection = tuple({str(d): _indexer_value(v) for d, v in step.items()}
+                               for step in selection if step)
+        self.variables = None if variables is None else tuple(variables)
+
+    @property
+    def url(self):
+        """The parts' URLs, for messages."""
+        return "[%s]" % ", ".join(p.url for p in self.parts)
+
+    @property
+    def storage_options(self):
+        return StorageOptions()  # each part carries its own
+
+    @property
+    def decode_cf(self):
+        return all(p.decode_cf for p in self.parts)
+
+    def replace(self, **changes) -> "MultiSource":
+        """A copy with fields changed; an open argument (``decode_cf``, ...) changes every part."""
+        fields = self._fields()
+        opening = {k: changes.pop(k) for k in list(changes) if k not in fields}
+        fields.update(changes)
+        if opening:
+            fields["parts"] = tuple(p.replace(**opening) for p in fields["parts"])
+        return MultiSource(**fields)
+
+    def scrub(self, text: str) -> str:
+        for part in self.parts:
+            text = part.scrub(text)
+        return text
+
+    def open(self):
+        """The combined ``_core.Dataset`` (with the selection applied); errors name the parts by
+        their URLs (secrets scrubbed)."""
+        cores = []
+        for part in self.parts:
+            core = part.open()
+            if part.variables is not None:
+                core = core.subset(list(part.variables))
+            cores.append(core)
+        labels = [self.scrub(p.url) for p in self.parts]
+        if self.kind == "concat":
+            return self._opened(lambda: _core.concat(cores, self.dim, labels))
+        return self._opened(lambda: _core.merge(cores, labels))
+
+    def __reduce__(self):
+        return (_multi_source_from_fields, (self._fields(),))
+
+    def __repr__(self):
+        parts = [repr(self.kind), repr(list(self.parts))]
+        if self.dim is not None:
+            parts.append("dim=%r" % (self.dim,))
+        if self.selection:
+            parts.append("selection=%r" % (self.selection,))
+        if self.variables is not None:
+            parts.append("variables=%r" % (self.variables,))
+        return "lazycube.pipeline.MultiSource(%s)" % ", ".join(parts)
+
+    __str__ = __repr__
+
+
+def _multi_source_from_fields(fields):
+    return MultiSource(**fields)
 
 
 class MemorySource:
@@ -361,12 +462,13 @@ def resolve_source(obj, storage_options=None, memory=True, **open_args):
         raise TypeError("lazycube takes a Dataset; for one variable pass ds[[name]] (a Dataset) "
                         "or variables=[name]")
     if xr is not None and isinstance(obj, xr.Dataset):
-        from .xarray_backend import foreign_source, source_of
+        from .xarray_backend import foreign_source, multi_file_source, source_of
         try:
             core, source = source_of(obj)
         except TypeError:
-            # opened by another engine from a path lazycube reads: reopened by lazycube
-            found = foreign_source(obj)
+            # xr.open_mfdataset(..., engine="lazycube"), or opened by another engine from a
+            # path lazycube reads: reopened by lazycube
+            found = multi_file_source(obj) or foreign_source(obj)
             if found is None:
                 if not (memory and in_memory(obj)):
                     raise

@@ -283,8 +283,8 @@ class PredictionWriter:
         # Rank 0 prepares the destination (output specs checked first, then the coordinates
         # written) before the other ranks open it keeping what is there; its failure is every
         # rank's (no rank is left waiting).
-        # prepare(): what the mode removes (overwrite: the old store; resume: a killed run's
-        # temporary files) goes now, on every rank before any rank writes a unit.
+        # prepare(): what the mode removes (overwrite: the old store; resume: nothing before
+        # commit) goes now, on every rank before any rank writes a unit.
         error = None
         if self.rank == 0:
             try:

@@ -60,9 +60,9 @@ import numpy
 import torch
 import torch.utils.data
 
-from . import _core
+from . import _core, _errors
 from .batch import generator_arguments
-from .pipeline import OPEN_ARGS, MemorySource, Pipeline, keep_foreign, resolve_source
+from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, keep_foreign, resolve_source
 from .statistics import Stats, normalize_document
 
 __all__ = ["BatchDataset", "WindowDataset"]
@@ -422,7 +422,13 @@ class BatchDataset(torch.utils.data.IterableDataset):
         raw_gkw["variables"] = list(x_vars)
         if y_vars:
             raw_gkw["target_variables"] = list(y_vars)
-        raw = pipeline.replace(source=pipeline.source.replace(decode_cf=False), generator=raw_gkw)
+        raw_source = pipeline.source.replace(decode_cf=False)
+        if isinstance(raw_source, MultiSource):
+            try:  # decoded, parts may differ where raw values cannot (per-file time units)
+                raw_source.open()
+            except _errors.MetadataError as exc:
+                return refuse("the stores of this dataset do not combine undecoded (%s)" % exc)
+        raw = pipeline.replace(source=raw_source, generator=raw_gkw)
         return raw, packing, stored
 
     # pickling for spawn/forkserver workers: the pipeline and the shared epoch, no C++ objects

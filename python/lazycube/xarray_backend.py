@@ -27,7 +27,7 @@ from xarray.core import indexing
 
 from . import _core, _errors
 from . import dataset as lazycube_dataset
-from .pipeline import Source
+from .pipeline import MultiSource, Source
 
 __all__ = [
     "LazycubeBackendArray",
@@ -268,6 +268,7 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
         ds = to_xarray(lazycube_dataset.Dataset(source.open(), source), drop_variables=drop_variables,
                        decode_coords=decode_coords is not False and decode, decode=decode)
         ds.encoding["source"] = filename_or_obj
+        ds.set_close(_SourceCloser(source))
         return ds
 
     def guess_can_open(self, filename_or_obj) -> bool:
@@ -300,7 +301,7 @@ def _reopened_backend(var: xr.DataArray):
     """For a variable whose values xarray has loaded: its lazycube array, reopened from the
     Source in its encoding, when its shape shows no selection (full extent on every dim)."""
     source = var.encoding.get(_SOURCE_KEY)
-    if not isinstance(source, Source):
+    if not isinstance(source, (Source, MultiSource)):
         return None
     core = _open_once(source)
     name = var.name
@@ -469,6 +470,56 @@ def _same_values(a, b) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+
+
+class _SourceCloser:
+    """The close callback of a Dataset this engine opened (nothing to close): it carries the
+    Source, so that ``xr.open_mfdataset(paths, engine="lazycube")``, which keeps its files'
+    close callbacks in order, can be read as one lazycube dataset (:func:`multi_file_source`)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source):
+        self.source = source
+
+    def __call__(self):
+        return None
+
+
+def multi_file_source(xds: xr.Dataset):
+    """(``_core.Dataset``, MultiSource) for ``xr.open_mfdataset(paths, engine="lazycube",
+    combine="nested", concat_dim=dim)`` (or by_coords, when that kept the order) as returned --
+    no selection applied since, and every data variable concatenated along one dim -- or None."""
+    close = getattr(xds, "_close", None)  # partial(_multi_file_closer, closers), in path order
+    if getattr(getattr(close, "func", None), "__name__", "") != "_multi_file_closer" or not close.args:
+        return None
+    closers = close.args[0]
+    if not closers or not all(isinstance(c, _SourceCloser) for c in closers):
+        return None
+    sources = [c.source for c in closers]
+    try:
+        parts = [dict(_open_once(s).dims) for s in sources]
+    except (_errors.Error, OSError, ValueError):
+        return None
+    sizes = dict(xds.sizes)
+    dims = [d for d in sizes if all(d in p for p in parts) and sum(p[d] for p in parts) == sizes[d]
+            and any(p[d] != sizes[d] for p in parts)] if len(parts) > 1 else []
+    if len(parts) > 1 and len(dims) != 1:
+        return None
+    source = MultiSource("concat", sources, dim=dims[0]) if dims else sources[0]
+    try:
+        core = _open_once(source)
+    except _errors.Error:
+        return None  # xarray combined what lazycube's rules refuse: leave it to xarray
+    names = list(xds.data_vars)
+    if dict(core.dims) != sizes or any(n not in core.data_var_names() for n in names):
+        return None
+    for name in names + list(xds.coords):
+        if name in core and tuple(core[name].dims) != tuple(xds[name].dims):
+            return None
+    if set(names) != set(core.data_var_names()):
+        source = source.keep([v for v in core.data_var_names() if v in set(names)])
+    return core, source
 
 
 def foreign_source(xds: xr.Dataset, storage_options=None):

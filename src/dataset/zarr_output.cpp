@@ -228,6 +228,10 @@ std::uint64_t ZarrOutput::write_regions(const std::vector<std::uint64_t>& region
   std::atomic<std::uint64_t> next{0}, written{0}, done_bytes{0};
   std::mutex progress_mutex;
   auto worker = [&](std::size_t) {
+    // One region buffer per worker, reused: a fresh one per region would be mapped anew each
+    // time (Buffer maps blocks of 1 MiB and more directly), and the kernel would zero its pages
+    // again on first touch.
+    Buffer data;
     for (;;) {
       const std::uint64_t k = next++;
       if (k >= regions.size()) return;
@@ -241,7 +245,7 @@ std::uint64_t ZarrOutput::write_regions(const std::vector<std::uint64_t>& region
         const auto origin = array->unit_origin(index);
         const Shape extent = array->unit_extent(index);
         for (std::size_t d = 0; d < origin.size(); ++d) window.push_back({origin[d], extent[d], 1});
-        Buffer data(bytes);
+        data.resize(bytes);
         const MutableByteView dest = data.span();
         p.stored.read_windows_into(std::span<const ArraySelection>(&window, 1), std::span<const MutableByteView>(&dest, 1),
                                    &cache);

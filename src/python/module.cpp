@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "lazycube/dataset/combine.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
 
@@ -269,6 +270,24 @@ PYBIND11_MODULE(_core, m) {
         return "<lazycube._core.Dataset (" + dims + ") " + std::to_string(d.variable_names().size()) +
                " variables>";
       });
+
+  m.def(
+      "concat",
+      [](const std::vector<Dataset>& parts, const std::string& dim, const std::vector<std::string>& labels) {
+        py::gil_scoped_release release;
+        return lazycube::concat(parts, dim, labels);
+      },
+      py::arg("datasets"), py::arg("dim"), py::arg("labels") = std::vector<std::string>{},
+      "The datasets joined along `dim` (lazycube/dataset/combine.hpp: xarray's open_mfdataset with\n"
+      "combine='nested'); `labels` name them in errors.");
+  m.def(
+      "merge",
+      [](const std::vector<Dataset>& parts, const std::vector<std::string>& labels) {
+        py::gil_scoped_release release;
+        return lazycube::merge(parts, labels);
+      },
+      py::arg("datasets"), py::arg("labels") = std::vector<std::string>{},
+      "The variables of all datasets in one (shared variables must be equal); `labels` name them in errors.");
 
   bind_batch(m);
   bind_cuda(m);

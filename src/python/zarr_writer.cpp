@@ -102,8 +102,8 @@ void bind_zarr_writer(py::module_& m) {
           "Declares an array (spec checked now, nothing written): fill_value as Zarr metadata writes it "
           "(a number, 'NaN', ...).")
       .def("prepare", &zarr::Writer::prepare, py::call_guard<py::gil_scoped_release>(),
-           "Removes now what the first write would remove (overwrite: the old store; resume: a "
-           "killed run's temporary files).")
+           "Removes now what the first write would remove (overwrite: the old store; create and "
+           "resume: nothing, resume cleans a killed run's temporary files at commit).")
       .def("commit", &zarr::Writer::commit, py::call_guard<py::gil_scoped_release>(),
            "Writes the metadata: arrays, groups, then the consolidated metadata.");
 }

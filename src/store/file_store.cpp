@@ -17,9 +17,9 @@
 namespace lazycube {
 
 namespace {
+
 // The suffix of a put's temporary file, before mkstemp's six random characters.
 constexpr std::string_view kPartialPutMark = ".lazycube-tmp-";
-}  // namespace
 
 bool is_partial_put_key(std::string_view key) {
   const auto slash = key.rfind('/');
@@ -27,6 +27,8 @@ bool is_partial_put_key(std::string_view key) {
   const auto at = name.rfind(kPartialPutMark);
   return at != std::string_view::npos && at > 0 && name.size() == at + kPartialPutMark.size() + 6;
 }
+
+}  // namespace
 
 namespace fs = std::filesystem;
 
@@ -118,6 +120,18 @@ class FileStore final : public Store {
     if (path == root_) throw StoreError("invalid key '" + std::string(key) + "': empty");
     if (::unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR)
       throw StoreError("cannot remove " + path + ": " + std::strerror(errno));
+  }
+
+  // Temporary files of puts a killed process left behind (a live put's too: call this only
+  // when no put runs under `prefix`).
+  std::size_t remove_partial_puts(std::string_view prefix) override {
+    std::size_t removed = 0;
+    for (const auto& key : list(prefix))
+      if (is_partial_put_key(key)) {
+        remove(key);
+        ++removed;
+      }
+    return removed;
   }
 
   std::vector<std::string> list(std::string_view prefix) override {

@@ -126,7 +126,7 @@ std::optional<Buffer> ShardingCodec::encode_skipping(const codec::ChunkData& in,
       copy_block(in.bytes.view(), spec.shape, block.bytes.span(), inner_shape_, origin,
                  spec.dtype.itemsize, true);
     }
-    if (skip && skip(block)) {
+    if (skip && skip(Shape(origin.begin(), origin.end()), block)) {
       std::memcpy(index.bytes.data() + 16 * i, &kEmpty, 8);
       std::memcpy(index.bytes.data() + 16 * i + 8, &kEmpty, 8);
       continue;

@@ -29,10 +29,11 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   std::string name() const override { return "sharding_indexed"; }
   void decode(ByteView in, const codec::ChunkSpec& spec, codec::ChunkData& out) const override;
   Buffer encode(const codec::ChunkData& in, const codec::ChunkSpec& spec) const override;
-  // encode(), leaving out the inner chunks for which `skip` (given an inner chunk's decoded
-  // data) is true: their index entries mark them empty, as zarr-python does for chunks that
-  // hold only the fill value. nullopt when every inner chunk was left out (no shard to store).
-  using InnerSkip = std::function<bool(const codec::ChunkData& inner)>;
+  // encode(), leaving out the inner chunks for which `skip` (given an inner chunk's first
+  // element within the shard and its decoded data) is true: their index entries mark them
+  // empty, as zarr-python does for chunks that hold only the fill value or lie past the array's
+  // end. nullopt when every inner chunk was left out (no shard to store).
+  using InnerSkip = std::function<bool(const Shape& origin, const codec::ChunkData& inner)>;
   std::optional<Buffer> encode_skipping(const codec::ChunkData& in, const codec::ChunkSpec& spec,
                                         const InnerSkip& skip) const;
   std::optional<std::uint64_t> encoded_size(const codec::ChunkSpec&) const override {

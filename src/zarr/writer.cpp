@@ -134,6 +134,7 @@ void Writer::commit() {
     throw StoreError("not writing the metadata of " + impl_->where("") + ": an earlier write failed (" +
                      dest.first_failure() + ")");
   dest.prepare();
+  dest.remove_partial_puts();
   const int format = impl_->zarr_format.value_or(3);
 
   // Every node's documents, keyed by node path; groups implied by the nodes below them.

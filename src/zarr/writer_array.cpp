@@ -138,8 +138,8 @@ std::string ArrayWriter::unit_key(const std::vector<std::uint64_t>& index) const
   return impl_->dest->key(impl_->path, impl_->built.meta.key_encoding.key(index));
 }
 
-bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, const std::string& key,
-                                   const codec::ChunkData& unit) const {
+bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, const Shape& extent,
+                                   const std::string& key, const codec::ChunkData& unit) const {
   const ArrayMetadata& m = built.meta;
   writer::Destination& d = *dest;
   try {
@@ -149,8 +149,13 @@ bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, cons
     std::optional<Buffer> encoded;
     const codec::ChunkSpec spec{m.dtype, m.chunk_shape};
     if (sharding) {
-      ShardingCodec::InnerSkip skip;
-      if (skip_empty) skip = empty;
+      // Inner chunks wholly past the array's end are never stored (zarr-python writes only
+      // the chunks a selection touches); the others when they hold more than the fill value.
+      auto skip = [&](const Shape& origin, const codec::ChunkData& inner) {
+        for (std::size_t dim = 0; dim < origin.size(); ++dim)
+          if (origin[dim] >= extent[dim]) return true;
+        return skip_empty && empty(inner);
+      };
       encoded = sharding->encode_skipping(unit, spec, skip);
     } else if (!skip_empty || !empty(unit)) {
       encoded = m.codecs.encode(unit, spec);
@@ -171,28 +176,35 @@ bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, cons
 }
 
 bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, ByteView data) {
-  const ArrayMetadata& m = impl_->built.meta;
+  return impl_->write_bytes(*this, index, data, nullptr);
+}
+
+bool ArrayWriter::Impl::write_bytes(const ArrayWriter& self, const std::vector<std::uint64_t>& index, ByteView data,
+                                    Buffer* owned) const {
+  const ArrayMetadata& m = built.meta;
   if (m.dtype.is_variable_length())
-    throw UsageError(impl_->where + ": " + m.dtype.name() + " units are written from an NDArray of strings");
+    throw UsageError(where + ": " + m.dtype.name() + " units are written from an NDArray of strings");
   const std::size_t item = m.dtype.itemsize;
-  const Shape extent = unit_extent(index);
+  const Shape extent = self.unit_extent(index);
   const Shape& full = m.chunk_shape;
   const std::uint64_t extent_bytes = shape_size(extent) * item, full_bytes = shape_size(full) * item;
   if (data.size() != extent_bytes && data.size() != full_bytes)
-    throw UsageError(impl_->where + ": unit " + index_text(index) + " needs " + std::to_string(extent_bytes) +
+    throw UsageError(where + ": unit " + index_text(index) + " needs " + std::to_string(extent_bytes) +
                      " bytes (extent " + nlohmann::json(extent).dump() + ")" +
                      (extent_bytes == full_bytes ? "" : " or " + std::to_string(full_bytes) + " (the whole unit)") +
                      ", got " + std::to_string(data.size()));
   codec::ChunkData unit;
   if (extent == full) {
-    unit.bytes = Buffer::copy_of(data);
+    // The caller's whole-unit buffer is taken over rather than copied (write_region's blocks).
+    if (owned != nullptr && owned->size() == data.size()) unit.bytes = std::move(*owned);
+    else unit.bytes = Buffer::copy_of(data);
   } else {
     unit.bytes.resize(full_bytes);
     fill_with(unit.bytes.span(), m.fill, item);
     grid::copy_region(data.data(), data.size() == full_bytes ? full : extent, unit.bytes.data(), full,
                       leading_region(extent), item);
   }
-  return impl_->store_unit(index, unit_key(index), unit);
+  return store_unit(index, extent, self.unit_key(index), unit);
 }
 
 bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, const NDArray& data) {
@@ -210,7 +222,7 @@ bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, const NDAr
   codec::ChunkData unit;
   unit.strings.assign(shape_size(m.chunk_shape), m.fill.string);
   grid::copy_region_strings(data.strings, data.shape, unit.strings, m.chunk_shape, leading_region(extent));
-  return impl_->store_unit(index, unit_key(index), unit);
+  return impl_->store_unit(index, extent, unit_key(index), unit);
 }
 
 void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const NDArray& data) {
@@ -257,11 +269,12 @@ void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const N
     if (vlen) {
       block.strings.resize(shape_size(block.shape));
       grid::copy_block_strings(data.strings, data.shape, block.strings, block.shape, local, /*extract=*/true);
+      write_unit(index, block);
     } else {
       block.data.resize(shape_size(block.shape) * item);
       grid::copy_block(data.data.view(), data.shape, block.data.span(), block.shape, local, item, /*extract=*/true);
+      impl_->write_bytes(*this, index, block.data.view(), &block.data);
     }
-    write_unit(index, block);
   });
 }
 

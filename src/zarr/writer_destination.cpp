@@ -49,7 +49,7 @@ void Destination::check_empty() const {
 
 void Destination::prepare() {
   std::call_once(prepared_, [this] {
-    if (options_.mode == WriteMode::Create) return;
+    if (options_.mode != WriteMode::Overwrite) return;
     const std::string prefix = location_.path.empty() ? "" : location_.path + "/";
     std::vector<std::string> keys;
     try {
@@ -57,12 +57,6 @@ void Destination::prepare() {
     } catch (const StoreError& e) {
       record_failure(e.what());
       throw;
-    }
-    if (options_.mode == WriteMode::Resume) {
-      // A killed run's half-written local files: gone, so the resumed store equals a whole run.
-      for (const auto& k : keys)
-        if (is_partial_put_key(k)) remove(k);
-      return;
     }
     // Metadata first: from the first removal on, no reader takes the old node for whole.
     std::stable_partition(keys.begin(), keys.end(), is_metadata_key);
@@ -84,6 +78,11 @@ void Destination::guarded(const std::string& key, const char* doing, Op&& op) {
     record_failure(e.what());
     rethrow_naming(e, *location_.store, key, doing);
   }
+}
+
+void Destination::remove_partial_puts() {
+  const std::string prefix = location_.path.empty() ? "" : location_.path + "/";
+  guarded(location_.path, "cleaning up", [&] { location_.store->remove_partial_puts(prefix); });
 }
 
 void Destination::put(const std::string& key, ByteView bytes) {

@@ -31,10 +31,13 @@ class Destination {
   std::string key(const std::string& node_path, const std::string& name) const;
 
   // Create: refuses a destination holding anything (check_empty, at construction). Once,
-  // before the first key is stored (prepare): Overwrite removes what is there; Resume removes
-  // the temporary files of a killed run's local puts.
+  // before the first key is stored (prepare): Overwrite removes what is there.
   void check_empty() const;
   void prepare();
+  // At commit (when no unit write runs, in this process or another): removes what killed
+  // puts left half-done (Store::remove_partial_puts) — a killed run before a resume, or a lost
+  // Dask worker whose regions ran again elsewhere.
+  void remove_partial_puts();
   void put(const std::string& key, ByteView bytes);
   void put_json(const std::string& key, const nlohmann::json& doc, int zarr_format);
   void remove(const std::string& key);

@@ -167,6 +167,27 @@ TEST(ZarrWriter, ShardLayoutFollowsTheSpec) {
   expect_equal(read_back(dir.str(), "s"), values);
 }
 
+// An edge shard's inner chunks wholly past the array's end are never stored, even when empty
+// chunks are written (zarr-python writes only the chunks a selection touches).
+TEST(ZarrWriter, InnerChunksPastTheEndAreNotStored) {
+  TempDir dir;
+  Writer w(open_location(dir.str()), {.write_empty_chunks = true});
+  auto spec = spec_of(3, {5}, {2}, "none", {4});
+  spec.fill_value = 0;
+  auto a = w.create_array("x", spec);
+  write_whole(*a, values_array({5}, 0.0f));  // all 1.0
+  w.commit();
+  const std::string shard = lazycube::test::read_file(dir.path() / "x" / "c" / "1");
+  ASSERT_EQ(shard.size(), 8u + 2 * 16 + 4);  // one stored inner chunk of 2 float32, then the index
+  std::uint64_t entry[4];
+  std::memcpy(entry, shard.data() + 8, 32);
+  EXPECT_EQ(entry[0], 0u);
+  EXPECT_EQ(entry[1], 8u);
+  EXPECT_EQ(entry[2], ~std::uint64_t{0});
+  EXPECT_EQ(entry[3], ~std::uint64_t{0});
+  expect_equal(read_back(dir.str(), "x"), values_array({5}, 0.0f));
+}
+
 TEST(ZarrWriter, UnitsOfOnlyTheFillValueAreSkippedUnlessAsked) {
   for (bool write_empty : {false, true}) {
     SCOPED_TRACE(write_empty);
@@ -469,6 +490,21 @@ TEST(ZarrWriter, ResumeAfterAKillEqualsAnUninterruptedRun) {
   }
 }
 
+// Writers sharing a destination (Resume mode, as workers of one conversion open it): none
+// removes another's in-flight temporary file before commit; commit (all writes done) does.
+TEST(ZarrWriter, ResumeLeavesOtherWritersTemporaryFilesUntilCommit) {
+  TempDir dir;
+  const fs::path in_flight = dir.path() / "x" / "c" / "1.lazycube-tmp-Q1w2E3";
+  lazycube::test::write_file(in_flight, "another process is writing this");
+  Writer w(open_location(dir.str()), {.mode = WriteMode::Resume});
+  auto a = w.create_array("x", spec_of(3, {4}, {2}));
+  write_whole(*a, values_array({4}, 1.0f));
+  EXPECT_TRUE(fs::exists(in_flight));
+  w.commit();
+  EXPECT_FALSE(fs::exists(in_flight));
+  EXPECT_TRUE(fs::exists(dir.path() / "x" / "zarr.json"));
+}
+
 TEST(ZarrWriter, ShardsFromManyThreadsAtOnce) {
   TempDir dir;
   const NDArray values = values_array({64, 48}, 0.125f);
@@ -626,4 +662,22 @@ TEST(ZarrWriter, ArrayAtTheRoot) {
   const auto h = Hierarchy::open(open_location(dir.str()));
   EXPECT_TRUE(h.is_array());
   expect_equal(h.array("")->read_all(), values_array({5}, 1.0f));
+}
+
+// A put cut short by a killed process while others go on (a lost Dask worker whose regions ran
+// again elsewhere) leaves its temporary file: the commit removes it with the metadata it writes.
+TEST(ZarrWriter, CommitRemovesAKilledPutsTemporaryFile) {
+  TempDir dir;
+  const NDArray values = values_array({8, 10}, 1.5f);
+  Writer w(open_location(dir.str()));
+  auto a = w.create_array("x", spec_of(3, {8, 10}, {4, 5}));
+  for (std::uint64_t i = 0; i < a->num_units(); ++i) {
+    const auto idx = a->unit_index(i);
+    a->write_unit(idx, lazycube::test::slice(values, a->unit_origin(idx), a->unit_extent(idx)));
+  }
+  const fs::path leftover = dir.path() / "x" / "c" / "0" / "1.lazycube-tmp-Ab3Cd4";
+  lazycube::test::write_file(leftover, "half a shard");
+  w.commit();
+  EXPECT_FALSE(fs::exists(leftover));
+  EXPECT_TRUE(fs::exists(dir.path() / "x" / "zarr.json"));
 }

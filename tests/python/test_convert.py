@@ -161,7 +161,7 @@ def test_resume_after_kill_is_identical(lazycube_cli, tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if (part / "x" / "c").exists() and len(list((part / "x" / "c").iterdir())) > 20:
+        if (part / "x" / "c").exists() and len(list((part / "x" / "c").iterdir())) >= 3:
             break
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)

@@ -251,3 +251,17 @@ def test_unchunked_variable_larger_than_a_block_equals_numpy():
     a[rng.random(a.shape) < 0.01] = np.nan
     s = lazycube.stats(xr.Dataset({"a": (("y", "x"), a)}), keep="y")
     assert_stats_equal(s["a"], numpy_stats(a, 1))
+
+
+def test_multi_store_dataset_equals_numpy(cube, tmp_path):
+    """Statistics over lazycube.open_mfdataset (two stores joined along time) equal numpy on
+    the whole array: blocks follow each part's chunks."""
+    _, ds = cube
+    paths = []
+    for i, part in enumerate((slice(0, 6), slice(6, None))):
+        paths.append(str(tmp_path / ("part%d.zarr" % i)))
+        ds.isel(time=part).to_zarr(paths[-1], encoding={"t": {"chunks": (4, 1, 9, 11)}})
+    joined = lazycube.open_mfdataset(paths, concat_dim="time")
+    s = lazycube.stats(joined, keep="level")
+    for v in ("t", "q"):
+        assert_stats_equal(s[v], numpy_stats(ds[v].values, (0, 2, 3)))

@@ -114,6 +114,15 @@ class Store {
   virtual void put(std::string_view key, ByteView bytes);
   // Removes the object at `key`; nothing happens when there is none. StoreError as for put().
   virtual void remove(std::string_view key);
+  // Removes what puts of a killed process left half-done under `prefix` (a local put's
+  // temporary file beside its target), so that a resumed write ends as a whole one; returns how
+  // many. Only while no put runs there: a live put's temporary file looks the same. Nothing for
+  // object stores, where an upload is invisible until complete (a multipart upload left open
+  // holds no object).
+  virtual std::size_t remove_partial_puts(std::string_view prefix) {
+    (void)prefix;
+    return 0;
+  }
 
   // Unique id of this store instance within the process (used in cache keys).
   std::uint64_t id() const { return id_; }
@@ -165,10 +174,6 @@ struct Location {
 // whose content is a reference set; option allowed_prefixes widens the targets they may read
 // (see README "kerchunk references"). Throws NotFound when a local path does not exist.
 Location open_location(std::string_view url, const StoreOptions& options = {});
-
-// Whether `key` names a local put's temporary file ("<name>.lazycube-tmp-XXXXXX") that a killed
-// writer left behind; the Zarr writer's resume removes them.
-bool is_partial_put_key(std::string_view key);
 
 // open_location for writing (the Zarr writer): a missing local directory is created with its
 // parents; a store that cannot be written (http(s)://, kerchunk references) is a StoreError

@@ -47,7 +47,8 @@ struct ArraySpec {
 enum class WriteMode {
   Create,     // refuse a destination that holds anything (StoreError naming it)
   Overwrite,  // remove what is there first (metadata keys before the rest)
-  Resume,     // keep what is there: ArrayWriter::unit_verified() tells which units are good
+  Resume,     // keep what is there: ArrayWriter::unit_verified() tells which units are good;
+              // also the mode of writers sharing a destination (no cleanup before commit)
 };
 
 struct WriterOptions {
@@ -119,9 +120,10 @@ class ArrayWriter {
 class Writer {
  public:
   // Writes under `location` (its store must be writable). Create mode checks here that the
-  // destination is empty (StoreError naming it otherwise). Overwrite removes what is there, and
-  // Resume a killed run's temporary files, at the first write (unit or commit) — after the
-  // specs were checked, so a bad spec leaves the old store untouched.
+  // destination is empty (StoreError naming it otherwise). Overwrite removes what is there at
+  // the first write (unit or commit) — after the specs were checked, so a bad spec leaves the
+  // old store untouched. Resume touches nothing before commit, so that writers in several
+  // processes can share a destination; its commit removes a killed run's half-done local puts.
   Writer(Location location, WriterOptions options = {});
   // Opens `url` with storage options as a destination (a missing local directory is created).
   static Writer open(std::string_view url, const StoreOptions& storage_options = {},
@@ -143,10 +145,10 @@ class Writer {
   // what is wrong; UsageError for a path already declared.
   std::shared_ptr<ArrayWriter> create_array(const std::string& path, const ArraySpec& spec);
 
-  // Does now what the first write would do first: Overwrite removes what is there, Resume a
-  // killed run's temporary files (nothing in Create mode; once per writer). For writers in
-  // several processes sharing a destination: each prepares before any of them writes a unit
-  // (a later Resume preparation would take another process's unit in flight for a leftover).
+  // Does now what the first write would do first: Overwrite removes what is there (nothing in
+  // Create or Resume mode — Resume cleans a killed run's temporary files at commit, when no
+  // unit write runs; once per writer). Writers in several processes sharing a destination open
+  // it in Resume mode, after one of them prepared it.
   void prepare();
 
   // Writes the metadata: every array's, then the groups' (deepest first, the root last), then

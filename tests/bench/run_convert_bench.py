@@ -1,0 +1,459 @@
+#!/usr/bin/python3
+"""Converting a store (issue 19): `lazycube convert` against xarray + dask's `to_zarr`, both
+rechunking the same ERA5-like input from maps to time series.
+
+Input (written once by zarr-python 2.13 under --cache, default build/bench-data/convert, reused
+while its bench-complete.json marker matches): a consolidated Zarr v2 group shaped like ERA5 on
+its 0.25-degree grid — t2m and msl, float32 (time 288, latitude 721, longitude 1440), hourly
+from 2020-01-01 (CF time coordinate, int64 hours), fill value NaN as xarray writes it — chunked
+as ERA5 arrives: one map per chunk, (1, 721, 1440) = 4.15 MB decoded, Blosc lz4 clevel 5 + byte
+shuffle. Each map is a smooth, slowly moving large-scale pattern plus seeded noise, quantised
+like GRIB-packed data (1/64 K, 1 Pa), so it compresses like reanalysis fields (~2x). 2.39 GB
+decoded. `--quick`: 48 steps of a 181 x 360 grid (25 MB), one run each, for a smoke run.
+
+Target layout (both peers, Zarr v2, Blosc lz4:5:shuffle — zarr-python's default — set
+explicitly on both sides): time series for training on long windows at a point or a small
+patch, chunks time=96, latitude=96, longitude=144 (96 x 96 x 144 float32 = 5.3 MB decoded; three
+time chunks, 8 x 10 tiles per map). Every output chunk gathers 96 input maps, so this is the
+rechunk that holds the most input at once. Rows, each a process of its own:
+
+  lazycube convert, v2      lazycube convert SRC DST --format 2 --chunks time=96,latitude=96,longitude=144
+                            --codec blosc:lz4:5:shuffle
+  lazycube convert, v3      the same chunks in shards of time=96, latitude=384, longitude=720 (106 MB,
+                            4 per time block), Zarr v3 (an extra lazycube row: no peer writes v3 here)
+  xarray + dask             xr.open_dataset(SRC, engine="zarr", chunks={time: 1, latitude: 721,
+                            longitude: 1440}).chunk({target}).to_zarr(DST, encoding=compressor) with
+                            dask's default threaded scheduler (dask 2022.12, one thread per core)
+
+Seconds: the lazycube row is the whole CLI process; the xarray row is timed inside its process
+from before open_dataset to the end of to_zarr (its Python imports are not counted). MB/s =
+10^6 decoded input bytes per second. CPU s: user + system seconds of the child (least over the
+runs; the xarray row's over the same span as its seconds), which a shared machine disturbs less
+than wall time. Peak RSS: ru_maxrss of each child (os.wait4). Output MB: bytes of the files
+written. Best of --runs (default 3) for every row, the rows alternating in rounds, warm page
+cache, `sync` and --settle seconds before every timed process. Outputs of the last round are
+checked, then removed: each v2 output with `xr.testing.assert_identical` against the source
+(xarray over zarr-python 2.13, every variable and coordinate, --verify-block time steps at a
+time), the v3 output against the source through lazycube (every variable, raw and CF-decoded).
+About 2.5 minutes at full size with --runs 3, half of it the read-back checks.
+
+Targets (issue 19): lazycube >= 3x the xarray + dask rate; lazycube's peak RSS bounded by what it
+holds, not by the input: <= its chunk cache (512 MiB, ZarrOutputOptions::cache_bytes) + 2 x the
+regions in flight (decoded + encoded; at most cores + 1 regions and 1 GiB) + 100 MiB.
+
+Run from the repository root with Debian's /usr/bin/python3 after
+`cmake --build build --target lazycube_cli lazycube_python`. A report, not a test: it exits non-zero only
+when a peer fails or an output differs from the source, never for a missed target.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_common import REPO, settle, warm, warn_if_busy  # noqa: E402
+
+MB = 1e6
+MIB = 1 << 20
+FORMAT_VERSION = 1  # bump when the generated data changes
+SEED = 20200101
+VARIABLES = ("t2m", "msl")
+CODEC = "blosc:lz4:5:shuffle"
+SIZES = {
+    "full": {"nt": 288, "ny": 721, "nx": 1440, "chunks": {"time": 96, "latitude": 96, "longitude": 144},
+             "shards": {"time": 96, "latitude": 384, "longitude": 720}},
+    "quick": {"nt": 48, "ny": 181, "nx": 360, "chunks": {"time": 24, "latitude": 48, "longitude": 96},
+              "shards": {"time": 24, "latitude": 96, "longitude": 192}},
+}
+CACHE_MIB = 512  # ZarrOutputOptions::cache_bytes, the CLI's default
+IN_FLIGHT_CAP = 1 << 30  # zarr_output.cpp kInFlightBytes
+TARGET_SPEED = 3.0
+ATTRS = {
+    "t2m": {"units": "K", "long_name": "2 metre temperature", "standard_name": "air_temperature"},
+    "msl": {"units": "Pa", "long_name": "Mean sea level pressure",
+            "standard_name": "air_pressure_at_mean_sea_level"},
+}
+
+
+# ---------------------------------------------------------------------------- data
+
+def fields(t, ny, nx):
+    """{variable: (ny, nx) float32} for time step t; depends only on (SEED, t)."""
+    lat = np.deg2rad(np.linspace(90.0, -90.0, ny, dtype=np.float32))[:, None]
+    lon = np.deg2rad(np.linspace(0.0, 360.0, nx, endpoint=False, dtype=np.float32))[None, :]
+    ph = np.float32(0.05 * t)
+    rng = np.random.default_rng([SEED, t])
+
+    def noisy(field, sigma, quantum):
+        field = field + rng.normal(0.0, sigma, size=(ny, nx)).astype(np.float32)
+        return (np.round(field / quantum) * quantum).astype(np.float32)
+
+    return {
+        "t2m": noisy(288.0 - 45.0 * np.sin(lat) ** 2 + 6.0 * np.cos(lat) * np.sin(3 * lon + ph)
+                     + 3.0 * np.sin(2 * lat + 0.5 * ph) * np.cos(5 * lon - 2 * ph), 0.4, 1 / 64),
+        "msl": noisy(101325.0 + 1500.0 * np.cos(2 * lat) + 900.0 * np.sin(lat) * np.sin(4 * lon + 0.7 * ph),
+                     40.0, 1.0),
+    }
+
+
+def ensure_store(cache, size, verbose):
+    """Writes CACHE/<size>/era5_like.zarr once; reuses it while its marker matches. Returns
+    (store path, marker dict)."""
+    import numcodecs
+    import zarr
+    cfg = SIZES[size]
+    nt, ny, nx = cfg["nt"], cfg["ny"], cfg["nx"]
+    root = os.path.join(cache, size)
+    store = os.path.join(root, "era5_like.zarr")
+    marker_path = os.path.join(root, "bench-complete.json")
+    want = {"format_version": FORMAT_VERSION, "seed": SEED, "shape": [nt, ny, nx], "chunks": [1, ny, nx],
+            "variables": list(VARIABLES), "compressor": CODEC}
+    if os.path.exists(marker_path):
+        with open(marker_path) as fh:
+            marker = json.load(fh)
+        if all(marker.get(k) == v for k, v in want.items()) and os.path.isdir(store):
+            return store, marker
+        os.remove(marker_path)
+    if verbose:
+        print(f"writing {store} ({len(VARIABLES)} x {nt} maps of {ny} x {nx}) ...", file=sys.stderr, flush=True)
+    shutil.rmtree(store, ignore_errors=True)
+    os.makedirs(root, exist_ok=True)
+    g = zarr.open_group(store, mode="w")
+    g.attrs.update({"Conventions": "CF-1.6", "title": "ERA5-like benchmark input (lazycube tests/bench)"})
+    comp = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+    arrays = {}
+    for name in VARIABLES:
+        a = g.create_dataset(name, shape=(nt, ny, nx), chunks=(1, ny, nx), dtype="f4", compressor=comp,
+                             fill_value=np.nan)
+        a.attrs.update(dict(ATTRS[name], _ARRAY_DIMENSIONS=["time", "latitude", "longitude"]))
+        arrays[name] = a
+    coords = (("time", np.arange(nt, dtype="i8"),
+               {"units": "hours since 2020-01-01 00:00:00", "calendar": "proleptic_gregorian",
+                "standard_name": "time"}),
+              ("latitude", np.linspace(90.0, -90.0, ny), {"units": "degrees_north", "standard_name": "latitude"}),
+              ("longitude", np.linspace(0.0, 360.0, nx, endpoint=False),
+               {"units": "degrees_east", "standard_name": "longitude"}))
+    for name, values, attrs in coords:
+        a = g.create_dataset(name, shape=values.shape, chunks=values.shape, dtype=values.dtype, compressor=comp,
+                             fill_value=None if values.dtype.kind == "i" else np.nan)
+        a[:] = values
+        a.attrs.update(dict(attrs, _ARRAY_DIMENSIONS=[name]))
+    step = 8
+    for t0 in range(0, nt, step):
+        block = {name: [] for name in VARIABLES}
+        for t in range(t0, min(nt, t0 + step)):
+            for name, f in fields(t, ny, nx).items():
+                block[name].append(f)
+        for name in VARIABLES:
+            arrays[name][t0:t0 + len(block[name])] = np.stack(block[name])
+    zarr.consolidate_metadata(store)
+    nbytes = len(VARIABLES) * nt * ny * nx * 4 + nt * 8 + ny * 8 + nx * 8
+    marker = dict(want, bytes=nbytes, stored_bytes=tree_bytes(store))
+    with open(marker_path, "w") as fh:
+        json.dump(marker, fh)
+    return store, marker
+
+
+def tree_bytes(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+
+def dims_text(d):
+    return ",".join(f"{k}={v}" for k, v in d.items())
+
+
+# ---------------------------------------------------------------------------- peers
+
+def xarray_worker(src, dst, size):
+    """The peer, in its own process: open with the source's chunks, rechunk, to_zarr (dask's
+    threaded scheduler), the same compressor as lazycube's row."""
+    import dask
+    import numcodecs
+    import xarray as xr
+    import zarr
+    import resource
+    cfg = SIZES[size]
+
+    def cpu():
+        ru = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
+        return ru.ru_utime + ru.ru_stime
+
+    cpu0, t0 = cpu(), time.perf_counter()
+    ds = xr.open_dataset(src, engine="zarr", chunks={"time": 1, "latitude": cfg["ny"], "longitude": cfg["nx"]})
+    ds = ds.chunk(cfg["chunks"])
+    comp = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+    for v in ds.variables.values():
+        # The source's chunking is not the output's: the dask chunks set it.
+        v.encoding.pop("chunks", None)
+        v.encoding.pop("preferred_chunks", None)
+    ds.to_zarr(dst, mode="w", consolidated=True, encoding={name: {"compressor": comp} for name in ds.variables})
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "cpu_s": cpu() - cpu0, "versions": {"xarray": xr.__version__, "dask": dask.__version__,
+                                             "zarr": zarr.__version__, "numcodecs": numcodecs.__version__},
+            "scheduler": "threaded (dask default)"}
+
+
+def timed(cmd):
+    """Runs `cmd`; (wall seconds, peak RSS MiB, CPU seconds (user + system) of that child,
+    stdout). RuntimeError on failure."""
+    import tempfile
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        # wait4 on this pid: the rusage of this child alone (RUSAGE_CHILDREN would mix the peers).
+        _, status, ru = os.wait4(p.pid, 0)
+        seconds = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if p.returncode != 0:
+            sys.stderr.write(err.read())
+            raise RuntimeError(f"FAILED ({p.returncode}): {' '.join(cmd)}")
+        return seconds, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime, out.read()
+
+
+def peers(cli, src, out, size):
+    """(key, label, argv, destination) in run order within a round."""
+    cfg = SIZES[size]
+    chunks, shards = dims_text(cfg["chunks"]), dims_text(cfg["shards"])
+    lc = [cli, "convert", src]
+    v2, v3, xr_dst = (os.path.join(out, n) for n in ("lazycube-v2.zarr", "lazycube-v3.zarr", "xarray-v2.zarr"))
+    return [
+        ("lazycube_v2", "lazycube convert, Zarr v2", lc + [v2, "--format", "2", "--chunks", chunks, "--codec", CODEC,
+                                                          "--no-progress"], v2),
+        ("xarray_dask", "xarray + dask to_zarr, Zarr v2",
+         [sys.executable, os.path.abspath(__file__), "--xarray-worker", src, xr_dst, "--size", size], xr_dst),
+        ("lazycube_v3", "lazycube convert, Zarr v3 sharded",
+         lc + [v3, "--format", "3", "--chunks", chunks, "--shards", shards, "--codec", CODEC, "--no-progress"], v3),
+    ]
+
+
+# ---------------------------------------------------------------------------- checks
+
+def verify_v2(src, dst, block):
+    """xarray (over zarr-python 2.13) reads `dst` identical to `src`, `block` time steps at a time."""
+    import xarray as xr
+    a = xr.open_dataset(src, engine="zarr", chunks=None)
+    b = xr.open_dataset(dst, engine="zarr", chunks=None)
+    if sorted(a.variables) != sorted(b.variables):
+        raise AssertionError(f"variables differ: {sorted(a.variables)} vs {sorted(b.variables)}")
+    for t0 in range(0, a.sizes["time"], block):
+        sel = {"time": slice(t0, t0 + block)}
+        xr.testing.assert_identical(b.isel(sel).load(), a.isel(sel).load())
+
+
+def verify_v3(build_dir, src, dst, block):
+    """lazycube reads `dst` equal to `src` (raw and CF-decoded), `block` time steps at a time."""
+    sys.path.insert(0, os.path.join(build_dir, "python"))
+    import lazycube
+    for decode_cf in (False, True):
+        a = lazycube.open_dataset(src, decode_cf=decode_cf)
+        b = lazycube.open_dataset(dst, decode_cf=decode_cf)
+        if sorted(a.variables) != sorted(b.variables):
+            raise AssertionError(f"variables differ: {sorted(a.variables)} vs {sorted(b.variables)}")
+        if dict(a.attrs) != dict(b.attrs):
+            raise AssertionError("group attributes differ")
+        for name in a.variables:
+            va, vb = a[name], b[name]
+            if va.dims != vb.dims or va.dtype != vb.dtype or dict(va.attrs) != dict(vb.attrs):
+                raise AssertionError(f"{name}: dims/dtype/attrs differ")
+            if "time" in va.dims and va.dims != ("time",):
+                for t0 in range(0, a.sizes["time"], block):
+                    sel = {"time": slice(t0, t0 + block)}
+                    np.testing.assert_array_equal(vb.isel(sel).values, va.isel(sel).values, err_msg=name)
+            else:
+                np.testing.assert_array_equal(vb.values, va.values, err_msg=name)
+
+
+# ---------------------------------------------------------------------------- report
+
+def rss_bound_mib(size):
+    """What lazycube may hold (see the docstring): cache + 2 x regions in flight + 100 MiB."""
+    cfg = SIZES[size]
+    bounds = {}
+    for key, unit in (("lazycube_v2", cfg["chunks"]), ("lazycube_v3", cfg["shards"])):
+        region = 4
+        for dim, n in unit.items():
+            region *= min(n, {"time": cfg["nt"], "latitude": cfg["ny"], "longitude": cfg["nx"]}[dim])
+        in_flight = max(1, min((os.cpu_count() or 1) + 1, IN_FLIGHT_CAP // region))
+        bounds[key] = CACHE_MIB + 2 * in_flight * region / MIB + 100
+    return bounds
+
+
+def summarize(report):
+    nbytes = report["input_bytes"]
+    rows = report["results"]
+    for r in rows.values():
+        r["best_s"] = min(r["seconds"])
+        r["mb_per_s"] = nbytes / MB / r["best_s"]
+        r["peak_rss_mib"] = max(r["rss_mib"])
+        r["least_cpu_s"] = min(r["cpu_s"])
+    x = rows["xarray_dask"]
+    checks = {}
+    for key in ("lazycube_v2", "lazycube_v3"):
+        r = rows[key]
+        checks[key] = {"speed": x["best_s"] / r["best_s"], "rss_ratio": r["peak_rss_mib"] / x["peak_rss_mib"],
+                       "cpu_ratio": x["least_cpu_s"] / r["least_cpu_s"],
+                       "rss_bound_mib": report["rss_bounds_mib"][key]}
+    report["checks"] = checks
+
+
+def table_rows(report):
+    input_mib = report["input_bytes"] / MIB
+    for key, r in report["results"].items():
+        yield (r["label"], f"{r['best_s']:.2f}", "/".join(f"{s:.2f}" for s in r["seconds"]), f"{r['mb_per_s']:.0f}",
+               f"{r['least_cpu_s']:.2f}", f"{r['peak_rss_mib']:.0f}", f"{r['peak_rss_mib'] / input_mib:.2f}", f"{r['output_bytes'] / MB:.0f}",
+               r.get("verified", "not checked"))
+
+
+HEADER = ("peer", "best s", "runs s", "MB/s", "CPU s", "peak RSS MiB", "RSS / input", "output MB", "reads back")
+
+
+def target_lines(report):
+    c, rows = report["checks"], report["results"]
+    out = []
+    for key in ("lazycube_v2", "lazycube_v3"):
+        x = c[key]
+        tag = "v2" if key == "lazycube_v2" else "v3 sharded"
+        out.append((f"lazycube {tag} / xarray+dask speed", f"{x['speed']:.2f}x", f">= {TARGET_SPEED:.0f}x",
+                    "PASS" if x["speed"] >= TARGET_SPEED else "MISS"))
+        rss = rows[key]["peak_rss_mib"]
+        out.append((f"lazycube {tag} peak RSS (MiB)", f"{rss:.0f}", f"<= {x['rss_bound_mib']:.0f}",
+                    "PASS" if rss <= x["rss_bound_mib"] else "MISS"))
+        out.append((f"lazycube {tag} / xarray+dask peak RSS", f"{x['rss_ratio']:.2f}", "(info)", ""))
+        out.append((f"xarray+dask / lazycube {tag} CPU seconds", f"{x['cpu_ratio']:.2f}x", "(info)", ""))
+    return out
+
+
+def print_report(report):
+    m = report["machine"]
+    print(f"\n== convert: {report['input_bytes'] / MB:.0f} MB input ({report['input_bytes'] / MIB:.0f} MiB decoded, "
+          f"{report['input_stored_bytes'] / MB:.0f} MB stored), maps -> chunks {report['chunks']}, "
+          f"{m['cpu_count']} CPUs, load {m['loadavg_at_start'][0]:.2f} at start / {m['loadavg_at_end'][0]:.2f} at end, best of {report['runs']} "
+          f"(xarray: {report['peer_runs']}) ==")
+    widths = (36, 7, 20, 6, 6, 12, 11, 9, 12)
+    print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(HEADER, widths))))
+    for row in table_rows(report):
+        print("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths))))
+    for name, value, target, result in target_lines(report):
+        print(f"  {name:44} {value:>8}  {target:>8}  {result}")
+
+
+def markdown(report):
+    lines = ["| " + " | ".join(HEADER) + " |", "|---|" + "---:|" * (len(HEADER) - 2) + "---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in table_rows(report)]
+    lines += ["", "| target | measured | bound | result |", "|---|---:|---:|---|"]
+    lines += [f"| {n} | {v} | {t} | {r} |" for n, v, t, r in target_lines(report)]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--cache", default="build/bench-data/convert", help="input store (written once) and outputs")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs of each lazycube row (best reported)")
+    ap.add_argument("--peer-runs", type=int, default=None, help="timed runs of the xarray + dask row (default: --runs)")
+    ap.add_argument("--verify-block", type=int, default=96, help="time steps compared at a time")
+    ap.add_argument("--no-verify", action="store_true", help="skip the read-back checks")
+    ap.add_argument("--keep", action="store_true", help="keep the outputs of the last round")
+    ap.add_argument("--quick", action="store_true", help="48 steps of 181 x 360, one run each (smoke run)")
+    ap.add_argument("--json", action="store_true", help="print one JSON document instead")
+    ap.add_argument("--markdown", action="store_true", help="print Markdown tables instead")
+    ap.add_argument("--save", metavar="FILE", help="also write the JSON document to FILE")
+    ap.add_argument("--settle", type=float, default=2.0,
+                    help="least seconds between the timed processes (bench_common.settle)")
+    ap.add_argument("--xarray-worker", nargs=2, metavar=("SRC", "DST"), help=argparse.SUPPRESS)
+    ap.add_argument("--size", default="full", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.xarray_worker:
+        print(json.dumps(xarray_worker(*args.xarray_worker, args.size)))
+        return 0
+    size = "quick" if args.quick else "full"
+    if args.quick:
+        args.runs = args.peer_runs = 1
+    if args.peer_runs is None:
+        args.peer_runs = args.runs
+    cli = os.path.abspath(os.path.join(args.build_dir, "lazycube"))
+    if not os.access(cli, os.X_OK):
+        raise SystemExit(f"{cli} not found: build it first (cmake --build {args.build_dir} --target lazycube_cli lazycube_python)")
+    quiet = args.json or args.markdown
+    cache = os.path.abspath(args.cache)
+    src, marker = ensure_store(cache, size, verbose=not quiet)
+    out = os.path.join(cache, size, "out")
+    load = warn_if_busy()
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    report = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "commit": commit,
+              "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "loadavg_at_start": load},
+              "size": size, "input_bytes": marker["bytes"], "input_stored_bytes": marker["stored_bytes"],
+              "chunks": dims_text(SIZES[size]["chunks"]), "shards": dims_text(SIZES[size]["shards"]),
+              "codec": CODEC, "runs": args.runs, "peer_runs": args.peer_runs,
+              "rss_bounds_mib": rss_bound_mib(size), "results": {}}
+    plan = peers(cli, src, out, size)
+    failed = False
+    try:
+        for rnd in range(max(args.runs, args.peer_runs)):
+            for key, label, cmd, dst in plan:
+                if rnd >= (args.peer_runs if key == "xarray_dask" else args.runs):
+                    continue
+                shutil.rmtree(dst, ignore_errors=True)
+                os.makedirs(out, exist_ok=True)
+                warm(src)
+                os.sync()
+                settle(args.settle)
+                if not quiet:
+                    print(f"  round {rnd + 1}: {label} ...", file=sys.stderr, flush=True)
+                seconds, rss, cpu, stdout = timed(cmd)
+                row = report["results"].setdefault(key, {"label": label, "command": cmd, "seconds": [], "rss_mib": [],
+                                                         "wall_s": [], "cpu_s": []})
+                row["wall_s"].append(seconds)
+                if key == "xarray_dask":
+                    inner = json.loads(stdout.strip().splitlines()[-1])
+                    seconds, cpu = inner["seconds"], inner["cpu_s"]
+                    row["versions"] = inner["versions"]
+                row["seconds"].append(seconds)
+                row["cpu_s"].append(cpu)
+                row["rss_mib"].append(rss)
+                row["output_bytes"] = tree_bytes(dst)
+        if not args.no_verify:
+            for key, label, cmd, dst in plan:
+                if not quiet:
+                    print(f"  checking {label} ...", file=sys.stderr, flush=True)
+                try:
+                    if key == "lazycube_v3":
+                        verify_v3(os.path.abspath(args.build_dir), src, dst, args.verify_block)
+                        report["results"][key]["verified"] = "equal (lazycube)"
+                    else:
+                        verify_v2(src, dst, args.verify_block)
+                        report["results"][key]["verified"] = "identical (xarray)"
+                except AssertionError as e:
+                    failed = True
+                    report["results"][key]["verified"] = "DIFFERS"
+                    print(f"!!!!! {label}: the output differs from the source: {e}", file=sys.stderr)
+    finally:
+        if not args.keep:
+            shutil.rmtree(out, ignore_errors=True)
+    report["machine"]["loadavg_at_end"] = os.getloadavg()
+    summarize(report)
+    if args.save:
+        with open(args.save, "w") as fh:
+            json.dump(report, fh, indent=1)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    elif args.markdown:
+        print(markdown(report))
+    else:
+        print_report(report)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
