@@ -69,3 +69,18 @@ def test_env_variable_and_changed_object(lazycube_cli, server, tmp_path, monkeyp
     r = subprocess.run([str(lazycube_cli), "info", url, "--option", "cache_dir=/proc/no/such/dir"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "cache_dir" in r.stderr
+
+
+def test_python_cache_dir_survives_pickling(server, tmp_path):
+    import pickle
+
+    from conftest import import_lazycube
+    lazycube = import_lazycube()
+
+    cache = tmp_path / "pycache"
+    ds = lazycube.open_dataset(f"{server.url}/{STORE}", cache_dir=cache)
+    want = np.asarray(lazycube.open_dataset(str(REPO / "data" / STORE))["t2m"].values)
+    np.testing.assert_array_equal(np.asarray(ds["t2m"].values), want)
+    assert cache_bytes(cache) > 0
+    again = pickle.loads(pickle.dumps(ds))
+    np.testing.assert_array_equal(np.asarray(again["t2m"].values), want)
