@@ -266,7 +266,7 @@ class Dataset:
 
 def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
                  mask_valid_range=False, group=None, branch=None, tag=None, snapshot=None,
-                 virtual_chunk_containers=None):
+                 virtual_chunk_containers=None, cache_dir=None):
     """Opens a Zarr v2/v3 store, a kerchunk reference set or a NetCDF/HDF5/GRIB file (local
     path, file://, http(s)://, s3://, gs:// or gcs://, az:// (abfs[s]://), reference://) lazily:
     only metadata is read.
@@ -287,7 +287,14 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
     {...storage options...}}`` authorises reading virtual chunks under those URL prefixes, with
     those options (endpoint_url, region_name, key, secret, anon, ...); a virtual chunk of any other
     container is an error naming it. All of these are an error for a store that is not a
-    repository."""
+    repository.
+
+    ``cache_dir``: keep the bytes read from network stores in this local directory, shared by
+    processes (the storage option ``cache_dir``; default: ``LAZYCUBE_CACHE_DIR``; README
+    "Persistent chunk cache"). It travels in the storage options, so pickled copies (DataLoader
+    workers) read through the same directory."""
+    if cache_dir is not None:
+        storage_options = dict(storage_options or {}, cache_dir=str(cache_dir))
     source = Source(url, storage_options, decode_cf=decode_cf, consolidated=consolidated,
                     engine=engine, mask_valid_range=mask_valid_range, group=group, branch=branch,
                     tag=tag, snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers)

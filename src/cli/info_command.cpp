@@ -86,6 +86,7 @@ ordered_json stats_json(const StoreStats& s) {
   j["errors"] = s.errors;
   j["latency_ms"] = {{"p50", s.latency_ms_p50}, {"p90", s.latency_ms_p90}, {"p99", s.latency_ms_p99},
                      {"max", s.latency_ms_max}};
+  j["cache"] = {{"hits", s.cache_hits}, {"misses", s.cache_misses}, {"bytes_saved", s.cache_bytes_saved}};
   return j;
 }
 
@@ -103,6 +104,9 @@ void print_stats(const StoreStats& s, std::ostream& out) {
   }
   out << "\n    errors: " << s.errors << "\n    latency ms: p50 " << s.latency_ms_p50 << ", p90 "
       << s.latency_ms_p90 << ", p99 " << s.latency_ms_p99 << ", max " << s.latency_ms_max << "\n";
+  if (s.cache_hits || s.cache_misses)
+    out << "    cache: " << s.cache_hits << " hits, " << s.cache_misses << " misses, " << s.cache_bytes_saved
+        << " bytes saved\n";
 }
 
 // The Icechunk repository at `location`, if it is one: {"spec_version", "branches", "tags",

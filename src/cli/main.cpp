@@ -39,6 +39,11 @@ void add_open_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
   cmd->add_option("--engine", open.engine, "zarr or gdal (default: gdal for .nc/.h5/.grib... files, else zarr)")
       ->check(CLI::IsMember({"zarr", "gdal"}));
   add_repository_flags(cmd, open);
+  // Spelled as the storage option it sets, so that the option table stays the one definition.
+  cmd->add_option_function<std::string>(
+      "--cache-dir", [&open](const std::string& dir) { open.options.push_back("cache_dir=" + dir); },
+      "Keep the bytes read from network stores in this local directory (storage option cache_dir; "
+      "default: LAZYCUBE_CACHE_DIR)");
   cmd->add_flag("--mask-valid-range", open.mask_valid_range,
                 "Mask stored values outside valid_range / valid_min / valid_max to NaN (CF, as netCDF4-python)");
   cmd->add_option("--virtual", open.virtual_prefixes,

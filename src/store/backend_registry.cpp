@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "disk_cache_store.hpp"
 #include "lazycube/error.hpp"
 
 namespace lazycube {
@@ -54,7 +55,13 @@ Location open_registered(const ParsedUrl& url, const StoreOptions& options) {
   if (!url.backend || !url.backend->open)
     throw StoreError("unsupported URL scheme '" + url.scheme + "' in '" + url.canonical() + "' (this build reads " +
                      registered_schemes_text() + ")");
-  return url.backend->open(url, options);
+  Location location = url.backend->open(url, options);
+  // The persistent chunk cache wraps every network store here, the one place they are opened.
+  if (url.backend->takes_storage_options()) {
+    const DiskCacheOptions cache = disk_cache_options(parse_storage_options(options, *url.backend));
+    if (!cache.dir.empty()) location.store = make_disk_cache_store(std::move(location.store), cache);
+  }
+  return location;
 }
 
 std::string registered_schemes_text() {

@@ -35,17 +35,19 @@ class HttpStore final : public Store {
   }
 
   std::optional<std::uint64_t> size(std::string_view key) override {
-    http::Request req;
-    req.method = "HEAD";
-    req.url = url_of(key);
-    auto res = http::Engine::global().perform({req}, options_.retry, options_.engine, &counters_);
-    const long s = res[0].status;
-    if (s == 404) return std::nullopt;
-    check_status(res[0], req);
-    auto it = res[0].headers.find("content-length");
-    if (it == res[0].headers.end())
-      throw StoreError("HEAD " + http::redact_url(req.url) + ": no Content-Length in the reply");
+    auto res = head(key);
+    if (!res) return std::nullopt;
+    auto it = res->headers.find("content-length");
+    if (it == res->headers.end())
+      throw StoreError("HEAD " + http::redact_url(url_of(key)) + ": no Content-Length in the reply");
     return std::strtoull(it->second.c_str(), nullptr, 10);
+  }
+
+  std::optional<std::string> version(std::string_view key) override {
+    auto res = head(key);
+    if (!res) return std::nullopt;
+    auto it = res->headers.find("etag");
+    return it == res->headers.end() ? std::string() : it->second;
   }
 
   std::vector<std::string> list(std::string_view) override { throw no_listing(); }
@@ -55,6 +57,17 @@ class HttpStore final : public Store {
   bool prefers_batches() const override { return true; }
 
  private:
+  // The HEAD reply for `key`; nullopt on 404, StoreError on other failures.
+  std::optional<http::Response> head(std::string_view key) {
+    http::Request req;
+    req.method = "HEAD";
+    req.url = url_of(key);
+    auto res = http::Engine::global().perform({req}, options_.retry, options_.engine, &counters_);
+    if (res[0].status == 404) return std::nullopt;
+    check_status(res[0], req);
+    return std::move(res[0]);
+  }
+
   static StoreError no_listing() {
     return StoreError("listing is not supported over plain HTTP; use consolidated metadata");
   }

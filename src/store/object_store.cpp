@@ -101,6 +101,28 @@ class ObjectStore final : public Store {
   }
 
   std::optional<std::uint64_t> size(std::string_view key) override {
+    auto head_reply = head(key);
+    if (!head_reply) return std::nullopt;
+    const http::Response& r = *head_reply;
+    auto it = r.headers.find("content-length");
+    if (it == r.headers.end())
+      throw StoreError(describe(key) + ": HEAD response without Content-Length");
+    try {
+      return std::stoull(it->second);
+    } catch (const std::exception&) {
+      throw StoreError(describe(key) + ": bad Content-Length '" + it->second + "'");
+    }
+  }
+
+  std::optional<std::string> version(std::string_view key) override {
+    auto r = head(key);
+    if (!r) return std::nullopt;
+    auto it = r->headers.find("etag");
+    return it == r->headers.end() ? std::string() : it->second;
+  }
+
+  // The HEAD reply for `key`; nullopt when it does not exist, StoreError on other failures.
+  std::optional<http::Response> head(std::string_view key) {
     auto responses = perform({object_request("HEAD", key, ByteRange::full())});
     auto& r = responses[0];
     if (r.status == 404) return std::nullopt;
@@ -111,14 +133,7 @@ class ObjectStore final : public Store {
       if (again[0].status >= 400 && again[0].status != 416) fail(again[0], describe(key));
       fail(r, describe(key));
     }
-    auto it = r.headers.find("content-length");
-    if (it == r.headers.end())
-      throw StoreError(describe(key) + ": HEAD response without Content-Length");
-    try {
-      return std::stoull(it->second);
-    } catch (const std::exception&) {
-      throw StoreError(describe(key) + ": bad Content-Length '" + it->second + "'");
-    }
+    return std::move(r);
   }
 
   // Writable with a bucket or container in the URL (an account-wide store addresses objects by

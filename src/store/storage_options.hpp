@@ -54,6 +54,8 @@ struct StorageOptions {
   std::string region_name;
   std::string profile;        // AWS profile name (overrides AWS_PROFILE)
   bool requester_pays = false;
+  std::string cache_dir;                                  // persistent chunk cache (disk_cache_store.hpp)
+  std::uint64_t cache_size = 10ULL * 1024 * 1024 * 1024;  // its byte budget
   // The backend's own options (Backend::own_options) as given, by name; its code reads them.
   std::map<std::string, std::string, std::less<>> own;
   std::set<std::string, std::less<>> given;  // names of the options that were set

@@ -57,6 +57,9 @@ struct StoreStats {
   std::map<std::string, std::uint64_t> retries_by_cause;  // "http_503", "timeout", "connection", ...
   std::uint64_t errors = 0;    // requests that failed for good (after their last attempt)
   double latency_ms_p50 = 0, latency_ms_p90 = 0, latency_ms_p99 = 0, latency_ms_max = 0;
+  // The persistent chunk cache (storage option cache_dir): reads served from local files, reads
+  // fetched (and published), and the bytes the hits did not fetch.
+  std::uint64_t cache_hits = 0, cache_misses = 0, cache_bytes_saved = 0;
 };
 
 // Options passed when opening a URL (fsspec-style storage_options for the network backends; the
@@ -90,6 +93,13 @@ class Store {
   std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests);
   // Size of the object at `key`, or nullopt when it does not exist.
   virtual std::optional<std::uint64_t> size(std::string_view key) = 0;
+  // The current version of the object at `key` (its ETag, asked with a HEAD on HTTP stores);
+  // nullopt when it does not exist; "" when this store cannot tell (the default), which the
+  // persistent chunk cache reads as "do not cache".
+  virtual std::optional<std::string> version(std::string_view key) {
+    (void)key;
+    return std::string();
+  }
   bool exists(std::string_view key) { return size(key).has_value(); }
   // Every key under `prefix` (a "directory" ending in '/' or empty for all), recursively, sorted.
   virtual std::vector<std::string> list(std::string_view prefix) = 0;

@@ -1,0 +1,146 @@
+// The persistent chunk cache (storage option cache_dir) over a real nginx: hits cost no GET,
+// a changed object is fetched again, versions/keys/ranges are kept apart, the byte budget holds
+// with LRU eviction, a corrupt file is refetched, an unusable directory is a clear error.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "lazycube/error.hpp"
+#include "lazycube/store/store.hpp"
+#include "nginx_server.hpp"
+
+using namespace lazycube;
+using namespace lazycube::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string as_string(const Buffer& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+
+std::string pattern(std::size_t n, int seed) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + i / 7 + seed * 17) & 0xff);
+  return s;
+}
+
+std::size_t gets_of(const std::string& log, const std::string& key) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; (at = log.find("\"GET /" + key + " ", at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
+std::uint64_t dir_bytes(const fs::path& dir) {
+  std::uint64_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".lcc") n += e.file_size();
+  return n;
+}
+
+struct DiskCacheFixture : ::testing::Test {
+  void SetUp() override {
+    LAZYCUBE_REQUIRE_NGINX();
+    for (int i = 0; i < 8; ++i) write_file(www.path() / ("c" + std::to_string(i)), pattern(10000, i));
+    server = std::make_unique<NginxServer>(www.path());
+  }
+  std::shared_ptr<Store> open(std::uint64_t budget = 0) {
+    StoreOptions o{{"cache_dir", cache.path().string()}};
+    if (budget) o["cache_size"] = std::to_string(budget);
+    return open_location(server->url(), o).store;
+  }
+  TempDir www, cache;
+  std::unique_ptr<NginxServer> server;
+};
+
+}  // namespace
+
+TEST_F(DiskCacheFixture, DiskCacheSecondReadIsAHitWithoutGet) {
+  {
+    auto s = open();
+    EXPECT_EQ(as_string(*s->get("c1")), pattern(10000, 1));
+    EXPECT_EQ(s->stats().cache_misses, 1u);
+  }
+  auto s = open();  // a new open (another process would do the same): HEAD, then the file
+  EXPECT_EQ(as_string(*s->get("c1")), pattern(10000, 1));
+  EXPECT_EQ(as_string(*s->get("c1")), pattern(10000, 1));
+  const StoreStats st = s->stats();
+  EXPECT_EQ(st.cache_hits, 2u);
+  EXPECT_EQ(st.cache_misses, 0u);
+  EXPECT_EQ(st.cache_bytes_saved, 20000u);
+  EXPECT_FALSE(s->get("missing").has_value());
+  while (server->logged_requests() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(gets_of(server->access_log(), "c1"), 1u);
+}
+
+TEST_F(DiskCacheFixture, DiskCacheKeepsKeysRangesAndUrlsApart) {
+  auto s = open();
+  EXPECT_EQ(as_string(*s->get("c2", ByteRange::range(100, 50))), pattern(10000, 2).substr(100, 50));
+  EXPECT_EQ(as_string(*s->get("c2")), pattern(10000, 2));
+  EXPECT_EQ(as_string(*s->get("c3")), pattern(10000, 3));
+  EXPECT_EQ(as_string(*s->get("c2", ByteRange::suffix(10))), pattern(10000, 2).substr(9990));
+  auto again = open();
+  EXPECT_EQ(as_string(*again->get("c2", ByteRange::range(100, 50))), pattern(10000, 2).substr(100, 50));
+  EXPECT_EQ(as_string(*again->get("c2", ByteRange::suffix(10))), pattern(10000, 2).substr(9990));
+  EXPECT_EQ(again->stats().cache_hits, 2u);
+  // The same key under another root URL is another object.
+  fs::create_directories(www.path() / "sub");
+  write_file(www.path() / "sub" / "c2", "other");
+  auto sub = open_location(server->url() + "/sub", {{"cache_dir", cache.path().string()}}).store;
+  EXPECT_EQ(as_string(*sub->get("c2")), "other");
+}
+
+TEST_F(DiskCacheFixture, DiskCacheNeverServesAChangedObject) {
+  EXPECT_EQ(as_string(*open()->get("c4")), pattern(10000, 4));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // nginx's ETag holds mtime seconds
+  write_file(www.path() / "c4", pattern(10000, 40));
+  auto s = open();
+  EXPECT_EQ(as_string(*s->get("c4")), pattern(10000, 40));
+  EXPECT_EQ(s->stats().cache_hits, 0u);
+}
+
+TEST_F(DiskCacheFixture, DiskCacheBudgetEvictsLeastRecentlyUsed) {
+  const std::uint64_t budget = 45000;  // four 10 kB entries (plus headers) fit
+  auto s = open(budget);
+  for (int i = 0; i < 4; ++i) s->get("c" + std::to_string(i));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  s->get("c0");  // c0 is now the most recently used
+  for (int i = 4; i < 8; ++i) {
+    s->get("c" + std::to_string(i));
+    EXPECT_LE(dir_bytes(cache.path()), budget);
+  }
+  auto t = open(budget);
+  EXPECT_EQ(as_string(*t->get("c7")), pattern(10000, 7));
+  EXPECT_EQ(t->stats().cache_hits, 1u);
+  EXPECT_EQ(as_string(*t->get("c1")), pattern(10000, 1));  // evicted first
+  EXPECT_EQ(t->stats().cache_misses, 1u);
+}
+
+TEST_F(DiskCacheFixture, DiskCacheRefetchesATruncatedOrCorruptFile) {
+  open()->get("c5");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(cache.path())) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  fs::resize_file(files[0], fs::file_size(files[0]) - 1);
+  auto s = open();
+  EXPECT_EQ(as_string(*s->get("c5")), pattern(10000, 5));
+  EXPECT_EQ(s->stats().cache_misses, 1u);
+  // Flip one payload byte of the republished file: the checksum catches it.
+  std::string bytes = read_file(files[0]);
+  bytes.back() ^= 1;
+  write_file(files[0], bytes);
+  auto t = open();
+  EXPECT_EQ(as_string(*t->get("c5")), pattern(10000, 5));
+  EXPECT_EQ(t->stats().cache_misses, 1u);
+}
+
+TEST_F(DiskCacheFixture, DiskCacheUnusableDirectoryIsAClearError) {
+  write_file(cache.path() / "file", "x");
+  try {
+    open_location(server->url(), {{"cache_dir", (cache.path() / "file").string()}});
+    FAIL() << "expected a StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("cache_dir"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(open_location(server->url(), {{"cache_size", "lots"}}), StoreError);
+}
