@@ -91,6 +91,20 @@ def add_settle_argument(parser):
                              "page reporting is still where the kernel counts it (see bench_common.settle)")
 
 
+def emit_report(report, args, markdown, print_report):
+    """Saves the report as JSON to --save FILE when given, then prints it as --json asks
+    (the document), --markdown (`markdown(report)`), or as text (`print_report(report)`)."""
+    if args.save:
+        with open(args.save, "w") as fh:
+            json.dump(report, fh, indent=1)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    elif args.markdown:
+        print(markdown(report))
+    else:
+        print_report(report)
+
+
 def warn_if_busy():
     """Warns on stderr when the load average says other work shares the machine; returns the
     load averages (for the report)."""

@@ -59,7 +59,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_common import REPO, settle, warm, warn_if_busy  # noqa: E402
+from bench_common import REPO, emit_report, settle, warm, warn_if_busy  # noqa: E402
 
 MB = 1e6
 MIB = 1 << 20
@@ -443,15 +443,7 @@ def main():
             shutil.rmtree(out, ignore_errors=True)
     report["machine"]["loadavg_at_end"] = os.getloadavg()
     summarize(report)
-    if args.save:
-        with open(args.save, "w") as fh:
-            json.dump(report, fh, indent=1)
-    if args.json:
-        print(json.dumps(report, indent=1))
-    elif args.markdown:
-        print(markdown(report))
-    else:
-        print_report(report)
+    emit_report(report, args, markdown, print_report)
     return 1 if failed else 0
 
 

@@ -53,7 +53,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 sys.path.insert(0, HERE)
-from bench_common import REPO, Nginx, checksum, run_json, warm, warn_if_busy  # noqa: E402
+from bench_common import REPO, Nginx, checksum, emit_report, run_json, warm, warn_if_busy  # noqa: E402
 MB = 1e6
 MIB = 1 << 20
 
@@ -488,15 +488,7 @@ def main():
             report["azurite_skipped"] = reason
             print(f"Azurite rows skipped: {reason}", file=sys.stderr)
     report["checks"] = evaluate(report["results"], marker["checksum"])
-    if args.save:
-        with open(args.save, "w") as fh:
-            json.dump(report, fh, indent=1)
-    if args.json:
-        print(json.dumps(report, indent=1))
-    elif args.markdown:
-        print(markdown(report))
-    else:
-        print_report(report)
+    emit_report(report, args, markdown, print_report)
     if not report["checks"]["checksums_equal"]:
         print("!!!!! the peers' outputs disagree with the data written !!!!!", file=sys.stderr)
         return 1
