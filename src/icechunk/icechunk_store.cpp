@@ -119,8 +119,13 @@ class IcechunkStore final : public Store {
     if (r.kind == Resolved::Missing) return std::nullopt;
     const auto [off, len] = slice(r.size(), range, describe(key));
     if (r.kind == Resolved::Bytes) return Buffer::copy_of(r.bytes.subspan(off, len));
-    auto got = r.condition.empty() ? r.store->get(r.key, read_range(r, off, len))
-                                   : std::move(r.store->get_many({{r.key, ByteRange::range(r.offset + off, len), r.condition}})[0]);
+    // Through get_many where the request says more than a key and range: a read condition, or
+    // (network stores, which a persistent cache may wrap) that the object is immutable.
+    auto got = r.condition.empty() && !(r.immutable && r.store->prefers_batches())
+                   ? r.store->get(r.key, read_range(r, off, len))
+                   : std::move(r.store->get_many({{r.key, r.condition.empty() ? read_range(r, off, len)
+                                                                             : ByteRange::range(r.offset + off, len),
+                                                  r.condition, r.immutable}})[0]);
     trim(got, len);
     check_read(r, key, got, len);
     return got;
@@ -129,7 +134,7 @@ class IcechunkStore final : public Store {
   // The Zarr reader's per-thread buffer path: native chunks read straight into `out`.
   bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
     Resolved r = resolve(key);
-    if (r.kind != Resolved::Read || !r.condition.empty()) {
+    if (r.kind != Resolved::Read || !r.condition.empty() || r.store->prefers_batches()) {
       auto got = get(key, range);
       if (!got) return false;
       out = std::move(*got);
@@ -162,7 +167,8 @@ class IcechunkStore final : public Store {
         continue;
       }
       lengths[i] = len;
-      reads[i] = {r.key, r.condition.empty() ? read_range(r, off, len) : ByteRange::range(r.offset + off, len), r.condition};
+      reads[i] = {r.key, r.condition.empty() ? read_range(r, off, len) : ByteRange::range(r.offset + off, len), r.condition,
+                  r.immutable};
       groups[r.store.get()].push_back(i);
     }
     for (auto& [store, indexes] : groups) {
@@ -235,6 +241,7 @@ class IcechunkStore final : public Store {
     std::string url;                               // Read, virtual: its URL (native: store->describe(key))
     std::uint64_t offset = 0, length = 0;          // Read
     bool is_virtual = false;
+    bool immutable = false;                        // Read, native: chunks/<id> never changes
     ReadCondition condition;                       // Read, virtual: the recorded ETag / last-modified
     std::uint64_t size() const { return kind == Bytes ? bytes.size() : length; }
   };
@@ -306,6 +313,7 @@ class IcechunkStore final : public Store {
           r.kind = Resolved::Read;
           r.store = root.store;
           r.key = key_in(root, "chunks/" + loc->chunk_id);
+          r.immutable = true;
           break;
         }
         case ChunkLocation::Kind::Virtual: {

@@ -7,6 +7,13 @@
 // by another process's eviction cannot tear it) and checked against the header (a truncated or
 // corrupt file is removed and fetched again). Eviction: the least recently used files (mtime,
 // refreshed on every hit) go first once the directory holds more than the budget.
+//
+// Which version an entry is keyed by (never a stale one, by what the server declares): an
+// immutable object's (ByteRequest::immutable: Icechunk chunks) is fixed; a conditional read's is
+// its condition's ETag; any other object's ETag is asked once per open store with a HEAD, unless
+// a version record in the directory (.lcv, written by any process) holds one the server declared
+// fresh until a later time (Cache-Control max-age / Expires), so that a new process reads a
+// fresh, cached object without a request.
 #include "disk_cache_store.hpp"
 
 #include <dirent.h>
@@ -16,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +31,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "lazycube/error.hpp"
 #include "storage_options.hpp"
@@ -33,7 +42,9 @@ namespace {
 
 constexpr char kMagic[8] = {'L', 'Z', 'C', 'A', 'C', 'H', 'E', '1'};
 constexpr std::size_t kHeader = 32;  // magic, identity length, payload length, checksum
-constexpr const char* kSuffix = ".lcc";
+constexpr const char* kSuffix = ".lcc";         // a cached byte range
+constexpr const char* kRecordSuffix = ".lcv";   // a version record
+constexpr const char* kRecordMagic = "LZCVER1";
 
 std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ULL) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -75,7 +86,7 @@ class DiskCacheStore final : public Store {
   std::string url() const override { return inner_->url(); }
   bool prefers_batches() const override { return inner_->prefers_batches(); }
   std::optional<std::uint64_t> size(std::string_view key) override { return inner_->size(key); }
-  std::optional<std::string> version(std::string_view key) override { return inner_->version(key); }
+  std::optional<ObjectVersion> version(std::string_view key) override { return inner_->version(key); }
   std::vector<std::string> list(std::string_view prefix) override { return inner_->list(prefix); }
   std::vector<std::string> list_dir(std::string_view prefix) override { return inner_->list_dir(prefix); }
   bool writable() const override { return inner_->writable(); }
@@ -110,7 +121,7 @@ class DiskCacheStore final : public Store {
     std::vector<std::string> identity_of;
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const ByteRequest& r = requests[i];
-      std::optional<std::string> v = r.condition.empty() ? known_version(r.key) : std::string();
+      std::optional<std::string> v = version_to_cache(r);
       if (!v) {
         sink(i, std::nullopt);  // the HEAD said: no such object
         continue;
@@ -119,7 +130,7 @@ class DiskCacheStore final : public Store {
       ByteRequest f = r;
       if (!v->empty()) {
         identity = inner_->url() + "\n" + r.key + "\n" + *v + "\n" + r.range.describe();
-        path = o_.dir + "/" + hex16(fnv1a(identity.data(), identity.size())) + kSuffix;
+        path = entry_path(identity, kSuffix);
         if (auto bytes = read_entry(path, identity)) {
           hits_.fetch_add(1);
           saved_.fetch_add(bytes->size());
@@ -127,7 +138,8 @@ class DiskCacheStore final : public Store {
           continue;
         }
         misses_.fetch_add(1);
-        f.condition.etag = *v;  // the bytes published must be the version the HEAD saw
+        // The bytes published must be the version the HEAD saw (an immutable object has one).
+        if (!r.immutable) f.condition.etag = *v;
       }
       fetch.push_back(std::move(f));
       index.push_back(i);
@@ -141,56 +153,126 @@ class DiskCacheStore final : public Store {
         sink(index[j], std::move(bytes));
       });
     } catch (const StoreError&) {
-      // A changed object fails its If-Match: the next read asks for its version again.
-      for (const auto& f : fetch) forget(f.key);
+      // A changed object fails its If-Match: the next read asks for its version again (and a
+      // server that declared it fresh is asked too: its record is dropped).
+      for (const auto& f : fetch) forget(f.key, true);
       throw;
     }
   }
 
  private:
-  // HEADs (in parallel) the keys whose version this store has not asked yet.
+  // The version a request's cache entry is keyed by: "immutable" for content-named objects, the
+  // read condition's ETag (the fetch is conditional on it anyway), else the one resolved for its
+  // key; "" : do not cache; nullopt: no such object.
+  std::optional<std::string> version_to_cache(const ByteRequest& r) {
+    if (r.immutable) return std::string("immutable");
+    if (!r.condition.empty()) return r.condition.etag;
+    std::lock_guard lock(mu_);
+    auto it = versions_.find(r.key);
+    if (it == versions_.end()) return std::string();
+    if (!it->second) return std::nullopt;
+    return it->second->etag;
+  }
+
+  // The versions of the keys this store has not asked yet: from a version record the server
+  // declared still fresh (no request), else a HEAD (in parallel).
   void resolve_versions(const std::vector<ByteRequest>& requests) {
     std::vector<std::string> todo;
     {
+      std::unordered_set<std::string_view> seen;
       std::lock_guard lock(mu_);
       for (const auto& r : requests)
-        if (r.condition.empty() && !versions_.count(r.key) &&
-            std::find(todo.begin(), todo.end(), r.key) == todo.end())
+        if (!r.immutable && r.condition.empty() && !versions_.count(r.key) && seen.insert(r.key).second)
           todo.push_back(r.key);
     }
     if (todo.empty()) return;
-    std::vector<std::optional<std::string>> got(todo.size());
-    std::vector<std::exception_ptr> errors(todo.size());
+    const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
+    std::vector<std::string> ask;
+    {
+      std::vector<std::pair<std::string, ObjectVersion>> fresh;
+      for (auto& key : todo) {
+        if (auto v = read_version_record(key, now)) fresh.emplace_back(std::move(key), std::move(*v));
+        else ask.push_back(std::move(key));
+      }
+      std::lock_guard lock(mu_);
+      for (auto& [key, v] : fresh) versions_[key] = std::move(v);
+    }
+    if (ask.empty()) return;
+    std::vector<std::optional<ObjectVersion>> got(ask.size());
+    std::vector<std::exception_ptr> errors(ask.size());
     std::atomic<std::size_t> next{0};
     auto work = [&] {
-      for (std::size_t k; (k = next.fetch_add(1)) < todo.size();) {
+      for (std::size_t k; (k = next.fetch_add(1)) < ask.size();) {
         try {
-          got[k] = inner_->version(todo[k]);
+          got[k] = inner_->version(ask[k]);
         } catch (...) {
           errors[k] = std::current_exception();
         }
       }
     };
-    const std::size_t n = std::min<std::size_t>(todo.size(), 32);
+    const std::size_t n = std::min<std::size_t>(ask.size(), 32);
     std::vector<std::thread> threads;
     for (std::size_t t = 1; t < n; ++t) threads.emplace_back(work);
     work();
     for (auto& t : threads) t.join();
     for (const auto& e : errors)
       if (e) std::rethrow_exception(e);
+    for (std::size_t k = 0; k < ask.size(); ++k)
+      if (got[k] && !got[k]->etag.empty() && got[k]->fresh_until > now) write_version_record(ask[k], *got[k]);
     std::lock_guard lock(mu_);
-    for (std::size_t k = 0; k < todo.size(); ++k) versions_[todo[k]] = got[k];
+    for (std::size_t k = 0; k < ask.size(); ++k) versions_[ask[k]] = std::move(got[k]);
   }
 
-  std::optional<std::string> known_version(const std::string& key) {
-    std::lock_guard lock(mu_);
-    auto it = versions_.find(key);
-    return it == versions_.end() ? std::string() : it->second;
+  void forget(std::string_view key, bool drop_record = false) {
+    {
+      std::lock_guard lock(mu_);
+      versions_.erase(std::string(key));
+    }
+    if (drop_record) ::unlink(version_record_path(key).c_str());
   }
 
-  void forget(std::string_view key) {
-    std::lock_guard lock(mu_);
-    versions_.erase(std::string(key));
+  std::string entry_path(const std::string& identity, const char* suffix) const {
+    return o_.dir + "/" + hex16(fnv1a(identity.data(), identity.size())) + suffix;
+  }
+  std::string record_identity(std::string_view key) const { return "version\n" + inner_->url() + "\n" + std::string(key); }
+  std::string version_record_path(std::string_view key) const { return entry_path(record_identity(key), kRecordSuffix); }
+
+  // A version record: the ETag a HEAD saw and until when the server declared it fresh, shared
+  // by every process using the directory, so that a new process reads its fresh entries without
+  // asking. Text: magic, identity length, identity, fresh_until, ETag. nullopt when missing,
+  // malformed or no longer fresh.
+  std::optional<ObjectVersion> read_version_record(std::string_view key, std::int64_t now) const {
+    const std::string path = version_record_path(key), identity = record_identity(key);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    char buf[4096];
+    std::size_t got = 0;
+    while (got < sizeof buf) {
+      const ssize_t r = ::read(fd, buf + got, sizeof buf - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<std::size_t>(r);
+    }
+    ::close(fd);
+    const std::string_view text(buf, got);
+    const std::string head = std::string(kRecordMagic) + "\n" + identity + "\n";
+    if (got == sizeof buf || !text.starts_with(head)) return std::nullopt;
+    std::string_view rest = text.substr(head.size());
+    const auto nl = rest.find('\n');
+    if (nl == std::string_view::npos || rest.back() != '\n') return std::nullopt;
+    ObjectVersion v;
+    const auto [p, ec] = std::from_chars(rest.data(), rest.data() + nl, v.fresh_until);
+    if (ec != std::errc() || p != rest.data() + nl) return std::nullopt;
+    v.etag = std::string(rest.substr(nl + 1, rest.size() - nl - 2));
+    if (v.etag.empty() || v.fresh_until <= now) return std::nullopt;
+    return v;
+  }
+
+  void write_version_record(std::string_view key, const ObjectVersion& v) {
+    const std::string text = std::string(kRecordMagic) + "\n" + record_identity(key) + "\n" +
+                             std::to_string(v.fresh_until) + "\n" + v.etag + "\n";
+    if (text.size() >= 4096 || v.etag.find('\n') != std::string::npos) return;
+    publish_file(version_record_path(key), text.data(), text.size(), nullptr, 0);
   }
 
   // The payload of a whole, matching cache file, or nullopt (a bad file is removed).
@@ -233,23 +315,31 @@ class DiskCacheStore final : public Store {
   }
 
   void publish(const std::string& path, const std::string& identity, const Buffer& bytes) {
-    static std::atomic<std::uint64_t> counter{0};
-    const std::string tmp = o_.dir + "/.tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return;  // a full or vanished directory: serve the bytes uncached
     unsigned char header[kHeader];
     std::memcpy(header, kMagic, 8);
     put_u64(header + 8, identity.size());
     put_u64(header + 16, bytes.size());
     put_u64(header + 24, fnv1a(bytes.data(), bytes.size()));
-    const bool ok = write_all(fd, header, kHeader) && write_all(fd, identity.data(), identity.size()) &&
-                    write_all(fd, bytes.data(), bytes.size());
+    std::string head(reinterpret_cast<const char*>(header), kHeader);
+    head += identity;
+    publish_file(path, head.data(), head.size(), bytes.data(), bytes.size());
+  }
+
+  // Writes `a` then `b` to a temporary file in the directory and renames it to `path` (readers
+  // see no file or a whole one); a full or vanished directory leaves nothing (the bytes are served
+  // uncached). Runs eviction once enough has been published since the last scan.
+  void publish_file(const std::string& path, const void* a, std::size_t a_size, const void* b, std::size_t b_size) {
+    static std::atomic<std::uint64_t> counter{0};
+    const std::string tmp = o_.dir + "/.tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    const bool ok = write_all(fd, a, a_size) && (b_size == 0 || write_all(fd, b, b_size));
     ::close(fd);
     if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
       ::unlink(tmp.c_str());
       return;
     }
-    const std::uint64_t added = kHeader + identity.size() + bytes.size();
+    const std::uint64_t added = a_size + b_size;
     if (published_since_scan_.fetch_add(added) + added > o_.max_bytes / 16 || !scanned_.exchange(true)) evict();
   }
 
@@ -270,7 +360,7 @@ class DiskCacheStore final : public Store {
     if (!d) return;
     while (const dirent* e = ::readdir(d)) {
       const std::string_view name = e->d_name;
-      const bool entry = name.ends_with(kSuffix), temp = name.starts_with(".tmp-");
+      const bool entry = name.ends_with(kSuffix) || name.ends_with(kRecordSuffix), temp = name.starts_with(".tmp-");
       if (!entry && !temp) continue;
       std::string path = o_.dir + "/" + std::string(name);
       struct stat st {};
@@ -297,7 +387,7 @@ class DiskCacheStore final : public Store {
   std::shared_ptr<Store> inner_;
   DiskCacheOptions o_;
   std::mutex mu_;
-  std::unordered_map<std::string, std::optional<std::string>> versions_;  // key -> ETag (per open)
+  std::unordered_map<std::string, std::optional<ObjectVersion>> versions_;  // key -> version (per open)
   std::mutex evict_mu_;
   std::atomic<std::uint64_t> published_since_scan_{0};
   std::atomic<bool> scanned_{false};

@@ -1,5 +1,7 @@
 // Read-only store over plain HTTP(S): keys are paths under the root URL. Listing is impossible
 // over plain HTTP, so Zarr hierarchies need consolidated metadata.
+#include <ctime>
+
 #include "storage_options.hpp"
 
 #include "backend_registry.hpp"
@@ -43,11 +45,10 @@ class HttpStore final : public Store {
     return std::strtoull(it->second.c_str(), nullptr, 10);
   }
 
-  std::optional<std::string> version(std::string_view key) override {
+  std::optional<ObjectVersion> version(std::string_view key) override {
     auto res = head(key);
     if (!res) return std::nullopt;
-    auto it = res->headers.find("etag");
-    return it == res->headers.end() ? std::string() : it->second;
+    return http::object_version(res->headers, static_cast<std::int64_t>(std::time(nullptr)));
   }
 
   std::vector<std::string> list(std::string_view) override { throw no_listing(); }

@@ -1,5 +1,7 @@
 #include "http_util.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -110,6 +112,72 @@ std::string_view bare_etag(std::string_view e) {
 }
 
 }  // namespace
+
+std::optional<std::int64_t> parse_http_date(std::string_view v) {
+  v = trim(v);
+  // "Sun, 06 Nov 1994 08:49:37 GMT": the weekday is redundant and not checked.
+  const auto comma = v.find(", ");
+  if (comma == std::string_view::npos) return std::nullopt;
+  v.remove_prefix(comma + 2);
+  static const std::string_view months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  if (v.size() != 24 || v[2] != ' ' || v[6] != ' ' || v[11] != ' ' || v[14] != ':' || v[17] != ':' ||
+      v.substr(20) != " GMT")
+    return std::nullopt;
+  int month = -1;
+  for (int m = 0; m < 12; ++m)
+    if (v.substr(3, 3) == months[m]) month = m;
+  const auto day = to_u64(v.substr(0, 2)), year = to_u64(v.substr(7, 4)), hour = to_u64(v.substr(12, 2)),
+             minute = to_u64(v.substr(15, 2)), second = to_u64(v.substr(18, 2));
+  if (month < 0 || !day || !year || !hour || !minute || !second || *day < 1 || *day > 31 || *hour > 23 ||
+      *minute > 59 || *second > 60)
+    return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = static_cast<int>(*year) - 1900;
+  tm.tm_mon = month;
+  tm.tm_mday = static_cast<int>(*day);
+  tm.tm_hour = static_cast<int>(*hour);
+  tm.tm_min = static_cast<int>(*minute);
+  tm.tm_sec = static_cast<int>(*second);
+  return static_cast<std::int64_t>(::timegm(&tm));
+}
+
+ObjectVersion object_version(const std::map<std::string, std::string>& headers, std::int64_t now) {
+  ObjectVersion out;
+  if (auto it = headers.find("etag"); it != headers.end()) out.etag = std::string(trim(it->second));
+  std::optional<std::int64_t> lifetime;
+  bool revalidate = false;
+  if (auto it = headers.find("cache-control"); it != headers.end()) {
+    std::string_view rest = it->second;
+    while (!rest.empty()) {
+      const auto cut = rest.find(',');
+      std::string_view d = trim(rest.substr(0, cut));
+      rest = cut == std::string_view::npos ? std::string_view() : rest.substr(cut + 1);
+      std::string lower(d);
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower == "no-store") return ObjectVersion{};  // the server forbids keeping it
+      if (lower == "no-cache" || lower.starts_with("no-cache=")) revalidate = true;
+      if (lower.starts_with("max-age=")) {
+        std::string_view n = std::string_view(lower).substr(8);
+        if (n.size() >= 2 && n.front() == '"' && n.back() == '"') n = n.substr(1, n.size() - 2);
+        const auto age = to_u64(n);
+        lifetime = age ? static_cast<std::int64_t>(std::min<std::uint64_t>(*age, 1ULL << 31)) : 0;
+      }
+    }
+  }
+  if (!lifetime) {
+    if (auto it = headers.find("expires"); it != headers.end()) {
+      const auto expires = parse_http_date(it->second);
+      const auto d = headers.find("date");
+      const auto date = d == headers.end() ? std::optional<std::int64_t>(now) : parse_http_date(d->second);
+      lifetime = expires && date ? *expires - *date : 0;  // a malformed Expires means "already expired"
+    }
+  }
+  if (auto it = headers.find("age"); lifetime && it != headers.end())
+    if (auto age = to_u64(trim(it->second))) *lifetime -= static_cast<std::int64_t>(std::min<std::uint64_t>(*age, 1ULL << 31));
+  if (!revalidate && lifetime && *lifetime > 0 && !out.etag.empty()) out.fresh_until = now + *lifetime;
+  return out;
+}
 
 std::vector<std::string> condition_headers(const ReadCondition& c) {
   std::vector<std::string> out;

@@ -31,6 +31,15 @@ std::string redact_url(std::string_view url);
 // in URL paths); query values and SigV4 canonical strings use keep_slash = false.
 std::string percent_encode(std::string_view text, bool keep_slash = true);
 
+// An RFC 9110 IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT") as Unix seconds; nullopt when
+// malformed.
+std::optional<std::int64_t> parse_http_date(std::string_view value);
+// An object's version from a HEAD/GET reply's headers (lower-cased names): its ETag, and how long
+// the reply stays fresh by RFC 9111 -- Cache-Control max-age (less Age), else Expires less Date --
+// counted from `now` (Unix seconds). no-store: no ETag (not to be cached); no-cache or a missing
+// or past lifetime: fresh_until 0.
+ObjectVersion object_version(const std::map<std::string, std::string>& headers, std::int64_t now);
+
 // The request headers of a read condition: If-Match (the ETag quoted when it is not already) and
 // If-Unmodified-Since (an HTTP date).
 std::vector<std::string> condition_headers(const ReadCondition& condition);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <type_traits>
 
 #include "byte_range.hpp"
@@ -114,11 +115,10 @@ class ObjectStore final : public Store {
     }
   }
 
-  std::optional<std::string> version(std::string_view key) override {
+  std::optional<ObjectVersion> version(std::string_view key) override {
     auto r = head(key);
     if (!r) return std::nullopt;
-    auto it = r->headers.find("etag");
-    return it == r->headers.end() ? std::string() : it->second;
+    return http::object_version(r->headers, static_cast<std::int64_t>(std::time(nullptr)));
   }
 
   // The HEAD reply for `key`; nullopt when it does not exist, StoreError on other failures.

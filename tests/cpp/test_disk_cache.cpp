@@ -7,8 +7,13 @@
 #include <filesystem>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "icechunk_test_writer.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/icechunk/repository.hpp"
 #include "lazycube/store/store.hpp"
+#include "lazycube/zarr/hierarchy.hpp"
 #include "nginx_server.hpp"
 
 using namespace lazycube;
@@ -31,6 +36,12 @@ std::size_t gets_of(const std::string& log, const std::string& key) {
   return n;
 }
 
+std::size_t heads_of(const std::string& log, const std::string& key) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; (at = log.find("\"HEAD /" + key + " ", at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
 std::uint64_t dir_bytes(const fs::path& dir) {
   std::uint64_t n = 0;
   for (const auto& e : fs::directory_iterator(dir))
@@ -49,8 +60,20 @@ struct DiskCacheFixture : ::testing::Test {
     if (budget) o["cache_size"] = std::to_string(budget);
     return open_location(server->url(), o).store;
   }
+  // The access log once every request sent so far is in it: a last GET (of a path never read
+  // otherwise) is logged after every request that ended before it was sent.
+  std::string settled_log() {
+    const std::string mark = "mark" + std::to_string(marks_++);
+    write_file(www.path() / mark, "m");
+    open_location(server->url()).store->get(mark);
+    std::string log;
+    while ((log = server->access_log()).find("/" + mark + " ") == std::string::npos)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return log;
+  }
   TempDir www, cache;
   std::unique_ptr<NginxServer> server;
+  int marks_ = 0;
 };
 
 }  // namespace
@@ -143,4 +166,92 @@ TEST_F(DiskCacheFixture, DiskCacheUnusableDirectoryIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("cache_dir"), std::string::npos) << e.what();
   }
   EXPECT_THROW(open_location(server->url(), {{"cache_size", "lots"}}), StoreError);
+}
+
+// A server that declares its objects fresh (Cache-Control max-age, as GCS does for public
+// objects) is not asked again while they are: a new open (another process) reads cached entries
+// without any request, through a version record the first one left in the directory.
+TEST_F(DiskCacheFixture, DiskCacheFreshObjectsAreReadWithoutAnyRequest) {
+  server->set_faults("cache_control = 'public, max-age=3600'");
+  {
+    auto s = open();
+    EXPECT_EQ(as_string(*s->get("c1")), pattern(10000, 1));
+    EXPECT_EQ(as_string(*s->get("c2", ByteRange::range(10, 20))), pattern(10000, 2).substr(10, 20));
+  }
+  const std::string before = settled_log();
+  EXPECT_EQ(heads_of(before, "c1"), 1u);
+  auto s = open();
+  EXPECT_EQ(as_string(*s->get("c1")), pattern(10000, 1));
+  EXPECT_EQ(as_string(*s->get("c2", ByteRange::range(10, 20))), pattern(10000, 2).substr(10, 20));
+  EXPECT_EQ(s->stats().cache_hits, 2u);
+  EXPECT_EQ(s->stats().requests, 0u);
+  const std::string after = settled_log();
+  EXPECT_EQ(heads_of(after, "c1") + gets_of(after, "c1"), heads_of(before, "c1") + gets_of(before, "c1"));
+  EXPECT_EQ(heads_of(after, "c2"), 1u);
+}
+
+// Once the declared lifetime ends the object is asked again, and a new version is fetched;
+// within it, the cached version is what the server promised (HTTP caching's contract).
+TEST_F(DiskCacheFixture, DiskCacheAsksAgainWhenTheDeclaredLifetimeEnds) {
+  server->set_faults("cache_control = 'max-age=2'");
+  EXPECT_EQ(as_string(*open()->get("c3")), pattern(10000, 3));
+  write_file(www.path() / "c3", pattern(9000, 30));  // another size: another ETag
+  EXPECT_EQ(as_string(*open()->get("c3")), pattern(10000, 3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+  auto s = open();
+  EXPECT_EQ(as_string(*s->get("c3")), pattern(9000, 30));
+  EXPECT_EQ(s->stats().cache_hits, 0u);
+}
+
+// no-store: the server forbids keeping the object; no-cache: kept, but asked on every open.
+TEST_F(DiskCacheFixture, DiskCacheHonoursNoStoreAndNoCache) {
+  server->set_faults("cache_control = 'no-store'");
+  EXPECT_EQ(as_string(*open()->get("c4")), pattern(10000, 4));
+  EXPECT_EQ(dir_bytes(cache.path()), 0u);
+  server->set_faults("cache_control = 'max-age=3600, no-cache'");
+  open()->get("c5");
+  auto s = open();
+  EXPECT_EQ(as_string(*s->get("c5")), pattern(10000, 5));
+  EXPECT_EQ(s->stats().cache_hits, 1u);
+  EXPECT_EQ(heads_of(settled_log(), "c5"), 2u);
+}
+
+// Icechunk's native chunks are named by their ids and never change: cached without a HEAD, and
+// a new open of the repository reads them from the directory without a request (even from a
+// server that declares nothing fresh).
+TEST_F(DiskCacheFixture, DiskCacheKeepsIcechunkChunksWithoutAskingTheirVersion) {
+  namespace w = icechunk_writer;
+  const std::string json = nlohmann::json{{"zarr_format", 3}, {"node_type", "array"}, {"shape", {8}}, {"data_type", "uint8"},
+                                          {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", {2}}}}}},
+                                          {"chunk_key_encoding", {{"name", "default"}}}, {"fill_value", 0},
+                                          {"codecs", {{{"name", "bytes"}}}}}
+                               .dump();
+  w::ManifestSpec m{{{0, 4}}, {}, ""};
+  for (std::uint32_t c = 0; c < 4; ++c)
+    m.refs.push_back({w::Ref::Kind::Native, {c}, std::string{char(10 * c), char(10 * c + 1)}});
+  w::WriteOptions options;
+  options.chunk_per_file = true;
+  w::write_repository(www.path() / "repo", {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/a", json, true, {m}}},
+                      options);
+  auto read = [&] {
+    auto repo = icechunk::Repository::open(open_location(server->url() + "/repo", {{"cache_dir", cache.path().string()}}));
+    auto store = icechunk::make_icechunk_store(repo, {});
+    const auto result = zarr::Hierarchy::open(Location{store, "a"}).array("")->read_all();
+    const auto values = result.values<std::uint8_t>();
+    return std::vector<std::uint8_t>(values.begin(), values.end());
+  };
+  const std::vector<std::uint8_t> expected = {0, 1, 10, 11, 20, 21, 30, 31};
+  EXPECT_EQ(read(), expected);
+  const std::string first = settled_log();
+  EXPECT_EQ(first.find("\"HEAD /repo/chunks/"), std::string::npos) << first;
+  const auto chunk_gets = [](const std::string& log) {
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = log.find("\"GET /repo/chunks/", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  EXPECT_EQ(chunk_gets(first), 4u);
+  EXPECT_EQ(read(), expected);
+  const std::string second = settled_log();
+  EXPECT_EQ(chunk_gets(second), 4u) << "the second open fetched chunks again";
+  EXPECT_EQ(second.find("\"HEAD /repo/chunks/"), std::string::npos);
 }

@@ -5,6 +5,8 @@
 --                Content-Length promises all of it, then the connection closed
 --   retry_after  Retry-After seconds sent with 429 (default 0)
 --   fail_first   the first N requests of each URI+Range get 429 (deterministic retries)
+--   cache_control  a Cache-Control header sent with every reply (e.g. "public, max-age=3600",
+--                what GCS sends for public objects), for the persistent cache's freshness
 --   bearer_tokens  path of a file of "TOKEN EXPIRY_EPOCH" lines (tests/servers/gcs_token_server.py
 --                writes it): requests need "Authorization: Bearer TOKEN" with a listed token not yet
 --                expired, else 401 with a GCS-style XML error (checked after the latency)
@@ -12,6 +14,7 @@ local chunk = loadfile(ngx.config.prefix() .. "faults.lua")
 local cfg = chunk and chunk() or {}
 
 if (cfg.latency_ms or 0) > 0 then ngx.sleep(cfg.latency_ms / 1000) end
+if cfg.cache_control then ngx.header["Cache-Control"] = cfg.cache_control end
 
 if cfg.bearer_tokens then
   local auth = ngx.var.http_authorization or ""

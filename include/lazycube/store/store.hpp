@@ -46,6 +46,19 @@ struct ByteRequest {
   std::string key;
   ByteRange range;
   ReadCondition condition{};  // none by default (the braces keep {key, range} warning-free)
+  // The object at `key` never changes once written: its key names its content (Icechunk's
+  // chunks, manifests and snapshots are named by their ids). Caches keep it without asking the
+  // store for its version.
+  bool immutable = false;
+};
+
+// What a store can tell of an object's current version (Store::version).
+struct ObjectVersion {
+  std::string etag;  // "" when the store cannot tell, which the persistent chunk cache reads as "do not cache"
+  // Unix seconds until which the server declares the object unchanged (HTTP Cache-Control
+  // max-age / Expires, as GCS sends for public objects); 0: no such promise, ask again.
+  std::int64_t fresh_until = 0;
+  bool operator==(const ObjectVersion&) const = default;
 };
 
 // Counters of a store's traffic (network backends; local stores report zeros). Latency is per
@@ -93,12 +106,12 @@ class Store {
   std::vector<std::optional<Buffer>> get_many(const std::vector<ByteRequest>& requests);
   // Size of the object at `key`, or nullopt when it does not exist.
   virtual std::optional<std::uint64_t> size(std::string_view key) = 0;
-  // The current version of the object at `key` (its ETag, asked with a HEAD on HTTP stores);
-  // nullopt when it does not exist; "" when this store cannot tell (the default), which the
-  // persistent chunk cache reads as "do not cache".
-  virtual std::optional<std::string> version(std::string_view key) {
+  // The current version of the object at `key` (its ETag and the freshness the server declares,
+  // asked with a HEAD on HTTP stores); nullopt when it does not exist; an empty ETag when this
+  // store cannot tell (the default), which the persistent chunk cache reads as "do not cache".
+  virtual std::optional<ObjectVersion> version(std::string_view key) {
     (void)key;
-    return std::string();
+    return ObjectVersion{};
   }
   bool exists(std::string_view key) { return size(key).has_value(); }
   // Every key under `prefix` (a "directory" ending in '/' or empty for all), recursively, sorted.
