@@ -130,6 +130,23 @@ Buffer CodecPipeline::encode(const ChunkData& decoded, const ChunkSpec& spec) co
   return bytes;
 }
 
+Buffer CodecPipeline::encode_fixed(ByteView decoded, const ChunkSpec& spec) const {
+  require_a2b(*this);
+  if (spec.dtype.is_variable_length()) detail::fail("encode_fixed: " + spec.dtype.name() + " is not a fixed-size type");
+  if (decoded.size() != spec.nbytes())
+    detail::fail("chunk data holds " + std::to_string(decoded.size()) + " bytes, expected " +
+                 std::to_string(spec.nbytes()));
+  const auto* endian = dynamic_cast<const detail::EndianCodec*>(array_to_bytes.get());
+  if (array_codecs.empty() && endian != nullptr && endian->is_identity_for(spec.dtype) && !bytes_codecs.empty()) {
+    Buffer bytes = bytes_codecs[0]->encode(decoded);
+    for (std::size_t k = 1; k < bytes_codecs.size(); ++k) bytes = bytes_codecs[k]->encode(bytes.view());
+    return bytes;
+  }
+  ChunkData copy;
+  copy.bytes = Buffer::copy_of(decoded);
+  return encode(copy, spec);
+}
+
 nlohmann::json CodecPipeline::to_json() const {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& c : array_codecs) list.push_back(c->to_json());

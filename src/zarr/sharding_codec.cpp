@@ -107,24 +107,42 @@ Buffer ShardingCodec::encode(const codec::ChunkData& in, const codec::ChunkSpec&
 
 std::optional<Buffer> ShardingCodec::encode_skipping(const codec::ChunkData& in, const codec::ChunkSpec& spec,
                                                      const InnerSkip& skip) const {
+  if (spec.dtype.is_variable_length()) return encode_inner({}, &in, spec, skip);
+  if (in.bytes.size() != spec.nbytes())
+    throw CodecError("sharding_indexed: shard data holds " + std::to_string(in.bytes.size()) + " bytes, expected " +
+                     std::to_string(spec.nbytes()));
+  return encode_inner(in.bytes.view(), nullptr, spec, skip);
+}
+
+std::optional<Buffer> ShardingCodec::encode_skipping(ByteView fixed, const codec::ChunkSpec& spec,
+                                                     const InnerSkip& skip) const {
+  if (spec.dtype.is_variable_length() || fixed.size() != spec.nbytes())
+    throw CodecError("sharding_indexed: shard data holds " + std::to_string(fixed.size()) + " bytes, expected " +
+                     std::to_string(spec.nbytes()) + " of " + spec.dtype.name());
+  return encode_inner(fixed, nullptr, spec, skip);
+}
+
+std::optional<Buffer> ShardingCodec::encode_inner(ByteView fixed, const codec::ChunkData* in,
+                                                  const codec::ChunkSpec& spec, const InnerSkip& skip) const {
   const codec::ChunkSpec inner_spec{spec.dtype, inner_shape_};
   std::uint64_t stored = 0;
-  const bool vlen = spec.dtype.is_variable_length();
+  const bool vlen = in != nullptr;
   std::vector<Buffer> parts;
   codec::ChunkData index;
   index.bytes.resize(index_spec_.nbytes());
   std::uint64_t offset = index_at_end_ ? 0 : index_size_;
+  // One inner block per thread, reused across inner chunks and shards: a fresh one per chunk
+  // costs the kernel zeroing its pages on first touch.
+  thread_local codec::ChunkData block;
   for (std::uint64_t i = 0; i < num_inner_; ++i) {
     auto origin = unravel(i, per_shard_);
     for (std::size_t d = 0; d < origin.size(); ++d) origin[d] *= inner_shape_[d];
-    codec::ChunkData block;
     if (vlen) {
       block.strings.assign(inner_spec.num_elements(), std::string());
-      copy_block_strings(in.strings, spec.shape, block.strings, inner_shape_, origin, true);
+      copy_block_strings(in->strings, spec.shape, block.strings, inner_shape_, origin, true);
     } else {
       block.bytes.resize(inner_spec.nbytes());
-      copy_block(in.bytes.view(), spec.shape, block.bytes.span(), inner_shape_, origin,
-                 spec.dtype.itemsize, true);
+      copy_block(fixed, spec.shape, block.bytes.span(), inner_shape_, origin, spec.dtype.itemsize, true);
     }
     if (skip && skip(Shape(origin.begin(), origin.end()), block)) {
       std::memcpy(index.bytes.data() + 16 * i, &kEmpty, 8);
@@ -132,13 +150,15 @@ std::optional<Buffer> ShardingCodec::encode_skipping(const codec::ChunkData& in,
       continue;
     }
     ++stored;
-    Buffer enc = inner_.encode(block, inner_spec);
+    Buffer enc = vlen ? inner_.encode(block, inner_spec) : inner_.encode_fixed(block.bytes.view(), inner_spec);
     std::uint64_t n = enc.size();
     std::memcpy(index.bytes.data() + 16 * i, &offset, 8);
     std::memcpy(index.bytes.data() + 16 * i + 8, &n, 8);
     offset += n;
     parts.push_back(std::move(enc));
   }
+  if (vlen) block.strings.clear();
+  if (block.bytes.size() > (std::size_t{64} << 20)) block.bytes = Buffer();  // do not keep a huge one
   if (stored == 0 && skip) return std::nullopt;
   Buffer index_enc = index_codecs_.encode(index, index_spec_);
   Buffer out(offset + (index_at_end_ ? index_enc.size() : 0));

@@ -36,11 +36,20 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   using InnerSkip = std::function<bool(const Shape& origin, const codec::ChunkData& inner)>;
   std::optional<Buffer> encode_skipping(const codec::ChunkData& in, const codec::ChunkSpec& spec,
                                         const InnerSkip& skip) const;
+  // The same for a fixed-size shard held in the caller's memory (exactly spec.nbytes() bytes):
+  // no copy of the shard is made.
+  std::optional<Buffer> encode_skipping(ByteView fixed, const codec::ChunkSpec& spec, const InnerSkip& skip) const;
   std::optional<std::uint64_t> encoded_size(const codec::ChunkSpec&) const override {
     return std::nullopt;
   }
   nlohmann::json to_json() const override;
 
+ private:
+  // encode_skipping over `fixed` (fixed-size types) or `in` (variable-length).
+  std::optional<Buffer> encode_inner(ByteView fixed, const codec::ChunkData* in, const codec::ChunkSpec& spec,
+                                     const InnerSkip& skip) const;
+
+ public:
   const Shape& inner_chunk_shape() const { return inner_shape_; }
   // Inner chunks per shard along each dim.
   const Shape& chunks_per_shard() const { return per_shard_; }

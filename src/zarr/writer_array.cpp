@@ -139,7 +139,7 @@ std::string ArrayWriter::unit_key(const std::vector<std::uint64_t>& index) const
 }
 
 bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, const Shape& extent,
-                                   const std::string& key, const codec::ChunkData& unit) const {
+                                   const std::string& key, ByteView fixed, const codec::ChunkData* strings) const {
   const ArrayMetadata& m = built.meta;
   writer::Destination& d = *dest;
   try {
@@ -156,9 +156,11 @@ bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, cons
           if (origin[dim] >= extent[dim]) return true;
         return skip_empty && empty(inner);
       };
-      encoded = sharding->encode_skipping(unit, spec, skip);
-    } else if (!skip_empty || !empty(unit)) {
-      encoded = m.codecs.encode(unit, spec);
+      encoded = strings ? sharding->encode_skipping(*strings, spec, skip) : sharding->encode_skipping(fixed, spec, skip);
+    } else if (strings) {
+      if (!skip_empty || !empty(*strings)) encoded = m.codecs.encode(*strings, spec);
+    } else if (!skip_empty || !all_fill_bytes(fixed, m.fill, m.dtype)) {
+      encoded = m.codecs.encode_fixed(fixed, spec);
     }
     if (!encoded) {
       // A resumed store may hold this unit from before.
@@ -176,11 +178,11 @@ bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, cons
 }
 
 bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, ByteView data) {
-  return impl_->write_bytes(*this, index, data, nullptr);
+  return impl_->write_bytes(*this, index, data);
 }
 
-bool ArrayWriter::Impl::write_bytes(const ArrayWriter& self, const std::vector<std::uint64_t>& index, ByteView data,
-                                    Buffer* owned) const {
+bool ArrayWriter::Impl::write_bytes(const ArrayWriter& self, const std::vector<std::uint64_t>& index,
+                                    ByteView data) const {
   const ArrayMetadata& m = built.meta;
   if (m.dtype.is_variable_length())
     throw UsageError(where + ": " + m.dtype.name() + " units are written from an NDArray of strings");
@@ -193,18 +195,13 @@ bool ArrayWriter::Impl::write_bytes(const ArrayWriter& self, const std::vector<s
                      " bytes (extent " + nlohmann::json(extent).dump() + ")" +
                      (extent_bytes == full_bytes ? "" : " or " + std::to_string(full_bytes) + " (the whole unit)") +
                      ", got " + std::to_string(data.size()));
-  codec::ChunkData unit;
-  if (extent == full) {
-    // The caller's whole-unit buffer is taken over rather than copied (write_region's blocks).
-    if (owned != nullptr && owned->size() == data.size()) unit.bytes = std::move(*owned);
-    else unit.bytes = Buffer::copy_of(data);
-  } else {
-    unit.bytes.resize(full_bytes);
-    fill_with(unit.bytes.span(), m.fill, item);
-    grid::copy_region(data.data(), data.size() == full_bytes ? full : extent, unit.bytes.data(), full,
-                      leading_region(extent), item);
-  }
-  return store_unit(index, extent, self.unit_key(index), unit);
+  // A whole unit is encoded from the caller's memory; an edge unit is padded with the fill value.
+  if (extent == full) return store_unit(index, extent, self.unit_key(index), data, nullptr);
+  Buffer padded(full_bytes);
+  fill_with(padded.span(), m.fill, item);
+  grid::copy_region(data.data(), data.size() == full_bytes ? full : extent, padded.data(), full, leading_region(extent),
+                    item);
+  return store_unit(index, extent, self.unit_key(index), padded.view(), nullptr);
 }
 
 bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, const NDArray& data) {
@@ -222,7 +219,7 @@ bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, const NDAr
   codec::ChunkData unit;
   unit.strings.assign(shape_size(m.chunk_shape), m.fill.string);
   grid::copy_region_strings(data.strings, data.shape, unit.strings, m.chunk_shape, leading_region(extent));
-  return impl_->store_unit(index, extent, unit_key(index), unit);
+  return impl_->store_unit(index, extent, unit_key(index), {}, &unit);
 }
 
 void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const NDArray& data) {
@@ -273,7 +270,7 @@ void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const N
     } else {
       block.data.resize(shape_size(block.shape) * item);
       grid::copy_block(data.data.view(), data.shape, block.data.span(), block.shape, local, item, /*extract=*/true);
-      impl_->write_bytes(*this, index, block.data.view(), &block.data);
+      impl_->write_bytes(*this, index, block.data.view());
     }
   });
 }

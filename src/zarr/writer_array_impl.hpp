@@ -20,14 +20,14 @@ struct ArrayWriter::Impl {
   const ShardingCodec* sharding = nullptr;   // the chain's sharding codec, when sharded
 
   void check_index(const std::vector<std::uint64_t>& index) const;
-  // write_unit(index, data); `owned`, when given, holds `data` and may be taken over.
-  bool write_bytes(const ArrayWriter& self, const std::vector<std::uint64_t>& index, ByteView data,
-                   Buffer* owned) const;
+  // write_unit(index, data) for fixed-size types.
+  bool write_bytes(const ArrayWriter& self, const std::vector<std::uint64_t>& index, ByteView data) const;
   // Leaves out a unit of only fill (per options), else encodes and stores it under `key`;
   // false when nothing was stored. `extent`: the unit's part inside the array. Any failure
   // is recorded, so that commit refuses.
+  // The unit is `fixed` (fixed-size types, the whole unit's bytes, read in place) or `strings`.
   bool store_unit(const std::vector<std::uint64_t>& index, const Shape& extent, const std::string& key,
-                  const codec::ChunkData& unit) const;
+                  ByteView fixed, const codec::ChunkData* strings) const;
 };
 
 }  // namespace lazycube::zarr

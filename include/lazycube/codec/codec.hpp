@@ -107,6 +107,10 @@ class CodecPipeline {
   // Decodes any chunk (variable-length types too).
   void decode(ByteView encoded, const ChunkSpec& spec, ChunkData& out) const;
   Buffer encode(const ChunkData& decoded, const ChunkSpec& spec) const;
+  // Encodes a fixed-size chunk held in the caller's memory (exactly spec.nbytes() bytes): with a
+  // plain `bytes` codec (no swap) and no array codecs the first bytes stage reads it in place,
+  // otherwise as encode() of a copy. Throws CodecError.
+  Buffer encode_fixed(ByteView decoded, const ChunkSpec& spec) const;
   // The spec that reaches the array->bytes codec.
   ChunkSpec array_to_bytes_spec(const ChunkSpec& decoded) const;
   // Zarr v3 style list of every codec in encode order.
