@@ -40,7 +40,7 @@ namespace lazycube {
 
 namespace {
 
-constexpr char kMagic[8] = {'L', 'Z', 'C', 'A', 'C', 'H', 'E', '1'};
+constexpr char kMagic[8] = {'L', 'Z', 'C', 'A', 'C', 'H', 'E', '2'};  // 2: payload_sum
 constexpr std::size_t kHeader = 32;  // magic, identity length, payload length, checksum
 constexpr const char* kSuffix = ".lcc";         // a cached byte range
 constexpr const char* kRecordSuffix = ".lcv";   // a version record
@@ -50,6 +50,33 @@ std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 146959810
   const auto* p = static_cast<const unsigned char*>(data);
   for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
   return h;
+}
+
+// The payload checksum: Fletcher-style sums of 64-bit words in four independent lanes, kept in
+// registers (a byte-at-a-time FNV-1a over each hit's payload cost more than decoding it),
+// position-sensitive through the second sums, folded with the tail and the length.
+std::uint64_t payload_sum(const void* data, std::size_t n) {
+  std::uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    std::uint64_t w0, w1, w2, w3;
+    std::memcpy(&w0, p + i, 8);
+    std::memcpy(&w1, p + i + 8, 8);
+    std::memcpy(&w2, p + i + 16, 8);
+    std::memcpy(&w3, p + i + 24, 8);
+    a0 += w0;
+    a1 += w1;
+    a2 += w2;
+    a3 += w3;
+    b0 += a0;
+    b1 += a1;
+    b2 += a2;
+    b3 += a3;
+  }
+  std::uint64_t h = fnv1a(p + i, n - i);
+  for (const std::uint64_t v : {a0, b0, a1, b1, a2, b2, a3, b3}) h = (h ^ v) * 1099511628211ULL;
+  return (h ^ n) * 1099511628211ULL;
 }
 
 void put_u64(unsigned char* at, std::uint64_t v) { std::memcpy(at, &v, 8); }
@@ -275,43 +302,52 @@ class DiskCacheStore final : public Store {
     publish_file(version_record_path(key), text.data(), text.size(), nullptr, 0);
   }
 
-  // The payload of a whole, matching cache file, or nullopt (a bad file is removed).
+  // The payload of a whole, matching cache file, or nullopt (a bad file is removed). Read
+  // through one descriptor: header and identity first, then the payload straight into the
+  // buffer handed out.
   std::optional<Buffer> read_entry(const std::string& path, const std::string& identity) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
     struct stat st {};
     std::optional<Buffer> out;
     bool bad = true;
+    const std::size_t head_size = kHeader + identity.size();
     if (::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) >= kHeader) {
-      std::vector<unsigned char> all(static_cast<std::size_t>(st.st_size));
-      std::size_t got = 0;
-      while (got < all.size()) {
-        const ssize_t r = ::read(fd, all.data() + got, all.size() - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += static_cast<std::size_t>(r);
-      }
-      if (got == all.size() && std::memcmp(all.data(), kMagic, 8) == 0) {
-        const std::uint64_t id_len = get_u64(all.data() + 8), len = get_u64(all.data() + 16);
-        const std::uint64_t sum = get_u64(all.data() + 24);
-        if (kHeader + id_len + len == all.size() &&
-            std::string_view(reinterpret_cast<const char*>(all.data() + kHeader), id_len) == identity) {
-          const unsigned char* payload = all.data() + kHeader + id_len;
-          if (fnv1a(payload, len) == sum) {
-            Buffer b(static_cast<std::size_t>(len));
-            if (len) std::memcpy(b.data(), payload, len);
+      std::string head(std::min<std::size_t>(head_size, static_cast<std::size_t>(st.st_size)), '\0');
+      if (read_at(fd, head.data(), head.size(), 0) && std::memcmp(head.data(), kMagic, 8) == 0) {
+        const auto* h = reinterpret_cast<const unsigned char*>(head.data());
+        const std::uint64_t id_len = get_u64(h + 8), len = get_u64(h + 16), sum = get_u64(h + 24);
+        const bool whole = kHeader + id_len + len == static_cast<std::uint64_t>(st.st_size);
+        if (whole && id_len == identity.size() && std::string_view(head).substr(kHeader) == identity) {
+          Buffer b(static_cast<std::size_t>(len));
+          if (read_at(fd, b.data(), b.size(), head_size) && payload_sum(b.data(), b.size()) == sum) {
             out = std::move(b);
             bad = false;
           }
-        } else if (kHeader + id_len + len == all.size()) {
+        } else if (whole) {
           bad = false;  // a hash collision with another entry: not ours, leave it
         }
       }
     }
     ::close(fd);
-    if (out) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // most recently used
-    else if (bad) ::unlink(path.c_str());
+    // Most recently used: the mtime is refreshed when older than a few seconds (LRU needs no
+    // finer order, and a metadata write per hit is not free).
+    if (out && ::time(nullptr) - st.st_mtim.tv_sec > 5) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+    else if (!out && bad) ::unlink(path.c_str());
     return out;
+  }
+
+  static bool read_at(int fd, void* into, std::size_t n, std::size_t offset) {
+    auto* p = static_cast<char*>(into);
+    while (n > 0) {
+      const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      p += r;
+      n -= static_cast<std::size_t>(r);
+      offset += static_cast<std::size_t>(r);
+    }
+    return true;
   }
 
   void publish(const std::string& path, const std::string& identity, const Buffer& bytes) {
@@ -319,7 +355,7 @@ class DiskCacheStore final : public Store {
     std::memcpy(header, kMagic, 8);
     put_u64(header + 8, identity.size());
     put_u64(header + 16, bytes.size());
-    put_u64(header + 24, fnv1a(bytes.data(), bytes.size()));
+    put_u64(header + 24, payload_sum(bytes.data(), bytes.size()));
     std::string head(reinterpret_cast<const char*>(header), kHeader);
     head += identity;
     publish_file(path, head.data(), head.size(), bytes.data(), bytes.size());

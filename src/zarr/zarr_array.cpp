@@ -253,6 +253,26 @@ void ZarrArray::fetch_units(const std::vector<std::vector<std::uint64_t>>& units
     // Decode each unit as soon as its bytes arrive (absent units at once), and drop its bytes
     // right after: memory is reused while the rest of the batch is in flight.
     std::vector<std::optional<Buffer>> bytes(n);
+    auto finish = [&](std::size_t i) {
+      std::optional<Buffer> got = std::move(bytes[i]);
+      const Buffer* encoded = nullptr;
+      if (where[i]) {
+        if (got) {
+          check_unit_bytes(*where[i], whats[i], *got);
+          encoded = &*got;
+        } else if (!shard_levels_.empty()) {
+          throw StoreError(store_->describe(where[i]->key) + " disappeared while reading");
+        }
+      }
+      sink(b0 + i, encoded, whats[i]);
+    };
+    if (n == 1) {
+      // One unit: nothing to overlap, so no producer thread (a persistent-cache hit costs less
+      // than starting one).
+      if (where[0]) store_->get_each(reqs, [&](std::size_t, std::optional<Buffer>&& got) { bytes[0] = std::move(got); });
+      finish(0);
+      continue;
+    }
     consume_as_produced(
         [&](const std::function<void(std::size_t)>& push) {
           for (std::size_t i = 0; i < n; ++i)
@@ -263,19 +283,7 @@ void ZarrArray::fetch_units(const std::vector<std::vector<std::uint64_t>>& units
             push(i);
           });
         },
-        [&](std::size_t i) {
-          std::optional<Buffer> got = std::move(bytes[i]);
-          const Buffer* encoded = nullptr;
-          if (where[i]) {
-            if (got) {
-              check_unit_bytes(*where[i], whats[i], *got);
-              encoded = &*got;
-            } else if (!shard_levels_.empty()) {
-              throw StoreError(store_->describe(where[i]->key) + " disappeared while reading");
-            }
-          }
-          sink(b0 + i, encoded, whats[i]);
-        });
+        finish);
   }
 }
 

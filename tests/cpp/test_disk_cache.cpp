@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -125,9 +126,16 @@ TEST_F(DiskCacheFixture, DiskCacheNeverServesAChangedObject) {
 TEST_F(DiskCacheFixture, DiskCacheBudgetEvictsLeastRecentlyUsed) {
   const std::uint64_t budget = 45000;  // four 10 kB entries (plus headers) fit
   auto s = open(budget);
-  for (int i = 0; i < 4; ++i) s->get("c" + std::to_string(i));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  s->get("c0");  // c0 is now the most recently used
+  // A hit refreshes an entry's mtime once it is a few seconds old (LRU needs no finer order):
+  // c0..c3 are made 60..57 s old in that order, then c0 read again is the most recently used.
+  std::set<fs::path> seen;
+  for (int i = 0; i < 4; ++i) {
+    s->get("c" + std::to_string(i));
+    for (const auto& e : fs::directory_iterator(cache.path()))
+      if (seen.insert(e.path()).second)
+        fs::last_write_time(e.path(), fs::file_time_type::clock::now() - std::chrono::seconds(60 - i));
+  }
+  s->get("c0");
   for (int i = 4; i < 8; ++i) {
     s->get("c" + std::to_string(i));
     EXPECT_LE(dir_bytes(cache.path()), budget);
