@@ -67,6 +67,17 @@ void Array::read_cached(std::span<const ArraySelection> selections,
 
 std::vector<std::vector<std::uint64_t>> Array::read_units(std::span<const ArraySelection>) const { return {}; }
 
+std::vector<std::uint64_t> Array::chunk_starts(std::size_t dim) const {
+  if (dim >= shape().size())
+    throw UsageError(describe() + ": chunk_starts of dim " + std::to_string(dim) + " of a " +
+                     std::to_string(shape().size()) + "-d array");
+  const std::uint64_t n = shape()[dim];
+  const std::uint64_t c = dim < chunk_shape().size() ? std::max<std::uint64_t>(chunk_shape()[dim], 1) : std::max<std::uint64_t>(n, 1);
+  std::vector<std::uint64_t> starts{0};
+  for (std::uint64_t b = c; b < n; b += c) starts.push_back(b);
+  return starts;
+}
+
 std::uint64_t Array::read_unit_bytes() const {
   const Shape& unit = read_chunk_shape();
   if (unit.empty() && !shape().empty()) return 0;

@@ -213,6 +213,17 @@ void ConcatArray::read_cached(std::span<const ArraySelection> selections, std::s
   }
 }
 
+std::vector<std::uint64_t> ConcatArray::chunk_starts(std::size_t dim) const {
+  if (dim != axis_) return parts_.front()->chunk_starts(dim);
+  std::vector<std::uint64_t> starts;
+  for (std::size_t p = 0; p < parts_.size(); ++p) {
+    if (parts_[p]->shape()[axis_] == 0) continue;
+    for (const std::uint64_t b : parts_[p]->chunk_starts(dim)) starts.push_back(offsets_[p] + b);
+  }
+  if (starts.empty()) starts.push_back(0);
+  return starts;
+}
+
 std::vector<std::vector<std::uint64_t>> ConcatArray::read_units(std::span<const ArraySelection> selections) const {
   std::vector<std::vector<std::uint64_t>> out;
   for (const auto& selection : selections) {

@@ -59,6 +59,9 @@ class Array {
   virtual const Shape& chunk_shape() const = 0;
   // The unit of independent decoding (inner chunk shape for sharded arrays).
   virtual const Shape& read_chunk_shape() const { return chunk_shape(); }
+  // Where a chunk (of chunk_shape()) starts along `dim`: 0, then each boundary, ascending. Regular
+  // (multiples of the chunk length) unless the array joins parts with their own grids.
+  virtual std::vector<std::uint64_t> chunk_starts(std::size_t dim) const;
   // Dimension names from metadata (_ARRAY_DIMENSIONS / dimension_names); empty entries when
   // unnamed, or an empty vector when the metadata has none.
   virtual const std::vector<std::string>& dimension_names() const = 0;

@@ -47,6 +47,8 @@ class ConcatArray final : public Array {
                    ChunkCache& cache) const override;
   // Units are the parts' units with the axis index shifted by the read units of the parts
   // before (so units of different parts never collide); load_units hands them back to the parts.
+  // Along the axis, every part's chunk starts shifted by its offset (each part begins a chunk).
+  std::vector<std::uint64_t> chunk_starts(std::size_t dim) const override;
   std::vector<std::vector<std::uint64_t>> read_units(std::span<const ArraySelection> selections) const override;
   std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
                                                         ChunkCache& cache) const override;

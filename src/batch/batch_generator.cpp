@@ -104,7 +104,7 @@ struct BatchGenerator::Impl {
     order.reset();
     if (source.units() == 0) return;
     const BatchOptions& o = source.options();
-    order.emplace(source.order_grid(), o.shuffle, o.seed, e, o.shard, source.chunk_lengths());
+    order.emplace(source.order_grid(), o.shuffle, o.seed, e, o.shard, source.chunk_starts());
   }
 
   std::uint64_t shard_units() const { return order ? order->size() : 0; }
@@ -283,7 +283,7 @@ Batch BatchGenerator::batch(std::uint64_t i, std::uint64_t epoch) const {
   const std::optional<EpochOrder>* ord = &m.order;
   if (epoch != m.epoch) {
     const BatchOptions& o = m.source.options();
-    other.emplace(m.source.order_grid(), o.shuffle, o.seed, epoch, o.shard, m.source.chunk_lengths());
+    other.emplace(m.source.order_grid(), o.shuffle, o.seed, epoch, o.shard, m.source.chunk_starts());
     ord = &other;
   }
   const std::uint64_t per = m.source.stacked() ? m.source.options().batch_size : 1;

@@ -50,8 +50,7 @@ NDArray window_labels(const NDArray& coord, const std::vector<IndexRange>& range
 
 }  // namespace
 
-std::vector<std::uint64_t> BatchSource::chunk_group_lengths(const Variable& first, std::size_t nvars,
-                                                            std::uint64_t& working_set_bytes) const {
+ChunkStarts BatchSource::chunk_groups(const Variable& first, std::size_t nvars, std::uint64_t& working_set_bytes) const {
   // Chunk shuffle groups windows by the chunk their start falls in. A window crossing into the
   // next chunk needs that chunk too, which is evicted before its own group comes round unless
   // groups span several chunks: along dims where windows cross chunk boundaries, groups grow
@@ -94,10 +93,23 @@ std::vector<std::uint64_t> BatchSource::chunk_group_lengths(const Variable& firs
       grew = true;
     }
   }
-  std::vector<std::uint64_t> lengths(ng);
-  for (std::size_t g = 0; g < ng; ++g) lengths[g] = chunk[g] * k[g];
+  ChunkStarts groups;
+  for (std::size_t g = 0; g < ng; ++g) {
+    std::vector<std::uint64_t> starts{0};
+    if (chunk[g] != 0 && chunk[g] < grid_.dims()[g].size) {
+      // The variable's chunk starts in grid coordinates (windows begin lead_ into the variable),
+      // every k-th one.
+      const auto var_starts = first.chunk_starts(static_cast<std::size_t>(find_index(first.dims(), grid_dims_[g])));
+      std::uint64_t n = 0;
+      for (const std::uint64_t b : var_starts) {
+        if (b <= lead_[g]) continue;
+        if (++n % k[g] == 0) starts.push_back(b - lead_[g]);
+      }
+    }
+    groups.starts.push_back(std::move(starts));
+  }
   working_set_bytes = static_cast<std::uint64_t>(working_set());
-  return lengths;
+  return groups;
 }
 
 BatchSource::BatchSource(Dataset dataset, BatchOptions options)
@@ -213,7 +225,7 @@ void BatchSource::resolve_stacked() {
   for (const auto& [d, n] : o.input_dims) out_extent_.push_back(n);
   for (const auto& d : other_dims_) out_extent_.push_back(first.dim_size(d));
   std::uint64_t group_bytes = 0;
-  chunk_lengths_ = chunk_group_lengths(first, xvars_.size() + yvars_.size(), group_bytes);
+  chunk_starts_ = chunk_groups(first, xvars_.size() + yvars_.size(), group_bytes);
   // Under chunk shuffle batches re-read the chunks of the group being consumed and of the one
   // before (windows straddling the two): room for two groups is what the LRU must keep.
   const ChunkReads reads = SampleOrderRegistry::instance().get(o.shuffle.name()).reads;
@@ -303,7 +315,7 @@ void BatchSource::resolve_xbatcher() {
   }
   if (schema_.size() > 0) batch_grid_ = WindowGrid({{"batch", schema_.size()}}, {{"batch", 1}});
   warnings_ = schema_.warnings();
-  chunk_lengths_ = {0};
+  chunk_starts_.starts = {{0}};
   config_ = {{"mode", "xbatcher"},
              {"dims", dims_json(dims)},
              {"input_dims", dims_json(o.input_dims)},

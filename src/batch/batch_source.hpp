@@ -33,8 +33,8 @@ class BatchSource {
   // What the epoch order runs over: windows (stacked) or xbatcher batches (compatibility).
   const WindowGrid& order_grid() const { return stacked_ ? grid_ : batch_grid_; }
   std::uint64_t units() const { return stacked_ ? grid_.size() : schema_.size(); }
-  // Chunk length of the data along each order_grid() dim (for Shuffle::Chunk).
-  const std::vector<std::uint64_t>& chunk_lengths() const { return chunk_lengths_; }
+  // Where the data's chunk groups start along each order_grid() dim (for Shuffle::Chunk).
+  const ChunkStarts& chunk_starts() const { return chunk_starts_; }
   bool has_filter() const { return filter_ != nullptr; }
   // Whether window `id` passes the validity filter (true without a filter).
   bool window_passes(std::uint64_t id) const;
@@ -61,11 +61,11 @@ class BatchSource {
                             const DataType& dtype, const std::vector<std::uint64_t>& ids,
                             bool target) const;
   void attach_coords(Batch& batch) const;
-  // Chunk-shuffle group length along each grid dim (a multiple of the chunk length).
-  // `working_set_bytes`: decoded bytes of one group's chunks (and of the chunks its windows
-  // cross into).
-  std::vector<std::uint64_t> chunk_group_lengths(const Variable& first, std::size_t nvars,
-                                                 std::uint64_t& working_set_bytes) const;
+  // Chunk-shuffle groups along each grid dim: k chunks each (k sized from the chunk length),
+  // starting where the data's chunks start (exactly, also where files joined along a dim leave
+  // chunks of other lengths). `working_set_bytes`: decoded bytes of one group's chunks (and of
+  // the chunks its windows cross into).
+  ChunkStarts chunk_groups(const Variable& first, std::size_t nvars, std::uint64_t& working_set_bytes) const;
   void resolve_stacked();
   void warn_random_reads(const Variable& first);
   void resolve_xbatcher();
@@ -89,7 +89,7 @@ class BatchSource {
   DataType xdtype_, ydtype_;
   std::unique_ptr<NanFilter> filter_;
   std::vector<ChannelNormalization> xnorm_, ynorm_;  // BatchOptions::normalize, per channel
-  std::vector<std::uint64_t> chunk_lengths_;
+  ChunkStarts chunk_starts_;
   // Cache room batches need to re-read chunks while fetch-ahead holds the rest (known under
   // chunk shuffle; unset: a quarter of the cache).
   std::optional<std::uint64_t> reuse_bytes_;

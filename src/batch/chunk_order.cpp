@@ -19,17 +19,30 @@ constexpr std::uint64_t kGroupOrderTag = 1;
 constexpr std::uint64_t kInGroupTag = 2;
 
 struct GroupDim {  // chunk groups along one grid dim
-  std::uint64_t groups = 1;
-  std::uint64_t stride = 0, chunk = 0, count = 0;  // window stride, chunk length, windows
+  std::vector<std::uint64_t> firsts;  // the first window of each group, ascending, from 0
+  std::uint64_t count = 0;            // windows
 
-  // First window of group g.
-  std::uint64_t first(std::uint64_t g) const {
-    if (groups == 1) return g == 0 ? 0 : count;
-    if (stride >= chunk) return g;  // every window is its own group
-    // Smallest w with w * stride >= g * chunk: the first window starting in chunk g.
-    return std::min(count, (g * chunk + stride - 1) / stride);
-  }
+  std::uint64_t groups() const { return firsts.size(); }
+  // First window of group g (g == groups(): the end).
+  std::uint64_t first(std::uint64_t g) const { return g < firsts.size() ? firsts[g] : count; }
 };
+
+// The groups along one dim: windows grouped by the chunk their start falls in (a window starting
+// at w * stride is in the chunk of the last start <= it); chunks where no window starts hold no
+// group.
+GroupDim group_dim(const DimWindows& dw, const std::vector<std::uint64_t>* starts) {
+  GroupDim gd;
+  gd.count = dw.count;
+  gd.firsts.push_back(0);
+  if (starts == nullptr || dw.count == 0) return gd;
+  const std::uint64_t stride = std::max<std::uint64_t>(dw.stride, 1);
+  for (const std::uint64_t b : *starts) {
+    const std::uint64_t w = (b + stride - 1) / stride;  // the first window starting at or after b
+    if (w >= dw.count) break;
+    if (w > gd.firsts.back()) gd.firsts.push_back(w);
+  }
+  return gd;
+}
 
 class ChunkOrder final : public SampleOrder {
  public:
@@ -47,21 +60,14 @@ class ChunkOrder final : public SampleOrder {
 
 ChunkOrder::ChunkOrder(const SampleOrderContext& c)
     : grid_(c.grid), total_(c.grid.size()), seed_(c.seed) {
-  if (c.chunk_lengths.empty() && grid_.ndim() > 0)
-    throw UsageError("shuffle 'chunk' needs chunk_lengths (one per window dim)");
+  if (c.chunk_starts.empty() && grid_.ndim() > 0)
+    throw UsageError("shuffle 'chunk' needs the data's chunk lengths (one per window dim)");
   if (total_ == 0) return;
   std::uint64_t groups = 1;
   for (std::size_t d = 0; d < grid_.ndim(); ++d) {
-    const DimWindows& dw = grid_.dims()[d];
-    GroupDim gd;
-    gd.stride = dw.stride;
-    gd.chunk = c.chunk_lengths[d];
-    gd.count = dw.count;
-    if (gd.chunk == 0 || gd.chunk >= dw.size) gd.groups = 1;
-    else if (gd.stride >= gd.chunk) gd.groups = gd.count;
-    else gd.groups = (gd.count - 1) * gd.stride / gd.chunk + 1;  // every chunk up to the last start
-    groups *= gd.groups;
-    group_dims_.push_back(gd);
+    const auto& starts = c.chunk_starts[d];
+    group_dims_.push_back(group_dim(grid_.dims()[d], starts.empty() ? nullptr : &starts));
+    groups *= group_dims_.back().groups();
   }
   const Permutation perm(groups, derive_seed(seed_, kGroupOrderTag));
   group_of_rank_.resize(groups);
@@ -73,8 +79,8 @@ ChunkOrder::ChunkOrder(const SampleOrderContext& c)
     std::uint64_t rest = group, windows = 1;
     for (std::size_t d = group_dims_.size(); d-- > 0;) {
       const GroupDim& gd = group_dims_[d];
-      const std::uint64_t gi = rest % gd.groups;
-      rest /= gd.groups;
+      const std::uint64_t gi = rest % gd.groups();
+      rest /= gd.groups();
       windows *= gd.first(gi + 1) - gd.first(gi);
     }
     offsets_[r + 1] = offsets_[r] + windows;
@@ -94,8 +100,8 @@ std::uint64_t ChunkOrder::window(std::uint64_t position) const {
   std::uint64_t rest = group;
   for (std::size_t d = group_dims_.size(); d-- > 0;) {
     const GroupDim& gd = group_dims_[d];
-    const std::uint64_t gi = rest % gd.groups;
-    rest /= gd.groups;
+    const std::uint64_t gi = rest % gd.groups();
+    rest /= gd.groups();
     const std::uint64_t lo = gd.first(gi), n = gd.first(gi + 1) - lo;
     per_dim[d] = lo + k % n;
     k /= n;

@@ -32,8 +32,9 @@ class SampleOrder {
 struct SampleOrderContext {
   const WindowGrid& grid;
   std::uint64_t seed;  // this epoch's seed (already derived from the user's seed and the epoch)
-  // Chunk length of the data along each grid dim, or empty when the caller has none.
-  const std::vector<std::uint64_t>& chunk_lengths;
+  // Where the data's chunks start along each grid dim (ChunkStarts), or none when the caller has
+  // none.
+  const std::vector<std::vector<std::uint64_t>>& chunk_starts;
 };
 
 // How an order's reads fall on the data's chunks, which the batch source plans for.

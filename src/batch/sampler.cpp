@@ -80,14 +80,38 @@ void ShardSpec::validate() const {
 
 // ---- EpochOrder ----
 
+ChunkStarts ChunkStarts::regular(const WindowGrid& grid, const std::vector<std::uint64_t>& lengths) {
+  if (lengths.empty()) return {};
+  if (lengths.size() != grid.ndim())
+    throw UsageError("chunk_lengths has " + std::to_string(lengths.size()) + " entries for a window grid of " +
+                     std::to_string(grid.ndim()) + " dims");
+  ChunkStarts c;
+  for (std::size_t d = 0; d < grid.ndim(); ++d) {
+    const std::uint64_t size = grid.dims()[d].size, n = lengths[d];
+    std::vector<std::uint64_t> starts{0};
+    if (n > 0)
+      for (std::uint64_t b = n; b < size; b += n) starts.push_back(b);
+    c.starts.push_back(std::move(starts));
+  }
+  return c;
+}
+
+EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,
+                       const ShardSpec& shard, const std::vector<std::uint64_t>& chunk_lengths)
+    : EpochOrder(grid, shuffle, seed, epoch, shard, ChunkStarts::regular(grid, chunk_lengths)) {}
+
 EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed,
-                       std::uint64_t epoch, const ShardSpec& shard,
-                       const std::vector<std::uint64_t>& chunk_lengths) {
+                       std::uint64_t epoch, const ShardSpec& shard, const ChunkStarts& chunks) {
   shard.validate();
-  if (!chunk_lengths.empty() && chunk_lengths.size() != grid.ndim())
-    throw UsageError("chunk_lengths has " + std::to_string(chunk_lengths.size()) +
-                     " entries for a window grid of " + std::to_string(grid.ndim()) + " dims");
-  order_ = SampleOrderRegistry::instance().get(shuffle.name()).make(SampleOrderContext{grid, derive_seed(seed, epoch), chunk_lengths});
+  if (!chunks.starts.empty() && chunks.starts.size() != grid.ndim())
+    throw UsageError("chunk starts given for " + std::to_string(chunks.starts.size()) +
+                     " dims of a window grid of " + std::to_string(grid.ndim()) + " dims");
+  for (std::size_t d = 0; d < chunks.starts.size(); ++d) {
+    const auto& s = chunks.starts[d];
+    if (!s.empty() && (s.front() != 0 || !std::is_sorted(s.begin(), s.end())))
+      throw UsageError("chunk starts of grid dim " + std::to_string(d) + " must ascend from 0");
+  }
+  order_ = SampleOrderRegistry::instance().get(shuffle.name()).make(SampleOrderContext{grid, derive_seed(seed, epoch), chunks.starts});
 
   // Contiguous blocks, the first total % count of them one window longer.
   const std::uint64_t total = order_->size();

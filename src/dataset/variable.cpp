@@ -1,5 +1,6 @@
 #include "lazycube/dataset/variable.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lazycube/cache/chunk_cache.hpp"
@@ -104,6 +105,38 @@ Shape Variable::chunks() const {
     if (c == 0 && a.range.count > 0) c = 1;
     out.push_back(c);
   }
+  return out;
+}
+
+std::vector<std::uint64_t> Variable::chunk_starts(std::size_t d) const {
+  std::size_t axis = 0, kept = 0;
+  for (; axis < axes_.size(); ++axis) {
+    if (axes_[axis].dropped) continue;
+    if (kept++ == d) break;
+  }
+  if (axis == axes_.size())
+    throw UsageError("variable '" + name() + "' has no dim " + std::to_string(d) + " (it has " +
+                     std::to_string(dims_.size()) + ")");
+  const IndexRange& r = axes_[axis].range;
+  const std::vector<std::uint64_t> bounds = source_->array->chunk_starts(axis);
+  std::vector<std::uint64_t> out{0};
+  const auto start = static_cast<std::int64_t>(r.start);
+  const std::int64_t step = r.step == 0 ? 1 : r.step;
+  const std::int64_t count = static_cast<std::int64_t>(r.count);
+  for (const std::uint64_t ub : bounds) {
+    const auto b = static_cast<std::int64_t>(ub);
+    std::int64_t j;  // the first index of the selection in the chunk starting (or, descending, ending) at b
+    if (step > 0) {
+      if (b <= start) continue;
+      j = (b - start + step - 1) / step;
+    } else {
+      if (b > start || b == 0) continue;
+      j = (start - b) / -step + 1;  // the first index below b
+    }
+    if (j > 0 && j < count) out.push_back(static_cast<std::uint64_t>(j));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

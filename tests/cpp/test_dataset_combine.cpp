@@ -5,12 +5,15 @@
 // the store.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "lazycube/batch/batch_generator.hpp"
 #include "lazycube/concat_array.hpp"
 #include "lazycube/dataset/combine.hpp"
 #include "lazycube/dataset/zarr_output.hpp"
+#include "lazycube/error.hpp"
 #include "test_support.hpp"
 
 using namespace lazycube;
@@ -197,4 +200,65 @@ TEST_F(DatasetCombine, MergeJoinsVariablesAndRefusesConflicts) {
     EXPECT_NE(m.find("other.zarr"), std::string::npos) << m;
   }
   EXPECT_THROW(merge({parts[0], parts[1]}), MetadataError);  // time sizes 30 and 40
+}
+
+// The joined time axis has the union of the files' chunk grids (16-step chunks restarting at
+// each file), and a selection maps it to its own indices (ascending or descending).
+TEST_F(DatasetCombine, ChunkStartsFollowEachFilesGrid) {
+  Dataset joined = concat(parts, "time", urls);
+  const Variable t2m = joined["t2m"];
+  EXPECT_EQ(t2m.chunk_starts(0), (std::vector<std::uint64_t>{0, 16, 30, 46, 62, 70, 86}));
+  EXPECT_EQ(whole["t2m"].chunk_starts(0), (std::vector<std::uint64_t>{0, 24, 48, 72}));  // the sample: 24 steps
+  // time 20..89 step 3: indices 0..23 at times 20, 23, ..., 89; chunks start at 30 (index 4:
+  // time 32 is the first at or after 30), 46 (9: 47), 62 (14: 62), 70 (17: 71), 86 (22: 86).
+  EXPECT_EQ(t2m.isel({{"time", slice(20, 90, 3)}}).chunk_starts(0), (std::vector<std::uint64_t>{0, 4, 9, 14, 17, 22}));
+  // Descending from 40 to 25: times 40..30 are in the chunk starting at 30, 29..25 in the one before.
+  EXPECT_EQ(t2m.isel({{"time", slice(40, 24, -1)}}).chunk_starts(0), (std::vector<std::uint64_t>{0, 11}));
+  // Dims other than the axis: the first part's grid; a dropped dim shifts the dim numbers.
+  EXPECT_EQ(t2m.chunk_starts(1), whole["t2m"].chunk_starts(1));
+  const Variable map = t2m.isel({{"time", std::int64_t{5}}});
+  EXPECT_EQ(map.dims().front(), "latitude");
+  EXPECT_EQ(map.chunk_starts(0), whole["t2m"].chunk_starts(1));
+  EXPECT_THROW(map.chunk_starts(2), UsageError);
+}
+
+// Chunk shuffle groups windows by the exact chunk their start falls in, also where a file ends
+// inside a chunk length: each chunk's windows come in one stretch of the epoch.
+TEST_F(DatasetCombine, ChunkShuffleGroupsWindowsByTheExactChunk) {
+  Dataset joined = concat(parts, "time", urls);
+  const std::vector<std::uint64_t> starts = {0, 16, 30, 46, 62, 70, 86};
+  batch::BatchOptions o;
+  o.input_dims = {{"time", 2}};
+  o.batch_size = 1;
+  o.variables = {"t2m"};
+  o.shuffle = batch::Shuffle::Chunk;
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    o.seed = seed;
+    batch::BatchGenerator g(joined, o);
+    std::vector<std::size_t> chunk_of_window;
+    std::set<std::uint64_t> seen;
+    while (auto b = g.next()) {
+      const std::uint64_t t0 = b->windows[0][0].start;
+      EXPECT_TRUE(seen.insert(t0).second) << "window at time " << t0 << " visited twice";
+      chunk_of_window.push_back(static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), t0) - starts.begin()));
+    }
+    EXPECT_EQ(seen.size(), 48u);
+    std::size_t stretches = 1;
+    for (std::size_t i = 1; i < chunk_of_window.size(); ++i) stretches += chunk_of_window[i] != chunk_of_window[i - 1];
+    EXPECT_EQ(stretches, starts.size()) << "seed " << seed << ": a chunk's windows are split across the epoch";
+  }
+  // What grouping by the first file's regular chunk length (16) did: groups [16, 32) and
+  // [32, 48) mix two files' chunks, so some chunk's windows come in two stretches.
+  const batch::WindowGrid grid({{"time", 96}}, {{"time", 2}}, {});
+  std::size_t most = 0;
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    const batch::EpochOrder regular(grid, batch::Shuffle::Chunk, seed, 0, batch::ShardSpec{}, std::vector<std::uint64_t>{16});
+    std::size_t stretches = 1;
+    auto chunk = [&](std::uint64_t p) {
+      return std::upper_bound(starts.begin(), starts.end(), grid.dims()[0].start(regular.window(p))) - starts.begin();
+    };
+    for (std::uint64_t p = 1; p < regular.size(); ++p) stretches += chunk(p) != chunk(p - 1);
+    most = std::max(most, stretches);
+  }
+  EXPECT_GT(most, starts.size());
 }

@@ -77,6 +77,16 @@ struct ShardSpec {
 
 class SampleOrder;
 
+// Where the data's chunks (or groups of chunks) start along each dim of a window grid, in the
+// grid's element coordinates: Shuffle::Chunk groups windows by the chunk their start falls in.
+// Per dim: ascending positions, the first 0; empty: one group along that dim. Irregular grids
+// (a dataset joined from files whose lengths are not multiples of the chunk length) are exact.
+struct ChunkStarts {
+  std::vector<std::vector<std::uint64_t>> starts;
+  // Chunks of lengths[d] elements along each dim of `grid` (0, or a length >= the dim: one group).
+  static ChunkStarts regular(const WindowGrid& grid, const std::vector<std::uint64_t>& lengths);
+};
+
 // One epoch's order (a registered SampleOrder, chosen by `shuffle`), cut to this shard's block.
 class EpochOrder {
  public:
@@ -89,6 +99,9 @@ class EpochOrder {
   // from (seed, e). UsageError for an unknown order, a bad shard or mismatched chunk_lengths.
   EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,
              const ShardSpec& shard, const std::vector<std::uint64_t>& chunk_lengths = {});
+  // The same with the chunk starts of each grid dim (ChunkStarts::regular of the lengths above).
+  EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,
+             const ShardSpec& shard, const ChunkStarts& chunks);
   // Windows this shard visits in the epoch.
   std::uint64_t size() const { return end_ - begin_; }
   // Grid number of the p-th window this shard visits (p < size()).

@@ -48,6 +48,9 @@ class Variable {
   // Chunk shape per selected dim: the stored chunk size, in elements of the selection
   // (divided by |step|, at most the selected size).
   Shape chunks() const;
+  // Where a stored chunk starts along the variable's dim `d` (its own indices, after any
+  // selection): 0, then each index whose element lies in another chunk than the one before.
+  std::vector<std::uint64_t> chunk_starts(std::size_t d) const;
   const ArrayPtr& array() const;
   // The selection handed to the array for read(): one IndexRange per array dim.
   ArraySelection array_selection() const;
