@@ -651,7 +651,10 @@ class WindowDataset(torch.utils.data.Dataset):
     ``return_window_ids=True`` an item gains a last element, the window's grid number as a
     0-dim int64 tensor. Further keyword arguments go to the generator (e.g. ``decode_cf``,
     ``storage_options`` to the open). ``normalize={variable: (mean, std)}`` normalises the
-    channels of x and y per variable on the CPU, as in ``BatchDataset`` (float32 items).
+    channels of x and y per variable on the CPU, as in ``BatchDataset`` (float32 items);
+    ``normalize="stats.json"`` (a file of ``lazycube stats -o``, a ``lazycube.Stats`` or its
+    document) applies ``(x - mean) / std`` during assembly in C++, broadcast over the
+    statistics' kept dims (e.g. per level).
     """
 
     def __init__(self, source, input_dims, variables=None, target=None, input_overlap=None,
@@ -671,6 +674,12 @@ class WindowDataset(torch.utils.data.Dataset):
         gkw.update(kwargs)
         if target is not None:
             gkw["target"] = target
+        if normalize is not None and not (isinstance(normalize, dict) and "format" not in normalize):
+            # statistics (a file of `lazycube stats -o`, a Stats, its document): applied in C++
+            # during assembly, as BatchDataset does without packing
+            # the document travels with the pipeline; the generator checks it covers every channel
+            gkw["normalize"] = json.loads(normalize_document(normalize))
+            normalize = None
         # map-style: every process sees the whole grid (a DistributedSampler splits the items)
         rank, world = gkw.pop("rank", 0), gkw.pop("world_size", 1)
         self._pipeline = _pipeline_of(source, open_kwargs, gkw, rank=rank, world_size=world)

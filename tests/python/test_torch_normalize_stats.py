@@ -1,5 +1,6 @@
 """BatchDataset(normalize="stats.json"): per-level statistics applied in C++ during assembly,
-scalar statistics through the packed unpack + normalise path; both against numpy."""
+scalar statistics through the packed unpack + normalise path; WindowDataset with a stats file;
+all against numpy."""
 import numpy as np
 import pytest
 
@@ -8,7 +9,7 @@ from conftest import import_lazycube
 lazycube = import_lazycube()
 torch = pytest.importorskip("torch")
 xr = pytest.importorskip("xarray")
-from lazycube.torch import BatchDataset  # noqa: E402
+from lazycube.torch import BatchDataset, WindowDataset  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +67,29 @@ def test_stats_lacking_a_channel_variable(era5):
     s = lazycube.stats(era5, variables=["msl"])
     with pytest.raises(ValueError, match="no statistics for channel variable\\(s\\) 't2m'"):
         BatchDataset(era5, input_dims={"time": 4}, batch_size=2, variables=["msl", "t2m"], normalize=s)
+
+
+def test_window_dataset_takes_a_stats_file(cube, tmp_path):
+    path, ds = cube
+    s = lazycube.stats(path, keep="level")
+    s.to_json(tmp_path / "s.json")
+    data = WindowDataset(path, input_dims={"time": 2, "y": 3, "x": 3}, normalize=str(tmp_path / "s.json"),
+                         return_window_ids=True)
+    assert len(data) == 16
+    loader = torch.utils.data.DataLoader(data, batch_size=5, shuffle=True, num_workers=2,
+                                         multiprocessing_context="spawn")
+    n = 0
+    for x, ids in loader:
+        assert x.dtype == torch.float32
+        for k, wid in enumerate(ids.tolist()):
+            ti, rest = divmod(wid, 4)
+            yi, xi = divmod(rest, 2)
+            raw = ds.t.values[2 * ti:2 * ti + 2, :, 3 * yi:3 * yi + 3, 3 * xi:3 * xi + 3].astype("f8")
+            want = (raw - s["t"]["mean"][None, :, None, None]) / s["t"]["std"][None, :, None, None]
+            np.testing.assert_allclose(x[k, 0].numpy(), np.moveaxis(want, 1, -1), rtol=2e-6, atol=1e-6,
+                                       equal_nan=True)
+            n += 1
+    assert n == 16
+    other = dict(s.document, variables={"u": s.document["variables"]["t"]})
+    with pytest.raises(ValueError, match="no statistics for input variable 't'"):
+        WindowDataset(path, input_dims={"time": 2}, normalize=other)
