@@ -23,6 +23,15 @@ def cube(tmp_path_factory):
     return str(path), ds
 
 
+def check_window(item, ds, s, wid):
+    """Window `wid` of the (time 2, y 3, x 3) grid of `cube`, normalised per level, against numpy."""
+    ti, rest = divmod(wid, 4)
+    yi, xi = divmod(rest, 2)
+    raw = ds.t.values[2 * ti:2 * ti + 2, :, 3 * yi:3 * yi + 3, 3 * xi:3 * xi + 3].astype("f8")
+    want = (raw - s["t"]["mean"][None, :, None, None]) / s["t"]["std"][None, :, None, None]
+    np.testing.assert_allclose(item.numpy(), np.moveaxis(want, 1, -1), rtol=2e-6, atol=1e-6, equal_nan=True)
+
+
 def test_per_level_stats_file_applied_during_assembly(cube, tmp_path):
     path, ds = cube
     s = lazycube.stats(path, keep="level")
@@ -34,12 +43,7 @@ def test_per_level_stats_file_applied_during_assembly(cube, tmp_path):
     for x, ids in data:
         assert x.dtype == torch.float32
         for k, wid in enumerate(ids.tolist()):
-            ti, rest = divmod(wid, 4)
-            yi, xi = divmod(rest, 2)
-            raw = ds.t.values[2 * ti:2 * ti + 2, :, 3 * yi:3 * yi + 3, 3 * xi:3 * xi + 3].astype("f8")
-            want = (raw - s["t"]["mean"][None, :, None, None]) / s["t"]["std"][None, :, None, None]
-            np.testing.assert_allclose(x[k, 0].numpy(), np.moveaxis(want, 1, -1), rtol=2e-6, atol=1e-6,
-                                       equal_nan=True)
+            check_window(x[k, 0], ds, s, wid)
             n += 1
     assert n == 16
     with pytest.raises(ValueError, match="packed=True: the statistics are kept along dims"):
@@ -82,12 +86,7 @@ def test_window_dataset_takes_a_stats_file(cube, tmp_path):
     for x, ids in loader:
         assert x.dtype == torch.float32
         for k, wid in enumerate(ids.tolist()):
-            ti, rest = divmod(wid, 4)
-            yi, xi = divmod(rest, 2)
-            raw = ds.t.values[2 * ti:2 * ti + 2, :, 3 * yi:3 * yi + 3, 3 * xi:3 * xi + 3].astype("f8")
-            want = (raw - s["t"]["mean"][None, :, None, None]) / s["t"]["std"][None, :, None, None]
-            np.testing.assert_allclose(x[k, 0].numpy(), np.moveaxis(want, 1, -1), rtol=2e-6, atol=1e-6,
-                                       equal_nan=True)
+            check_window(x[k, 0], ds, s, wid)
             n += 1
     assert n == 16
     other = dict(s.document, variables={"u": s.document["variables"]["t"]})
