@@ -15,12 +15,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conftest import REPO, import_lazycube
+from loader_kill_child import window_of
 
 torch = pytest.importorskip("torch")  # before lazycube
 xr = pytest.importorskip("xarray")
@@ -50,14 +53,19 @@ def www(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def http_url(www, tmp_path_factory):
+def http_server(www, tmp_path_factory):
     reason = nginx.unavailable_reason()
     if reason:
         pytest.skip("no nginx for the HTTP case: %s" % reason)
     prefix = tmp_path_factory.mktemp("nginx")
     with nginx.NginxServer(prefix, www) as server:
         server.set_faults("latency_ms = 15")  # every chunk read waits: kills land mid-read
-        yield server.url + "/cube.zarr"
+        yield server
+
+
+@pytest.fixture(scope="module")
+def http_url(http_server):
+    return http_server.url + "/cube.zarr"
 
 
 def run_child(args):
@@ -128,3 +136,82 @@ def test_worker_killed_mid_epoch(www, request, form, store, method, persistent):
     per_epoch = 64  # batches of 4 windows
     assert result["delivered"] < per_epoch * (2 if persistent else 1), "the epoch ran to its end: %s" % result
     assert result["workers_alive"] == [], "workers left running after the loader was dropped: %s" % result
+
+
+@pytest.mark.parametrize("form", ["batch", "window"])
+def test_server_restarted_mid_epoch(www, http_server, form):
+    """nginx stopped and started again (300 ms down) while DataLoader workers read an epoch over
+    HTTP: the engine's retries recover, and the epoch yields every window once with the values
+    of the local store. DataLoader(timeout=) bounds each batch: a hang fails."""
+    import lazycube.torch as lctorch
+    from torch.utils.data import DataLoader
+
+    reference = np.load(www / "reference.npy")
+    # one request at a time per worker (15 ms each): the epoch takes ~2 s, the restart lands in it
+    options = {"storage_options": {"retries": "20", "backoff": "0.05", "max_backoff": "0.4",
+                                   "deadline": "30", "max_concurrency": "1"}}
+    url = http_server.url + "/cube.zarr"
+    if form == "batch":
+        data = lctorch.BatchDataset(url, input_dims=DIMS, batch_size=4, variables=VARS, shuffle="random",
+                                    seed=1, return_window_ids=True, **options)
+        kwargs = {"batch_size": None}
+    else:
+        data = lctorch.WindowDataset(url, DIMS, variables=VARS, return_window_ids=True, **options)
+        kwargs = {"batch_size": 4, "shuffle": True}
+    loader = DataLoader(data, num_workers=2, multiprocessing_context="fork", timeout=60, **kwargs)
+    log = http_server.prefix / "logs" / "access.log"
+    restarts = []
+
+    def restart():
+        http_server.stop()
+        time.sleep(0.3)
+        logged = len(log.read_text().splitlines())
+        http_server.start_again()
+        restarts.append((time.monotonic(), logged))
+
+    seen, restarter, last = [], None, None
+    for x, ids in loader:
+        last = time.monotonic()
+        for k, wid in enumerate(ids.tolist()):
+            np.testing.assert_array_equal(x[k].numpy(), window_of(reference, list(DIMS.values()), wid),
+                                          err_msg="window %d" % wid)
+            seen.append(wid)
+        if restarter is None and len(seen) >= 16:
+            restarter = threading.Thread(target=restart)
+            restarter.start()
+    restarter.join()
+    assert restarts, "the server was not restarted"
+    assert sorted(seen) == list(range(256))
+    # the epoch was still reading when the server came back: it ended later, and the new
+    # server answered chunk requests
+    restarted_at, logged = restarts[0]
+    assert last > restarted_at, "the epoch ended before the restart: the test proves nothing"
+    assert len(log.read_text().splitlines()) > logged
+
+
+def test_server_down_past_the_retry_budget(www, http_server):
+    """The server stays down longer than the retry budget: the worker's StoreError reaches the
+    loop (as lazycube.StoreError, torch's note naming the worker) with the URL of the chunk."""
+    import lazycube.torch as lctorch
+    from torch.utils.data import DataLoader
+
+    options = {"storage_options": {"retries": "2", "backoff": "0.02", "max_backoff": "0.05",
+                                   "max_concurrency": "1"}}
+    data = lctorch.BatchDataset(http_server.url + "/cube.zarr", input_dims=DIMS, batch_size=4,
+                                variables=VARS, return_window_ids=True, **options)
+    loader = DataLoader(data, batch_size=None, num_workers=2, multiprocessing_context="fork", timeout=60)
+    delivered = 0
+    try:
+        with pytest.raises(lazycube.StoreError) as info:
+            for _ in loader:
+                delivered += 1
+                if delivered == 4:
+                    http_server.stop()
+                    stopped = time.monotonic()
+        assert time.monotonic() - stopped < 10
+    finally:
+        if http_server.proc.poll() is not None:
+            http_server.start_again()
+    message = str(info.value)
+    assert http_server.url + "/cube.zarr/" in message and "attempt" in message, message
+    assert "DataLoader worker process" in message, message
