@@ -79,7 +79,7 @@ def main(args):
             # this thread when the worker's death is noticed: after the first error when that was
             # the ConnectionError of fetching the dead worker's batch in flight (pytorch#28950)
             if not (isinstance(exc, RuntimeError) and "DataLoader worker" in str(exc)):
-                time.sleep(2)
+                time.sleep(1)
     except RuntimeError as late:
         out["errors"].append([type(late).__name__, str(late)])
     # Dropping the loader shuts the other worker down: none may be left running.

@@ -13,7 +13,6 @@ Needs root to mount the tmpfs (CI runs as root); skips with the reason elsewhere
 """
 
 import os
-import struct
 import subprocess
 import sys
 
@@ -28,6 +27,7 @@ lazycube = import_lazycube()
 sys.path.insert(0, str(REPO / "tests" / "servers"))
 import nginx  # noqa: E402
 import small_disk  # noqa: E402
+from cache_entries import entry_intact  # noqa: E402
 
 VARS = ["a", "b"]
 METADATA = {".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json"}
@@ -174,21 +174,6 @@ def test_prediction_writer_fills_the_disk(source, disk, fmt):
 
 
 # ---- the chunk cache -------------------------------------------------------------------------
-
-def entry_intact(path):
-    """A cache file is whole: header (magic, identity length, payload length, FNV-1a of the
-    payload), identity, payload (src/store/disk_cache_store.cpp)."""
-    data = path.read_bytes()
-    if len(data) < 32 or data[:8] != b"LZCACHE1":
-        return False
-    id_len, n, checksum = struct.unpack("<QQQ", data[8:32])
-    if 32 + id_len + n != len(data):
-        return False
-    h = 1469598103934665603
-    for byte in data[32 + id_len:]:
-        h = ((h ^ byte) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return h == checksum
-
 
 @pytest.fixture()
 def served(source, tmp_path):
