@@ -1,6 +1,8 @@
 #include "lazycube/util/npy.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -91,10 +93,14 @@ void write(std::ostream& out, const NDArray& array) {
 
 void write_file(const std::string& path, const NDArray& array) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw StoreError("cannot open '" + path + "' for writing");
+  if (!out) throw StoreError("cannot open '" + path + "' for writing: " + std::strerror(errno));
   write(out, array);
-  out.flush();
-  if (!out) throw StoreError("failed writing '" + path + "'");
+  out.close();
+  if (!out) {  // e.g. a full disk: say why, and leave no truncated file under the name
+    const std::string why = std::strerror(errno);
+    std::remove(path.c_str());
+    throw StoreError("cannot write '" + path + "': " + why);
+  }
 }
 
 File read(std::istream& in) {

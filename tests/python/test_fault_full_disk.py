@@ -226,3 +226,15 @@ def test_convert_with_its_cache_on_a_full_disk(lazycube_cli, source, served, dis
     assert d.free() < 64 * 1024, "the disk did not fill: %d bytes free" % d.free()
     assert all(entry_intact(p) for p in (d.path / "cache").glob("*.lcc"))
     assert temp_files(d.path) == []
+
+
+def test_read_output_fills_the_disk(lazycube_cli, source, disk):
+    """`lazycube read ... -o OUT.npy` onto a full disk: the cause and the path in the error, no
+    truncated .npy left under the name."""
+    d = disk("256k")
+    out = d.path / "a.npy"
+    proc = subprocess.run([str(lazycube_cli), "read", str(source / "cube.zarr"), "a", "-o", str(out)],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert NOSPACE in proc.stderr and str(out) in proc.stderr, proc.stderr
+    assert not out.exists()
