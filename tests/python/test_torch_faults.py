@@ -97,9 +97,7 @@ CASES = [
     # (form, store, method, persistent_workers + pin_memory)
     ("batch", "local", "fork", False),
     ("batch", "local", "spawn", False),
-    ("batch", "local", "forkserver", False),
     ("window", "local", "fork", False),
-    ("window", "local", "spawn", False),
     ("batch", "local", "forkserver", True),
     ("window", "local", "fork", True),
     ("batch", "http", "fork", False),
