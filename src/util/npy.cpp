@@ -1,14 +1,13 @@
 #include "lazycube/util/npy.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "lazycube/error.hpp"
+#include "lazycube/util/local_file.hpp"
 #include "lazycube/util/text.hpp"
 
 namespace lazycube::npy {
@@ -92,15 +91,7 @@ void write(std::ostream& out, const NDArray& array) {
 }
 
 void write_file(const std::string& path, const NDArray& array) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw StoreError("cannot open '" + path + "' for writing: " + std::strerror(errno));
-  write(out, array);
-  out.close();
-  if (!out) {  // e.g. a full disk: say why, and leave no truncated file under the name
-    const std::string why = std::strerror(errno);
-    std::remove(path.c_str());
-    throw StoreError("cannot write '" + path + "': " + why);
-  }
+  write_local_file(path, [&](std::ostream& out) { write(out, array); });
 }
 
 File read(std::istream& in) {

@@ -228,13 +228,18 @@ def test_convert_with_its_cache_on_a_full_disk(lazycube_cli, source, served, dis
     assert temp_files(d.path) == []
 
 
-def test_read_output_fills_the_disk(lazycube_cli, source, disk):
-    """`lazycube read ... -o OUT.npy` onto a full disk: the cause and the path in the error, no
-    truncated .npy left under the name."""
+@pytest.mark.parametrize("command", ["read", "stats"])
+def test_cli_output_file_fills_the_disk(lazycube_cli, source, disk, command):
+    """`lazycube read ... -o OUT.npy` and `lazycube stats ... -o OUT.json` onto a full disk: the
+    cause and the path in the error, no truncated file left under the name (stats exited 0 with
+    an empty JSON file, read left a partial .npy)."""
     d = disk("256k")
-    out = d.path / "a.npy"
-    proc = subprocess.run([str(lazycube_cli), "read", str(source / "cube.zarr"), "a", "-o", str(out)],
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    with open(d.path / "filler", "wb") as fh:
+        fh.write(b"\0" * d.free())
+    out = d.path / ("a.npy" if command == "read" else "stats.json")
+    args = ["read", str(source / "cube.zarr"), "a"] if command == "read" else ["stats", str(source / "cube.zarr")]
+    proc = subprocess.run([str(lazycube_cli)] + args + ["-o", str(out)], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert NOSPACE in proc.stderr and str(out) in proc.stderr, proc.stderr
     assert not out.exists()
