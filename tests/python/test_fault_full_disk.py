@@ -228,17 +228,20 @@ def test_convert_with_its_cache_on_a_full_disk(lazycube_cli, source, served, dis
     assert temp_files(d.path) == []
 
 
-@pytest.mark.parametrize("command", ["read", "stats"])
+@pytest.mark.parametrize("command", ["read", "stats", "stats-netcdf"])
 def test_cli_output_file_fills_the_disk(lazycube_cli, source, disk, command):
-    """`lazycube read ... -o OUT.npy` and `lazycube stats ... -o OUT.json` onto a full disk: the
-    cause and the path in the error, no truncated file left under the name (stats exited 0 with
-    an empty JSON file, read left a partial .npy)."""
+    """`lazycube read ... -o OUT.npy`, `lazycube stats ... -o OUT.json` and `--netcdf OUT.nc` onto a
+    full disk: the cause and the path in the error, no truncated file left under the name (stats
+    exited 0 with an empty JSON file, read left a partial .npy, --netcdf reported nothing and
+    crashed at exit in HDF5's exit handler)."""
     d = disk("256k")
     with open(d.path / "filler", "wb") as fh:
         fh.write(b"\0" * d.free())
-    out = d.path / ("a.npy" if command == "read" else "stats.json")
-    args = ["read", str(source / "cube.zarr"), "a"] if command == "read" else ["stats", str(source / "cube.zarr")]
-    proc = subprocess.run([str(lazycube_cli)] + args + ["-o", str(out)], capture_output=True, text=True,
+    src = str(source / "cube.zarr")
+    out = d.path / {"read": "a.npy", "stats": "stats.json", "stats-netcdf": "stats.nc"}[command]
+    args = {"read": ["read", src, "a", "-o", out], "stats": ["stats", src, "-o", out],
+            "stats-netcdf": ["stats", src, "--netcdf", out]}[command]
+    proc = subprocess.run([str(lazycube_cli)] + [str(a) for a in args], capture_output=True, text=True,
                           timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert NOSPACE in proc.stderr and str(out) in proc.stderr, proc.stderr
