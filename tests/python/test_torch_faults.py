@@ -72,9 +72,12 @@ def http_url(http_server):
 def run_child(args):
     """The JSON result of loader_kill_child.py; fails (killing its process group) when it does not
     finish within CHILD_TIMEOUT_S."""
+    # the child imports the lazycube this process imported (conftest may have found it itself)
+    package_root = str(Path(lazycube.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
     proc = subprocess.Popen([sys.executable, str(HERE / "loader_kill_child.py"), json.dumps(args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env=dict(os.environ))
+                            start_new_session=True, env=env)
     try:
         out, err = proc.communicate(timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
