@@ -1,7 +1,7 @@
 """A small file system for full-disk tests: a tmpfs of a few hundred KiB mounted on a folder
 (needs root, as CI runs; elsewhere the tests skip with the reason).
 
-    with SmallDisk(path, "512k") as disk:   # mounted on `path` (created)
+    with SmallDisk(path, "512k") as disk:   # mounted on `path` (created); inodes=N: N files at most
         disk.free()                         # bytes free
         disk.resize("8m")                   # remount with room (the files stay)
     # unmounted here, also after a failure
@@ -17,10 +17,11 @@ def _mount(*args):
 
 
 class SmallDisk:
-    def __init__(self, path, size):
+    def __init__(self, path, size, inodes=None):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        proc = _mount("-t", "tmpfs", "-o", "size=%s,mode=0755" % size, "tmpfs", str(self.path))
+        options = "size=%s,mode=0755" % size + (",nr_inodes=%d" % inodes if inodes else "")
+        proc = _mount("-t", "tmpfs", "-o", options, "tmpfs", str(self.path))
         if proc.returncode != 0:
             raise PermissionError("mount -t tmpfs failed: %s" % (proc.stderr.strip() or proc.returncode))
 

@@ -27,7 +27,7 @@ lazycube = import_lazycube()
 sys.path.insert(0, str(REPO / "tests" / "servers"))
 import nginx  # noqa: E402
 import small_disk  # noqa: E402
-from cache_entries import entry_intact  # noqa: E402
+from cache_entries import entry_whole  # noqa: E402
 
 VARS = ["a", "b"]
 METADATA = {".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json"}
@@ -43,8 +43,8 @@ def disk(tmp_path):
         pytest.skip("no small tmpfs for the full-disk tests: %s" % reason)
     mounted = []
 
-    def make(size):
-        d = small_disk.SmallDisk(tmp_path / ("disk%d" % len(mounted)), size)
+    def make(size, inodes=None):
+        d = small_disk.SmallDisk(tmp_path / ("disk%d" % len(mounted)), size, inodes)
         mounted.append(d)
         return d
 
@@ -201,7 +201,7 @@ def test_cache_on_a_full_disk_reads_from_the_network(source, served, disk):
             np.testing.assert_array_equal(ds[v].values, want[v].values, err_msg=v)
     assert d.free() < 64 * 1024, "the disk did not fill: %d bytes free" % d.free()
     entries = list(cache.glob("*.lcc"))
-    assert entries and all(entry_intact(p) for p in entries)
+    assert entries and all(entry_whole(p) for p in entries)
     assert temp_files(cache) == []
     # with room again the cache fills and serves: a third read fetches no chunk
     d.resize("16m")
@@ -213,7 +213,7 @@ def test_cache_on_a_full_disk_reads_from_the_network(source, served, disk):
     for v in VARS:
         np.testing.assert_array_equal(ds[v].values, want[v].values, err_msg=v)
     assert chunk_gets(served) == before
-    assert all(entry_intact(p) for p in cache.glob("*.lcc"))
+    assert all(entry_whole(p) for p in cache.glob("*.lcc"))
 
 
 def test_convert_with_its_cache_on_a_full_disk(lazycube_cli, source, served, disk, tmp_path):
@@ -224,8 +224,27 @@ def test_convert_with_its_cache_on_a_full_disk(lazycube_cli, source, served, dis
             "--no-progress")
     assert_same_values(dst, source / "cube.zarr")
     assert d.free() < 64 * 1024, "the disk did not fill: %d bytes free" % d.free()
-    assert all(entry_intact(p) for p in (d.path / "cache").glob("*.lcc"))
+    assert all(entry_whole(p) for p in (d.path / "cache").glob("*.lcc"))
     assert temp_files(d.path) == []
+
+
+def test_cache_dir_that_a_full_disk_cannot_hold(lazycube_cli, source, served, disk, tmp_path):
+    """A cache_dir that cannot be created because the disk is full (no inode left here; a full
+    ext4 disk alike) reads without the cache, with a warning; it failed the open before."""
+    d = disk("256k", inodes=2)  # the root folder and one file
+    (d.path / "last").touch()
+    cache = d.path / "cache"
+    url = served.url + "/cube.zarr"
+    ds = lazycube.open_dataset(url, cache_dir=str(cache))
+    want = lazycube.open_dataset(str(source / "cube.zarr"))
+    np.testing.assert_array_equal(ds["a"].values, want["a"].values)
+    out = tmp_path / "a.npy"
+    proc = subprocess.run([str(lazycube_cli), "read", url, "a", "-o", str(out), "--cache-dir", str(cache)],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert "cache_dir '%s' cannot be created: %s" % (cache, NOSPACE) in proc.stderr, proc.stderr
+    np.testing.assert_array_equal(np.load(out), want["a"].values)
+    assert not cache.exists()
 
 
 @pytest.mark.parametrize("command", ["read", "stats", "stats-netcdf"])

@@ -147,7 +147,7 @@ def test_worker_killed_mid_epoch(www, request, tmp_path, form, store, method, pe
         # stays a .tmp- file, which readers never open and eviction removes after an hour); a
         # later reader through the same directory gets the reference values
         assert cache_entries.entries(cache), "nothing was cached"
-        assert all(cache_entries.entry_intact(p) for p in cache_entries.entries(cache))
+        assert all(cache_entries.entry_whole(p) for p in cache_entries.entries(cache))
         ds = lazycube.open_dataset(url, cache_dir=str(cache))
         reference = np.load(www / "reference.npy")
         for k, v in enumerate(VARS):
