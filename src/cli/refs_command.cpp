@@ -1,11 +1,11 @@
 // lazycube refs FILE.nc -o refs.json [--target URL]
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/refs/hdf5_refs.hpp"
+#include "lazycube/util/local_file.hpp"
 
 namespace lazycube::cli {
 
@@ -30,11 +30,7 @@ int run_refs(const RefsArgs& args) {
   }
   const auto result = refs::make_hdf5_references(file.string(), target);
   for (const auto& w : result.warnings) print_warning(w);
-  std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
-  if (!out) throw StoreError("cannot write " + args.output);
-  out << result.json;
-  out.close();
-  if (!out) throw StoreError("cannot write " + args.output);
+  write_local_file(args.output, result.json);
   return 0;
 }
 

@@ -1,7 +1,6 @@
 // lazycube stats URL [--variables V1,V2] [--keep DIM]... | [--dims DIM,...] [-o stats.json]
 //   [--netcdf out.nc | --zarr out.zarr] [open flags] [--progress|--no-progress]
 // Prints the stats JSON (dataset/stats.hpp) on stdout unless -o names a file.
-#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
@@ -9,6 +8,7 @@
 #include "lazycube/dataset/zarr_output.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/netcdf/netcdf_write.hpp"
+#include "lazycube/util/local_file.hpp"
 #include "progress.hpp"
 
 namespace lazycube::cli {
@@ -34,10 +34,7 @@ int run_stats(const StatsArgs& args) {
   if (args.output.empty()) {
     std::cout << text;
   } else {
-    std::ofstream out(args.output);
-    if (!out) throw UsageProblem("-o '" + args.output + "': cannot be written");
-    out << text;
-    if (!out) throw UsageProblem("-o '" + args.output + "': writing failed");
+    write_local_file(args.output, text);
   }
   if (!args.netcdf.empty()) {
     const Dataset out = stats_dataset(stats);

@@ -1,5 +1,10 @@
 #include "lazycube/netcdf/netcdf_write.hpp"
 
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -58,9 +63,26 @@ void write_attrs(GDALIHasAttribute& target, const nlohmann::json& attrs, const G
   }
 }
 
+// HDF5 does not recover from a full disk: netCDF-C leaves the file half-closed and HDF5's exit
+// handler then crashed the process closing it again. So a file system without room for the data
+// and some headroom is refused before anything is written (a disk that fills during the write
+// is still reported by write_netcdf, but may still crash at exit).
+void check_room(const std::string& path, const std::vector<NetcdfArray>& arrays) {
+  std::uint64_t need = 256 * 1024;  // the NetCDF-4/HDF5 structure, with a wide margin
+  for (const auto& a : arrays) need += a.data.size() + 4096;
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  struct statvfs st {};
+  if (::statvfs(dir.empty() ? "." : dir.c_str(), &st) != 0) return;  // not a local path: GDAL says
+  const std::uint64_t free = static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+  if (free < need)
+    throw StoreError("NetCDF output: cannot write '" + path + "': " + std::strerror(ENOSPC) + " (" +
+                     std::to_string(free) + " bytes free, about " + std::to_string(need) + " needed)");
+}
+
 }  // namespace
 
 void write_netcdf(const std::string& path, const std::vector<NetcdfArray>& arrays, const nlohmann::json& attrs) {
+  check_room(path, arrays);
   ensure_gdal_registered();
   GdalCallGuard guard;
   GDALDriver* driver = GetGDALDriverManager()->GetDriverByName("netCDF");
@@ -98,7 +120,15 @@ void write_netcdf(const std::string& path, const std::vector<NetcdfArray>& array
       gdal_failed(guard, "writing '" + a.name + "'");
   }
   root.reset();
-  ds.reset();  // writes and closes the file
+  // Closing writes the file: a failure there (a full disk) comes only as a GDAL error, since a
+  // destructor cannot return one. Reported, and the unusable file removed.
+  CPLErrorReset();
+  ds.reset();
+  if (CPLGetLastErrorType() >= CE_Failure) {
+    const std::string why = guard.last_error();
+    VSIUnlink(path.c_str());
+    throw StoreError("NetCDF output: cannot write '" + path + "'" + (why.empty() ? std::string() : ": " + why));
+  }
 }
 
 }  // namespace lazycube::netcdf

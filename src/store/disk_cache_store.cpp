@@ -34,6 +34,7 @@
 #include <unordered_set>
 
 #include "lazycube/error.hpp"
+#include "lazycube/util/diagnostics.hpp"
 #include "storage_options.hpp"
 
 namespace lazycube {
@@ -447,6 +448,12 @@ DiskCacheOptions disk_cache_options(const StorageOptions& options) {
 std::shared_ptr<Store> make_disk_cache_store(std::shared_ptr<Store> inner, const DiskCacheOptions& options) {
   std::error_code ec;
   std::filesystem::create_directories(options.dir, ec);
+  if (ec && (ec.value() == ENOSPC || ec.value() == EDQUOT)) {
+    // A full disk is no reason to fail the read (as a publish that finds no room): uncached.
+    diagnostics::warn("cache_dir '" + options.dir + "' cannot be created: " + ec.message() +
+                      "; reading without the chunk cache");
+    return inner;
+  }
   if (ec || ::access(options.dir.c_str(), W_OK | X_OK) != 0)
     throw StoreError("cache_dir '" + options.dir + "' cannot be used as the chunk cache: " +
                      (ec ? ec.message() : std::string(std::strerror(errno))) +

@@ -22,7 +22,8 @@ struct DiskCacheOptions {
 DiskCacheOptions disk_cache_options(const StorageOptions& options);
 
 // `inner` read through a cache in `options.dir` (created when missing). StoreError naming the
-// directory when it cannot be created or written.
+// directory when it cannot be created or written; `inner` itself, with a warning, when a full
+// disk (ENOSPC, EDQUOT) leaves no room to create it.
 std::shared_ptr<Store> make_disk_cache_store(std::shared_ptr<Store> inner, const DiskCacheOptions& options);
 
 }  // namespace lazycube

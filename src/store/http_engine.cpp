@@ -648,8 +648,13 @@ class CurlEngine final : public Engine {
     if (t->attempts >= std::max(1, b.retry.max_attempts))
       return fail(t, who + " failed after " + std::to_string(t->attempts) + " attempt(s): " + what);
     if (b.failed || b.cancelled) return finish(t);
-    const double cap = std::min(b.retry.max_backoff_s, b.retry.initial_backoff_s * std::ldexp(1.0, t->attempts - 1));
-    double delay = std::uniform_real_distribution<double>(0.0, std::max(0.0, cap))(rng_);
+    // Equal jitter, U(cap/2, cap): a read fails when any of its requests runs out of attempts,
+    // and with full jitter, U(0, cap), the shortest total wait of a few hundred requests was near
+    // zero (a 0.5 s server restart failed every read of 240 objects). Half of each step is now
+    // waited for sure: the default policy rides out 0.775 s of refused connections.
+    const double cap = std::max(0.0, std::min(b.retry.max_backoff_s,
+                                              b.retry.initial_backoff_s * std::ldexp(1.0, t->attempts - 1)));
+    double delay = std::uniform_real_distribution<double>(cap / 2, cap)(rng_);
     if (retry_after) delay = std::max(delay, *retry_after);
     const auto when = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delay));
     if (when >= b.deadline)

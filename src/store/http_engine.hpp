@@ -1,7 +1,7 @@
 // The process-wide HTTP fetch engine (internal: curl stays out of public headers).
 // One curl-multi event loop per process, shared by every HTTP/S3/GCS store: keep-alive and
 // HTTP/2 where offered, a cap on transfers in flight, connect/low-speed timeouts, retries with
-// exponential backoff and full jitter, Retry-After, per-request attempt cap and deadline.
+// exponential backoff with equal jitter, Retry-After, per-request attempt cap and deadline.
 // After fork() the child gets a fresh engine on first use.
 #pragma once
 
@@ -61,7 +61,7 @@ struct Response {
 
 struct RetryPolicy {
   int max_attempts = 6;             // `retries` option + 1
-  double initial_backoff_s = 0.05;  // full jitter: sleep U(0, min(max, initial * 2^k))
+  double initial_backoff_s = 0.05;  // equal jitter: sleep U(c/2, c), c = min(max, initial * 2^k)
   double max_backoff_s = 5.0;
   double deadline_s = 300.0;        // per request, across attempts
 };

@@ -78,7 +78,7 @@ const Entry kCommon[] = {
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.max_attempts = static_cast<int>(a.integer(0, 1000000)) + 1; }},
     {{"deadline", "seconds", "limit per request across all its attempts (default 300)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.deadline_s = a.seconds(); }},
-    {{"backoff", "seconds", "first retry backoff, doubling, full jitter (default 0.05)"},
+    {{"backoff", "seconds", "first retry backoff, doubling, equal jitter (default 0.05)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.initial_backoff_s = a.seconds(); }},
     {{"max_backoff", "seconds", "cap of the retry backoff (default 5)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.max_backoff_s = a.seconds(); }},

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lazycube/error.hpp"
+#include "lazycube/util/local_file.hpp"
 #include "lazycube/util/text.hpp"
 
 namespace lazycube::npy {
@@ -90,11 +91,7 @@ void write(std::ostream& out, const NDArray& array) {
 }
 
 void write_file(const std::string& path, const NDArray& array) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw StoreError("cannot open '" + path + "' for writing");
-  write(out, array);
-  out.flush();
-  if (!out) throw StoreError("failed writing '" + path + "'");
+  write_local_file(path, [&](std::ostream& out) { write(out, array); });
 }
 
 File read(std::istream& in) {

@@ -2,6 +2,8 @@
 // a free port, stopped by PID at scope exit, faults set through PREFIX/faults.lua.
 #pragma once
 
+#include <optional>
+
 #include "script_server.hpp"
 #include "test_support.hpp"
 
@@ -22,16 +24,30 @@ class NginxServer {
   // `tls`: HTTPS + HTTP/2 with a self-signed certificate (ca_file()).
   explicit NginxServer(const fs::path& root, bool tls = false)
       : tls_(tls),
-        prefix_(dir_.path() / "nginx"),
-        server_("start_nginx.sh", {prefix_.string(), root.string(), tls ? "tls" : "plain"}, 5,
-                [this] { return read_file(prefix_ / "logs" / "error.log"); }) {}
+        prefix_(dir_.path() / "nginx") {
+    server_.emplace("start_nginx.sh", std::vector<std::string>{prefix_.string(), root.string(), tls ? "tls" : "plain"},
+                    5, [this] { return read_file(prefix_ / "logs" / "error.log"); });
+    port_ = server_->port();
+  }
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;
 
-  std::string url() const { return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(server_.port()); }
+  std::string url() const { return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_); }
   std::string ca_file() const { return (prefix_ / "tls" / "cert.pem").string(); }
   // `table` is the body of a Lua table, e.g. "p503 = 0.1, retry_after = 1" (see faults.lua).
   void set_faults(const std::string& table) { write_file(prefix_ / "faults.lua", "return {" + table + "}\n"); }
+  // Stops nginx (SIGTERM: a fast shutdown that cuts the connections in flight); returns once it
+  // has exited. Requests meanwhile find the port closed.
+  void stop() { server_.reset(); }
+  // Starts a stopped nginx again with the same configuration, port and fault file; returns once
+  // it accepts connections. It is stopped when the calling thread ends (PR_SET_PDEATHSIG): call
+  // it from a thread that outlives its use.
+  void start_again() {
+    const std::string start = "echo " + std::to_string(port_) + "; PATH=\"$PATH:/usr/sbin\" exec nginx -p '" +
+                              prefix_.string() + "/' -c nginx.conf";
+    server_.emplace(std::vector<std::string>{"/bin/bash", "-c", start}, "nginx", 5,
+                    [this] { return read_file(prefix_ / "logs" / "error.log"); });
+  }
   // The access log: "CONNECTION_ID REQUESTS_ON_CONNECTION STATUS "REQUEST" RANGE BYTES PROTOCOL".
   std::string access_log() const { return read_file(prefix_ / "logs" / "access.log"); }
   // Requests nginx has logged so far (the log is written when each request ends).
@@ -44,7 +60,8 @@ class NginxServer {
   TempDir dir_;
   bool tls_ = false;
   fs::path prefix_;
-  ScriptServer server_;
+  std::optional<ScriptServer> server_;
+  int port_ = 0;
 };
 
 #define LAZYCUBE_REQUIRE_NGINX()                                               \

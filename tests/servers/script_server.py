@@ -18,6 +18,9 @@ class ScriptServer:
             self.stop()
             raise RuntimeError("%s printed no port" % script)
         self.port = int(line)
+        self._wait_accepting(name)
+
+    def _wait_accepting(self, name):
         for _ in range(1500):
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()

@@ -18,7 +18,7 @@ std::string descr_of(const NDArray& array);
 std::string header(const std::string& descr, const Shape& shape);
 
 void write(std::ostream& out, const NDArray& array);
-// Writes `path` (StoreError when it cannot be written).
+// Writes `path` whole or not at all (write_local_file: StoreError naming the path and the cause).
 void write_file(const std::string& path, const NDArray& array);
 
 // A parsed .npy file: the descr as written, the shape and the raw data bytes.
