@@ -33,13 +33,14 @@ def main():
     p.add_argument("--cli", default=os.path.join(REPO, "build", "lazycube"))
     p.add_argument("--cache", default="/tmp/lazycube-stream-bench", help="data directory (shared with run_stream_bench)")
     p.add_argument("--latency-ms", type=int, default=50)
+    p.add_argument("--runs", type=int, default=3, help="runs of the later epochs and of the local read (best kept)")
     args = p.parse_args()
     warn_if_busy()
     write_store(args.cache, "era-long.zarr", NT_LONG)
     local = os.path.join(args.cache, "era-long.zarr")
     warm(local)
     cache_dir = os.path.join(args.cache, "diskcache")
-    rate = {"local": epoch(args.cli, local)["windows_per_s"]}
+    rate = {"local": 0.0}
     for label, faults in (("fresh", {"latency_ms": args.latency_ms, "cache_control": '"public, max-age=3600"'}),
                           ("revalidated", {"latency_ms": args.latency_ms})):
         shutil.rmtree(cache_dir, ignore_errors=True)
@@ -48,7 +49,12 @@ def main():
             url = nginx.base + "/era-long.zarr"
             flags = ("--cache-dir", cache_dir)
             rate[label + " first"] = epoch(args.cli, url, flags)["windows_per_s"]
-            rate[label + " second"] = epoch(args.cli, url, flags)["windows_per_s"]
+            # Later epochs and the local read alternate, best of --runs each: both see the same
+            # machine (other work on it moves single runs by tens of percent).
+            rate[label + " second"] = 0.0
+            for _ in range(args.runs):
+                rate[label + " second"] = max(rate[label + " second"], epoch(args.cli, url, flags)["windows_per_s"])
+                rate["local"] = max(rate["local"], epoch(args.cli, local)["windows_per_s"])
         finally:
             nginx.stop()
             shutil.rmtree(cache_dir, ignore_errors=True)
