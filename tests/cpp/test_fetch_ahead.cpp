@@ -276,7 +276,8 @@ TEST(FetchAhead, FirstBatchOverAMillionWindowsInThreeRoundTrips) {
   test::TempDir dir;
   write_million_window_store(dir.path());
   for (auto shuffle : {Shuffle::Random, Shuffle::Chunk, Shuffle::None}) {
-    auto store = std::make_shared<LatencyStore>(make_file_store(dir.str()), std::chrono::milliseconds(40), 64);
+    auto store = std::make_shared<LatencyStore>(make_file_store(dir.str()),
+                                                std::chrono::milliseconds(40 * test::kBuildSlowdown), 64);
     Dataset ds = lazycube::open(Location{store, ""});
     BatchOptions o;
     o.input_dims = {{"time", 1}, {"y", 2}, {"x", 2}};

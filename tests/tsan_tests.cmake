@@ -1,0 +1,49 @@
+# The ThreadSanitizer pass (-DLAZYCUBE_SANITIZE=thread; scripts/test.sh --sanitize thread; CI).
+# Included by tests/CMakeLists.txt in TSan builds instead of the full test suite.
+#
+# The one list of what runs under TSan: the GoogleTest files that drive lazycube's threads, built
+# into lazycube_tsan_tests (whole files, no gtest filter: a case added to one of them is covered).
+# The rest of tests/cpp is single-threaded parsing/decoding, already run under ASan+UBSan; adding
+# it here would only cost CI compile time.
+set(LAZYCUBE_TSAN_TEST_SOURCES
+  # util/thread_pool.cpp: parallel_for (nested, on workers), consume_as_produced.
+  cpp/test_thread_pool.cpp
+  # util/buffer.cpp: the BufferPool that batch workers take blocks from and give back.
+  cpp/test_buffer_pool.cpp
+  # cache/chunk_cache.cpp: single flight under many threads, claims, pins, eviction.
+  cpp/test_chunk_cache.cpp
+  # The read path through the cache: many threads fetching the same chunks, tiny budgets, and
+  # the batched fetch of missing chunks over HTTP (nginx).
+  cpp/test_read_cached.cpp
+  # store/http_engine.cpp (curl multi + epoll + eventfd, the receive gate): get_many/get_each,
+  # keep-alive, HTTP/2 over TLS, retries under nginx fault injection, deadlines, a forked child.
+  cpp/test_http_store.cpp
+  cpp/test_http_faults.cpp
+  # store/disk_cache_store.cpp: the disk cache in front of the HTTP engine.
+  cpp/test_disk_cache.cpp
+  # batch/fetch_ahead.cpp: the prefetcher with many requests in flight, its byte budget, a slow
+  # request among fast ones, a fault mix.
+  cpp/test_fetch_ahead.cpp
+  # batch/batch_generator.cpp + batch_assembly.cpp: the worker threads assembling batches,
+  # errors surfacing on their batch, caller allocators; and the same over Zarr with the cache.
+  cpp/test_batch_generator.cpp
+  cpp/test_batch_zarr.cpp
+)
+
+add_executable(lazycube_tsan_tests ${LAZYCUBE_TSAN_TEST_SOURCES})
+target_compile_options(lazycube_tsan_tests PRIVATE ${LAZYCUBE_TEST_COMPILE_OPTIONS})
+target_link_libraries(lazycube_tsan_tests PRIVATE lazycube GTest::gtest GTest::gtest_main)
+target_compile_definitions(lazycube_tsan_tests PRIVATE
+  LAZYCUBE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+  LAZYCUBE_SHARED_DATA_DIR="${PROJECT_SOURCE_DIR}/../shared/data")
+
+# Two shards: ctest -j2 runs them side by side. halt_on_error: the first race fails the test;
+# second_deadlock_stack: both stacks of a lock-order inversion; die_after_fork=0: the HTTP engine
+# and the chunk cache are fork-safe by design (a forked child starts its own engine threads, see
+# HttpForkedChildReads and ForkedChildStartsAFreshCache), which TSan refuses by default.
+# tsan.supp holds the suppressions (third-party internals only, each with its reason).
+lazycube_add_sharded_gtest(lazycube_tsan_tests tsan 2)
+foreach(i RANGE 1)
+  set_property(TEST tsan_${i}of2 APPEND PROPERTY ENVIRONMENT
+    "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=${CMAKE_CURRENT_SOURCE_DIR}/tsan.supp")
+endforeach()
