@@ -17,15 +17,6 @@ namespace lazycube::test {
 
 namespace fs = std::filesystem;
 
-// How many times slower this build runs lazycube's own CPU work: a test that measures round
-// trips against a simulated store latency scales the latency by it, so that the CPU time between
-// the requests of one wave stays small beside it. ThreadSanitizer costs 5-15x.
-#if defined(__SANITIZE_THREAD__)
-inline constexpr int kBuildSlowdown = 8;
-#else
-inline constexpr int kBuildSlowdown = 1;
-#endif
-
 // ../shared/data, or $LAZYCUBE_SHARED_DATA; empty when the folder is absent (tests then
 // GTEST_SKIP), also when the variable names a folder that does not exist (ctest always sets it).
 inline fs::path shared_data_dir() {
