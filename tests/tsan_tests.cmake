@@ -38,10 +38,13 @@ set(LAZYCUBE_TSAN_TEST_SOURCES
   cpp/test_http_zarr.cpp
   # dataset/stats.cpp: the parallel reduction merging partials under a mutex.
   cpp/test_dataset_stats.cpp
+  # netcdf/gdal_array.cpp: one GDAL handle per (thread, file), reads from many threads, batches
+  # with prefetch over a NetCDF4 file.
+  cpp/test_gdal_netcdf4.cpp
 )
 
-# Cases of those files left out: long single-threaded work that TSan only slows down (5-15x),
-# whose threaded paths other cases cover. Each costs 10-40 s of the CI pass.
+# Cases of those files left out, each with why: long single-threaded work that TSan only slows
+# down (5-15x), whose threaded paths other cases cover.
 set(LAZYCUBE_TSAN_SKIPPED_CASES
   # Fills 3 x 2 batches of 64 fill-value chunks of 4 MB on one thread (the generator's arithmetic).
   BatchZarrScale.BillionWindowGeneratorIsArithmetic

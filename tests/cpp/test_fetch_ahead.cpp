@@ -24,9 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// How many times slower this build runs lazycube's own CPU work: the round-trip count below is
-// measured against a simulated store latency, scaled by it so that the CPU time between the
-// requests of one wave stays small beside it. ThreadSanitizer costs 5-15x.
+// How many times slower this build runs lazycube's own CPU work: the tests below that measure
+// round trips or completions against a simulated store latency scale the latency by it, so that
+// the CPU time between requests stays small beside it. ThreadSanitizer costs 5-15x.
 #if defined(__SANITIZE_THREAD__)
 constexpr int kBuildSlowdown = 8;
 #else
@@ -345,7 +345,7 @@ TEST(FetchAhead, OneSlowRequestDoesNotStallTheRequestsBehindIt) {
     auto b = probe.batch(4 * 16 / 8);  // batch 8: the 5th chunk group (16 windows per chunk)
     slow = "v/" + std::to_string(b.windows.front()[0].start) + ".0.0";
   }
-  f.store->slow_down(slow, std::chrono::milliseconds(400));
+  f.store->slow_down(slow, std::chrono::milliseconds(400 * kBuildSlowdown));
   o.cache = std::make_shared<ChunkCache>(64 << 20);  // not the probe's, which holds that chunk
   BatchGenerator g(f.ds, o);
   EXPECT_EQ(run_epoch(g).size(), 1024u);
