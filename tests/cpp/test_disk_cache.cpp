@@ -137,8 +137,9 @@ TEST_F(DiskCacheFixture, DiskCacheRefetchesATruncatedOrCorruptFile) {
 }
 
 // Threads sharing a store, and two stores (two opens: as two processes would) on one directory,
-// under a budget that evicts on every publish: every read gets its own bytes, every request is
-// counted once (hit or miss), and the directory ends within its budget.
+// under a budget that evicts on every whole-object publish: every read gets its own bytes,
+// every request is counted once (hit or miss), and the directory ends within its budget plus
+// what each store may publish between its checks (1/16 of the budget, README "cache_dir").
 TEST_F(DiskCacheFixture, DiskCacheThreadsAndOpensShareOneDirectory) {
   const std::uint64_t budget = 45000;  // four of the eight 10 kB entries fit
   const std::array<std::shared_ptr<Store>, 2> stores{open(budget), open(budget)};
@@ -165,7 +166,7 @@ TEST_F(DiskCacheFixture, DiskCacheThreadsAndOpensShareOneDirectory) {
   std::uint64_t counted = 0;
   for (const auto& s : stores) counted += s->stats().cache_hits + s->stats().cache_misses;
   EXPECT_EQ(counted, 6u * 4 * 8);
-  EXPECT_LE(dir_bytes(cache.path()), budget);
+  EXPECT_LE(dir_bytes(cache.path()), budget + stores.size() * budget / 16);
 }
 
 TEST_F(DiskCacheFixture, DiskCacheUnusableDirectoryIsAClearError) {
