@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Prepares a Debian 12 machine for lazycube and builds it. Safe to run again and again.
 #
-#   bash scripts/setup.sh [--sanitize] [--build-dir DIR] [--target T]... [--no-build] [--dry-run]
+#   bash scripts/setup.sh [--sanitize[=KIND]] [--build-dir DIR] [--target T]... [--no-build] [--dry-run]
 #
-#   --sanitize        ASan+UBSan build (-DLAZYCUBE_SANITIZE=ON) in build-asan/ (env LAZYCUBE_SANITIZE=1)
-#   --build-dir DIR   build folder (env LAZYCUBE_BUILD_DIR; default build/, or build-asan/ with --sanitize)
+#   --sanitize[=KIND] a sanitizer build (-DLAZYCUBE_SANITIZE=KIND; env LAZYCUBE_SANITIZE):
+#                     address (the default: ASan+UBSan, build-asan/) or thread (TSan, build-tsan/)
+#   --build-dir DIR   build folder (env LAZYCUBE_BUILD_DIR; default build/, or the sanitizer's)
 #   --target T        build only target T and what it needs (repeatable; default: everything),
 #                     e.g. lazycube_cli (the CLI) or lazycube_python (the Python package)
 #   --no-build        only install the missing Debian packages
@@ -38,18 +39,22 @@ NPM_PACKAGES=(azurite@3)
 PYTHON=/usr/bin/python3
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$REPO_ROOT/scripts/sanitizer.sh"
 
-sanitize="${LAZYCUBE_SANITIZE:-0}"
+sanitize="${LAZYCUBE_SANITIZE:-}"
 build_dir="${LAZYCUBE_BUILD_DIR:-}"
 do_build=1
 dry_run=0
 targets=()
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --sanitize) sanitize=1 ;;
+    --sanitize)
+      sanitize=address
+      if [[ $# -gt 1 && "$2" != -* ]]; then sanitize="$2"; shift; fi ;;
+    --sanitize=*) sanitize="${1#*=}" ;;
     --build-dir) build_dir="${2:?--build-dir needs a folder}"; shift ;;
     --build-dir=*) build_dir="${1#*=}" ;;
     --target) targets+=("${2:?--target needs a target name}"); shift ;;
@@ -62,13 +67,8 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 
-if [[ "$sanitize" != 0 && "$sanitize" != 1 ]]; then
-  echo "setup.sh: LAZYCUBE_SANITIZE must be 0 or 1, not '$sanitize'" >&2
-  exit 2
-fi
-if [[ -z "$build_dir" ]]; then
-  if [[ "$sanitize" == 1 ]]; then build_dir=build-asan; else build_dir=build; fi
-fi
+sanitize="$(lazycube_sanitizer_kind "$sanitize")" || exit 2
+[[ -n "$build_dir" ]] || build_dir="$(lazycube_sanitizer_build_dir "$sanitize")"
 [[ "$build_dir" == /* ]] || build_dir="$REPO_ROOT/$build_dir"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
@@ -145,10 +145,10 @@ cmake_args=(
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
   "-DPython_EXECUTABLE=$PYTHON"
 )
-if [[ "$sanitize" == 1 ]]; then
+if [[ -n "$sanitize" ]]; then
   # The benchmark drivers are never run by ctest: no need to build them instrumented (saves
   # a minute of the sanitizer pass in CI).
-  cmake_args+=(-DLAZYCUBE_SANITIZE=ON -DLAZYCUBE_BUILD_BENCH=OFF)
+  cmake_args+=("-DLAZYCUBE_SANITIZE=$sanitize" -DLAZYCUBE_BUILD_BENCH=OFF)
 fi
 if [[ -n "${LAZYCUBE_CMAKE_ARGS:-}" ]]; then
   read -r -a extra <<<"$LAZYCUBE_CMAKE_ARGS"
@@ -162,7 +162,7 @@ if [[ -f "$cache" ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$cache"; th
   exit 1
 fi
 
-log "configuring $build_dir (sanitize=$sanitize)"
+log "configuring $build_dir (sanitize=${sanitize:-none})"
 run cmake "${cmake_args[@]}"
 # The same configuration either way: a later full build (scripts/test.sh) in the same folder
 # only adds what was left out.

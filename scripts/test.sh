@@ -2,10 +2,12 @@
 # Sets up, builds and runs every test of lazycube; then builds the C++ examples against the
 # installed package and runs them on the bundled sample.
 #
-#   bash scripts/test.sh [--sanitize] [--build-dir DIR]
+#   bash scripts/test.sh [--sanitize[=KIND]] [--build-dir DIR]
 #
-#   --sanitize        the same in build-asan/ with ASan+UBSan, halting on the first error
-#                     (env LAZYCUBE_SANITIZE=1)
+#   --sanitize[=KIND] a sanitizer build (env LAZYCUBE_SANITIZE; scripts/sanitizer.sh), halting
+#                     on the first error: address (the default) = the same in build-asan/ with
+#                     ASan+UBSan; thread = the tests of the threaded parts (tests/tsan_tests.cmake)
+#                     in build-tsan/ with ThreadSanitizer
 #   --build-dir DIR   build folder (env LAZYCUBE_BUILD_DIR)
 #
 # Environment:
@@ -16,35 +18,37 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
+source "$REPO_ROOT/scripts/sanitizer.sh"
 
-sanitize="${LAZYCUBE_SANITIZE:-0}"
+sanitize="${LAZYCUBE_SANITIZE:-}"
 build_dir="${LAZYCUBE_BUILD_DIR:-}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --sanitize) sanitize=1 ;;
+    --sanitize)
+      sanitize=address
+      if [[ $# -gt 1 && "$2" != -* ]]; then sanitize="$2"; shift; fi ;;
+    --sanitize=*) sanitize="${1#*=}" ;;
     --build-dir) build_dir="${2:?--build-dir needs a folder}"; shift ;;
     --build-dir=*) build_dir="${1#*=}" ;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
-if [[ -z "$build_dir" ]]; then
-  if [[ "$sanitize" == 1 ]]; then build_dir=build-asan; else build_dir=build; fi
-fi
+sanitize="$(lazycube_sanitizer_kind "$sanitize")" || exit 2
+[[ -n "$build_dir" ]] || build_dir="$(lazycube_sanitizer_build_dir "$sanitize")"
 [[ "$build_dir" == /* ]] || build_dir="$REPO_ROOT/$build_dir"
 
 log() { printf '[test] %s\n' "$*" >&2; }
 SECONDS=0
 
-setup_args=(--build-dir "$build_dir")
-[[ "$sanitize" == 1 ]] && setup_args+=(--sanitize)
-LAZYCUBE_SANITIZE="$sanitize" bash "$REPO_ROOT/scripts/setup.sh" "${setup_args[@]}"
+setup_args=(--build-dir "$build_dir" "--sanitize=$sanitize")
+bash "$REPO_ROOT/scripts/setup.sh" "${setup_args[@]}"
 log "setup + build: ${SECONDS}s"
 
 ctest_args=(--test-dir "$build_dir" --output-on-failure -j "${LAZYCUBE_TEST_JOBS:-2}")
 example_flags=()
-if [[ "$sanitize" == 1 ]]; then
+if [[ "$sanitize" == address ]]; then
   # Halt on the first report. Leak checking stays on: every instrumented process is a C++
   # executable (the test binary, the CLI spawned by pytest); the Python interpreter running
   # pytest is not instrumented, so its own allocations are not checked. Once an instrumented
@@ -72,6 +76,12 @@ if [[ -n "$skipped" ]]; then
   printf '%s\n' "$skipped" >&2
 fi
 log "tests passed: ${SECONDS}s"
+# The TSan pass is the threaded tests alone: the package and the examples are checked by the
+# regular and the ASan+UBSan passes.
+if [[ "$sanitize" == thread ]]; then
+  log "all passed in ${SECONDS}s (sanitize=thread)"
+  exit 0
+fi
 
 # ---- The installed package works for a consumer: find_package(lazycube) + the example ----
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/lazycube-test.XXXXXX")"
@@ -91,8 +101,8 @@ for sample in data/era5_sample_v2.zarr data/era5_sample_v3.zarr; do
   if [[ -x "$tmp/example/train_torch" ]]; then
     log "example: train_torch $sample"
     "$tmp/example/train_torch" "$REPO_ROOT/$sample"
-  elif [[ "$sanitize" != 1 ]]; then
+  elif [[ -z "$sanitize" ]]; then
     log "example: train_torch not built (no LibTorch or lazycube::torch): skipped"
   fi
 done
-log "all passed in ${SECONDS}s (sanitize=$sanitize)"
+log "all passed in ${SECONDS}s (sanitize=${sanitize:-none})"

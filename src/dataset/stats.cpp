@@ -165,10 +165,17 @@ template <class T>
   return p;
 }
 
-[[gnu::target_clones("avx2", "default")]] Partial sub_run_partial_simd(const float* x, std::size_t count) {
+// ThreadSanitizer instruments target_clones' ifunc resolver, which the dynamic loader runs before
+// the TSan runtime is initialised (a crash at start-up): TSan builds take the default clone only.
+#if defined(__SANITIZE_THREAD__)
+#define LAZYCUBE_SIMD_CLONES
+#else
+#define LAZYCUBE_SIMD_CLONES [[gnu::target_clones("avx2", "default")]]
+#endif
+LAZYCUBE_SIMD_CLONES Partial sub_run_partial_simd(const float* x, std::size_t count) {
   return simd_sub_run(x, count);
 }
-[[gnu::target_clones("avx2", "default")]] Partial sub_run_partial_simd(const double* x, std::size_t count) {
+LAZYCUBE_SIMD_CLONES Partial sub_run_partial_simd(const double* x, std::size_t count) {
   return simd_sub_run(x, count);
 }
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <array>
+#include <atomic>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -163,6 +165,39 @@ TEST_F(DiskCacheFixture, DiskCacheRefetchesATruncatedOrCorruptFile) {
   auto t = open();
   EXPECT_EQ(as_string(*t->get("c5")), pattern(10000, 5));
   EXPECT_EQ(t->stats().cache_misses, 1u);
+}
+
+// Threads sharing a store, and two stores (two opens: as two processes would) on one directory,
+// under a budget that evicts on every whole-object publish: every read gets its own bytes,
+// every request is counted once (hit or miss), and the directory ends within its budget plus
+// what each store may publish between its checks (1/16 of the budget, README "cache_dir").
+TEST_F(DiskCacheFixture, DiskCacheThreadsAndOpensShareOneDirectory) {
+  const std::uint64_t budget = 45000;  // four of the eight 10 kB entries fit
+  const std::array<std::shared_ptr<Store>, 2> stores{open(budget), open(budget)};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 4; ++round) {
+        std::vector<ByteRequest> reqs;
+        for (int k = 0; k < 8; ++k) {
+          const int i = (k + t + round) % 8;
+          reqs.push_back({"c" + std::to_string(i), k % 2 ? ByteRange::range(100 * i, 500) : ByteRange::full()});
+        }
+        const auto got = stores[t % 2]->get_many(reqs);
+        for (int k = 0; k < 8; ++k) {
+          const int i = (k + t + round) % 8;
+          const std::string want = k % 2 ? pattern(10000, i).substr(100 * i, 500) : pattern(10000, i);
+          if (!got[k] || as_string(*got[k]) != want) ++wrong;
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  std::uint64_t counted = 0;
+  for (const auto& s : stores) counted += s->stats().cache_hits + s->stats().cache_misses;
+  EXPECT_EQ(counted, 6u * 4 * 8);
+  EXPECT_LE(dir_bytes(cache.path()), budget + stores.size() * budget / 16);
 }
 
 TEST_F(DiskCacheFixture, DiskCacheUnusableDirectoryIsAClearError) {

@@ -135,7 +135,9 @@ TEST_F(GcsServiceAccount, TokensAreRefreshedDuringALongRead) {
   const StoreStats s = loc.store->stats();
   EXPECT_EQ(s.errors, 0u);
   EXPECT_EQ(s.retries, 0u);
-  EXPECT_EQ(w_->gcs->access_log().find(" 401 ", log_before), std::string::npos);
+  // The status field: it alone is followed by the quoted request (" 401 " alone also matched
+  // the 401st request of a kept-alive connection, "$connection $connection_requests $status").
+  EXPECT_EQ(w_->gcs->access_log().find(" 401 \"", log_before), std::string::npos);
 }
 
 // Concurrent callers share one exchange (single flight); a token is reused until it is due.
