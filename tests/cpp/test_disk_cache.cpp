@@ -10,13 +10,8 @@
 #include <set>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
-#include "icechunk_test_writer.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/icechunk/repository.hpp"
 #include "lazycube/store/store.hpp"
-#include "lazycube/zarr/hierarchy.hpp"
 #include "nginx_server.hpp"
 
 using namespace lazycube;
@@ -259,42 +254,3 @@ TEST_F(DiskCacheFixture, DiskCacheHonoursNoStoreAndNoCache) {
   EXPECT_EQ(heads_of(settled_log(), "c5"), 2u);
 }
 
-// Icechunk's native chunks are named by their ids and never change: cached without a HEAD, and
-// a new open of the repository reads them from the directory without a request (even from a
-// server that declares nothing fresh).
-TEST_F(DiskCacheFixture, DiskCacheKeepsIcechunkChunksWithoutAskingTheirVersion) {
-  namespace w = icechunk_writer;
-  const std::string json = nlohmann::json{{"zarr_format", 3}, {"node_type", "array"}, {"shape", {8}}, {"data_type", "uint8"},
-                                          {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", {2}}}}}},
-                                          {"chunk_key_encoding", {{"name", "default"}}}, {"fill_value", 0},
-                                          {"codecs", {{{"name", "bytes"}}}}}
-                               .dump();
-  w::ManifestSpec m{{{0, 4}}, {}, ""};
-  for (std::uint32_t c = 0; c < 4; ++c)
-    m.refs.push_back({w::Ref::Kind::Native, {c}, std::string{char(10 * c), char(10 * c + 1)}});
-  w::WriteOptions options;
-  options.chunk_per_file = true;
-  w::write_repository(www.path() / "repo", {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/a", json, true, {m}}},
-                      options);
-  auto read = [&] {
-    auto repo = icechunk::Repository::open(open_location(server->url() + "/repo", {{"cache_dir", cache.path().string()}}));
-    auto store = icechunk::make_icechunk_store(repo, {});
-    const auto result = zarr::Hierarchy::open(Location{store, "a"}).array("")->read_all();
-    const auto values = result.values<std::uint8_t>();
-    return std::vector<std::uint8_t>(values.begin(), values.end());
-  };
-  const std::vector<std::uint8_t> expected = {0, 1, 10, 11, 20, 21, 30, 31};
-  EXPECT_EQ(read(), expected);
-  const std::string first = settled_log();
-  EXPECT_EQ(first.find("\"HEAD /repo/chunks/"), std::string::npos) << first;
-  const auto chunk_gets = [](const std::string& log) {
-    std::size_t n = 0;
-    for (std::size_t at = 0; (at = log.find("\"GET /repo/chunks/", at)) != std::string::npos; ++at) ++n;
-    return n;
-  };
-  EXPECT_EQ(chunk_gets(first), 4u);
-  EXPECT_EQ(read(), expected);
-  const std::string second = settled_log();
-  EXPECT_EQ(chunk_gets(second), 4u) << "the second open fetched chunks again";
-  EXPECT_EQ(second.find("\"HEAD /repo/chunks/"), std::string::npos);
-}
