@@ -37,6 +37,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <sstream>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -322,8 +324,10 @@ bool decode_numbers_to(const DataType& stored, const std::byte* raw, std::uint64
 
 // pandas.to_timedelta(float, unit): whole part and the fraction (rounded to the unit's
 // decimal precision) converted separately.
-std::int64_t float_to_timedelta_ns(double x, std::int64_t unit_ns) {
+// nullopt when the value does not fit timedelta64[ns].
+std::optional<std::int64_t> float_to_timedelta_ns(double x, std::int64_t unit_ns) {
   if (std::isnan(x)) return cf::kNaT;
+  if (!(std::fabs(x) < 0x1p63)) return std::nullopt;
   const auto base = static_cast<std::int64_t>(x);
   double frac = x - static_cast<double>(base);
   const int precision = static_cast<int>(std::log10(static_cast<double>(unit_ns)));
@@ -331,7 +335,17 @@ std::int64_t float_to_timedelta_ns(double x, std::int64_t unit_ns) {
     const double p10 = std::pow(10.0, precision);
     frac = std::nearbyint(frac * p10) / p10;
   }
-  return base * unit_ns + static_cast<std::int64_t>(frac * static_cast<double>(unit_ns));
+  std::int64_t whole = 0, ns = 0;
+  if (__builtin_mul_overflow(base, unit_ns, &whole) ||
+      __builtin_add_overflow(whole, static_cast<std::int64_t>(frac * static_cast<double>(unit_ns)), &ns))
+    return std::nullopt;
+  return ns;
+}
+
+// A time in ns as a double (integral), as int64; nullopt outside int64's range.
+std::optional<std::int64_t> ns_of(double prod) {
+  if (!(prod >= -0x1p63 && prod < 0x1p63)) return std::nullopt;
+  return static_cast<std::int64_t>(prod);
 }
 
 // A valid_range / valid_min / valid_max bound as a number (a lone number or a 1-element list);
@@ -363,6 +377,7 @@ CfDecoding CfDecoding::identity(const DataType& stored, nlohmann::json attrs) {
 CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_in,
                             const CfInputs& inputs) {
   CfDecoding d = identity(stored, attrs_in);
+  d.name_ = inputs.name;
   auto& attrs = d.attrs_;
   auto& enc = d.encoding_;
   DataType cur = stored;
@@ -467,6 +482,7 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
     const std::string units = units_it->get<std::string>();
     if (cf::is_time_unit(units)) {
       d.unit_ns_ = *cf::time_unit_ns(units);
+      d.time_units_ = units;
       move_attr(attrs, enc, "units");
       cur = DataType::timedelta("ns");
       d.steps_ |= kTimeDelta;
@@ -478,6 +494,7 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
       if (parsed && cf::is_standard_calendar(calendar)) {
         d.unit_ns_ = parsed->unit_ns;
         d.reference_ns_ = parsed->reference_ns;
+        d.time_units_ = units;
         move_attr(attrs, enc, "units");
         move_attr(attrs, enc, "calendar");
         cur = DataType::datetime("ns");
@@ -569,8 +586,10 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
     const std::byte* p = raw.data() + i * in_size;
     std::byte* q = out.data() + i * out_size;
     if ((to_datetime || to_timedelta) && integer_times) {
-      std::int64_t ns = load_int(p, stored_) * unit_ns_;
-      if (to_datetime) ns += reference_ns_;
+      const std::int64_t v = load_int(p, stored_);
+      std::int64_t ns = 0;
+      if (__builtin_mul_overflow(v, unit_ns_, &ns) || (to_datetime && __builtin_add_overflow(ns, reference_ns_, &ns)))
+        time_out_of_range(static_cast<double>(v));
       std::memcpy(q, &ns, 8);
       continue;
     }
@@ -581,16 +600,27 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
         const double prod = time_f32 ? static_cast<double>(static_cast<float>(x) *
                                                            static_cast<float>(unit_ns_))
                                      : x * static_cast<double>(unit_ns_);
-        ns = static_cast<std::int64_t>(prod) + reference_ns_;
+        const auto whole = ns_of(prod);
+        if (!whole || __builtin_add_overflow(*whole, reference_ns_, &ns)) time_out_of_range(x);
       }
       std::memcpy(q, &ns, 8);
     } else if (to_timedelta) {
-      const std::int64_t ns = float_to_timedelta_ns(x, unit_ns_);
-      std::memcpy(q, &ns, 8);
+      const auto ns = float_to_timedelta_ns(x, unit_ns_);
+      if (!ns) time_out_of_range(x);
+      std::memcpy(q, &*ns, 8);
     } else {
       store_float(q, decoded_, x);
     }
   }
+}
+
+void CfDecoding::time_out_of_range(double value) const {
+  // xarray falls back to cftime objects there; lazycube decodes to datetime64[ns]/timedelta64[ns] only.
+  std::ostringstream v;
+  v << value;
+  throw CodecError("variable '" + name_ + "': the time " + v.str() + " '" + time_units_ +
+                   "' lies outside what " + decoded_.name() +
+                   " can hold (years 1678 to 2262); open it with decode_times=False to read the numbers");
 }
 
 }  // namespace lazycube

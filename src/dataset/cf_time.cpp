@@ -89,7 +89,10 @@ std::optional<ParsedDateTime> parse_datetime(std::string_view text) {
   const std::int64_t days = days_from_civil(year, month, day);
   const std::int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
   ParsedDateTime out;
-  out.ns = seconds * 1'000'000'000 + frac_ns;
+  // Outside datetime64[ns] (years 1678 to 2262) there is no ns count to give.
+  if (__builtin_mul_overflow(seconds, std::int64_t{1'000'000'000}, &out.ns) ||
+      __builtin_add_overflow(out.ns, frac_ns, &out.ns))
+    return std::nullopt;
   if (has_zone) out.offset_s = offset_s;
   out.local = {year, month, day, (hour * 3600 + minute * 60 + second) * 1'000'000'000 + frac_ns};
   return out;

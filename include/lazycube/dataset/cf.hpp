@@ -85,6 +85,11 @@ class CfDecoding final : public ElementConversion {
   std::int64_t reference_ns_ = 0;
   // The dtype entering the time step (after mask and scale).
   DataType pre_time_;
+  // For messages: the variable's name and its time units as written.
+  std::string name_;
+  std::string time_units_;
+  // CodecError naming the variable and units: `value` does not fit the decoded time type.
+  [[noreturn]] void time_out_of_range(double value) const;
 };
 
 }  // namespace lazycube

@@ -14,7 +14,8 @@ inline constexpr std::int64_t kNaT = INT64_MIN;
 
 // Nanoseconds since 1970-01-01T00:00:00 UTC for an ISO-like date-time: "1900-01-01",
 // "1900-1-1", "1900-01-01 00:00:00", "2019-03-01T06:00", "...:00.5", with an optional "Z",
-// " UTC" or "+05:00" / "-0330" offset (converted to UTC). nullopt when not understood.
+// " UTC" or "+05:00" / "-0330" offset (converted to UTC). nullopt when not understood, or when
+// the time lies outside what int64 nanoseconds hold (years 1678 to 2262).
 std::optional<std::int64_t> parse_datetime_ns(std::string_view text);
 // The same parse, keeping the zone written: offset_s is set when the text names one ("Z" and
 // "UTC" are +00:00), as pandas.Timestamp keeps a tz-aware reference date.
