@@ -162,7 +162,10 @@ class YamlSubset {
       if (l.indent != own) fail(l, "unexpected indentation");
       if (l.text.starts_with("- ")) fail(l, "sequences are not supported here");
       const auto colon = key_end(l);
-      std::string key = scalar(trim(l.text.substr(0, colon)), l).get<std::string>();
+      const std::string_view key_text = trim(l.text.substr(0, colon));
+      const json key_value = scalar(key_text, l);
+      // A key that reads as another scalar (`true:`, `null:`) is taken as written.
+      std::string key = key_value.is_string() ? key_value.get<std::string>() : std::string(key_text);
       std::string_view rest = trim(l.text.substr(colon + 1));
       ++pos;
       std::string tag;

@@ -7,6 +7,7 @@
 #include <flatbuffers/flexbuffers.h>
 
 #include "../../src/icechunk/repo_config.hpp"
+#include "../../src/store/reference_spec.hpp"
 #include "lazycube/dataset/cf.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
@@ -63,6 +64,30 @@ TEST(FuzzFindings, ReferenceYearOutsideDatetime64) {
   EXPECT_TRUE(cf::parse_time_units("hours since 2200-01-01"));
   const auto plan = CfDecoding::plan(DataType::int_(4), {{"units", "hours since 3800-01-01"}}, {.name = "t"});
   EXPECT_TRUE(plan.is_identity());
+}
+
+// kerchunk `gen` templates: integer arithmetic overflowed (undefined behaviour), and deep
+// nesting recursed without bound.
+TEST(FuzzFindings, TemplateArithmeticIsChecked) {
+  const auto render = [](const std::string& t) { return refs::render_template(t, {{"i", 3}}, {}, "gen entry 0"); };
+  EXPECT_EQ(render("{{ (i + 1) * 1000 }}"), "4000");
+  EXPECT_EQ(render("{{ -7 // 2 }}_{{ -7 % 3 }}_{{ 7 % -3 }}"), "-4_2_-2");  // Python's floor division and modulo
+  for (const std::string t : {"{{ 33333333333333333330 }}", "{{ 9223372036854775807 + 1 }}", "{{ 4611686018427387904 * 2 }}",
+                              "{{ (0 - 9223372036854775807 - 1) // -1 }}"}) {
+    const std::string m = message_of<MetadataError>([&] { render(t); });
+    EXPECT_NE(m.find("in gen entry 0: the value does not fit a 64-bit integer"), std::string::npos) << t << ": " << m;
+  }
+  const std::string deep = "{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}";
+  EXPECT_NE(message_of<MetadataError>([&] { render(deep); }).find("nested more than 200 levels deep"), std::string::npos);
+}
+
+// A config.yaml key that reads as another scalar (`true:`) was taken for a string.
+TEST(FuzzFindings, YamlKeyThatIsNotAString) {
+  const std::string yaml = "virtual_chunk_containers:\n  true:\n    url_prefix: s3://b/\n    store: !s3 {}\n";
+  const auto cs = icechunk::containers_from_yaml(yaml, "config.yaml");
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].url_prefix, "s3://b/");
+  EXPECT_EQ(cs[0].kind, "s3");
 }
 
 }  // namespace
