@@ -342,11 +342,6 @@ std::optional<std::int64_t> float_to_timedelta_ns(double x, std::int64_t unit_ns
   return ns;
 }
 
-// A time in ns as a double (integral), as int64; nullopt outside int64's range.
-std::optional<std::int64_t> ns_of(double prod) {
-  if (!(prod >= -0x1p63 && prod < 0x1p63)) return std::nullopt;
-  return static_cast<std::int64_t>(prod);
-}
 
 // A valid_range / valid_min / valid_max bound as a number (a lone number or a 1-element list);
 // anything else is a MetadataError naming the variable and attribute.
@@ -418,7 +413,8 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
   for (double f : fills)
     if (!std::isnan(f)) d.fill_values_.push_back(f);
   if (stored.kind == DTypeKind::DateTime || stored.kind == DTypeKind::TimeDelta) {
-    for (double f : d.fill_values_) d.fill_ints_.push_back(static_cast<std::int64_t>(f));
+    for (double f : d.fill_values_)  // a fill value past int64 equals no stored value: it masks nothing
+      if (f >= -0x1p63 && f < 0x1p63) d.fill_ints_.push_back(static_cast<std::int64_t>(f));
     d.fill_values_.clear();
     if (!d.fill_ints_.empty()) d.steps_ |= kMask;
   } else if (stored.kind == DTypeKind::Complex) {
@@ -493,7 +489,8 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
       const auto parsed = cf::parse_time_units(units);
       if (parsed && cf::is_standard_calendar(calendar)) {
         d.unit_ns_ = parsed->unit_ns;
-        d.reference_ns_ = parsed->reference_ns;
+        d.reference_s_ = parsed->reference_s;
+        d.reference_frac_ns_ = parsed->reference_frac_ns;
         d.time_units_ = units;
         move_attr(attrs, enc, "units");
         move_attr(attrs, enc, "calendar");
@@ -534,7 +531,7 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
   const std::size_t out_size = decoded_.itemsize;
 
   if (stored_.kind == DTypeKind::Complex) {
-    std::memcpy(out.data(), raw.data(), raw.size());
+    if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
     const DataType part = DataType::float_(in_size / 2);
     for (std::uint64_t i = 0; i < count; ++i) {
       std::byte* p = out.data() + i * in_size;
@@ -546,7 +543,7 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
     return;
   }
   if (stored_.kind == DTypeKind::DateTime || stored_.kind == DTypeKind::TimeDelta) {
-    std::memcpy(out.data(), raw.data(), raw.size());
+    if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
     for (std::uint64_t i = 0; i < count; ++i) {
       std::int64_t v;
       std::memcpy(&v, out.data() + i * 8, 8);
@@ -582,14 +579,20 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
   const bool integer_times = !steps.mask && !steps.range && !steps.scale && pre_time_.kind != DTypeKind::Float;
   const bool time_f32 = pre_time_.kind == DTypeKind::Float && pre_time_.itemsize == 4;
 
+  // Times in 128 bits: the reference may lie outside int64 ns (years before 1678) while the
+  // times themselves fit.
+  const __int128 reference = static_cast<__int128>(reference_s_) * 1'000'000'000 + reference_frac_ns_;
+  const auto fit_ns = [this](__int128 ns, double value) {
+    if (ns < std::numeric_limits<std::int64_t>::min() || ns > std::numeric_limits<std::int64_t>::max())
+      time_out_of_range(value);
+    return static_cast<std::int64_t>(ns);
+  };
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::byte* p = raw.data() + i * in_size;
     std::byte* q = out.data() + i * out_size;
     if ((to_datetime || to_timedelta) && integer_times) {
       const std::int64_t v = load_int(p, stored_);
-      std::int64_t ns = 0;
-      if (__builtin_mul_overflow(v, unit_ns_, &ns) || (to_datetime && __builtin_add_overflow(ns, reference_ns_, &ns)))
-        time_out_of_range(static_cast<double>(v));
+      const std::int64_t ns = fit_ns(static_cast<__int128>(v) * unit_ns_ + (to_datetime ? reference : 0), v);
       std::memcpy(q, &ns, 8);
       continue;
     }
@@ -600,8 +603,8 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
         const double prod = time_f32 ? static_cast<double>(static_cast<float>(x) *
                                                            static_cast<float>(unit_ns_))
                                      : x * static_cast<double>(unit_ns_);
-        const auto whole = ns_of(prod);
-        if (!whole || __builtin_add_overflow(*whole, reference_ns_, &ns)) time_out_of_range(x);
+        if (!(std::fabs(prod) < 0x1p100)) time_out_of_range(x);
+        ns = fit_ns(static_cast<__int128>(prod) + reference, x);
       }
       std::memcpy(q, &ns, 8);
     } else if (to_timedelta) {

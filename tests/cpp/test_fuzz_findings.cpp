@@ -57,13 +57,45 @@ TEST(FuzzFindings, TimeOutsideDatetime64IsCodecError) {
             std::string::npos);
 }
 
-// A reference date outside datetime64[ns] is not understood (the numbers stay undecoded).
+// A fill value past int64 on datetime/timedelta storage was cast to int64 (undefined
+// behaviour); it equals no stored value, so it masks nothing. Zero elements of complex or time
+// storage passed null pointers to memcpy.
+TEST(FuzzFindings, CfEdgeValues) {
+  const auto plan = CfDecoding::plan(DataType::timedelta("s"), {{"missing_value", {-3e126, 7}}}, {.name = "lead"});
+  const std::int64_t values[] = {7, 8};
+  std::int64_t out[2] = {};
+  plan.apply(ByteView(reinterpret_cast<const std::byte*>(values), sizeof values), 2,
+             MutableByteView(reinterpret_cast<std::byte*>(out), sizeof out));
+  EXPECT_EQ(out[0], cf::kNaT);
+  EXPECT_NE(out[1], cf::kNaT);
+  for (const DataType& t : {DataType::complex(8), DataType::datetime("ns")}) {
+    const auto p = CfDecoding::plan(t, {{"_FillValue", 0}}, {.name = "x"});
+    EXPECT_NO_THROW(p.apply(ByteView(), 0, MutableByteView()));
+  }
+}
+
+// A reference date outside datetime64[ns] overflowed when parsed (undefined behaviour). It stays
+// exact, so "hours since 0001-01-01" decodes the times that fit, as xarray does, and a time
+// that does not fit is a CodecError.
 TEST(FuzzFindings, ReferenceYearOutsideDatetime64) {
-  EXPECT_FALSE(cf::parse_datetime("3800-01-01"));
-  EXPECT_FALSE(cf::parse_time_units("hours since 3800-01-01 00:00:00.0"));
-  EXPECT_TRUE(cf::parse_time_units("hours since 2200-01-01"));
-  const auto plan = CfDecoding::plan(DataType::int_(4), {{"units", "hours since 3800-01-01"}}, {.name = "t"});
-  EXPECT_TRUE(plan.is_identity());
+  const auto ref = cf::parse_datetime("0001-01-01");
+  ASSERT_TRUE(ref);
+  EXPECT_EQ(ref->seconds, -719162LL * 86400);
+  EXPECT_TRUE(cf::parse_time_units("hours since 3800-01-01 00:00:00.0"));
+  const auto plan = CfDecoding::plan(DataType::int_(4), {{"units", "hours since 1-1-1 00:00:00"}}, {.name = "time"});
+  ASSERT_EQ(plan.decoded_dtype(), DataType::datetime("ns"));
+  const std::int32_t hours[] = {719162 * 24, 719162 * 24 + 6};
+  std::int64_t out[2] = {};
+  plan.apply(ByteView(reinterpret_cast<const std::byte*>(hours), sizeof hours), 2,
+             MutableByteView(reinterpret_cast<std::byte*>(out), sizeof out));
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[1], 6LL * 3600 * 1'000'000'000);
+  const std::int32_t early[] = {0};
+  EXPECT_NE(message_of<CodecError>([&] {
+              plan.apply(ByteView(reinterpret_cast<const std::byte*>(early), sizeof early), 1,
+                         MutableByteView(reinterpret_cast<std::byte*>(out), 8));
+            }).find("variable 'time': the time 0 'hours since 1-1-1 00:00:00' lies outside"),
+            std::string::npos);
 }
 
 // kerchunk `gen` templates: integer arithmetic overflowed (undefined behaviour), and deep
