@@ -29,6 +29,7 @@ APT_PACKAGES=(
   libcurl4-openssl-dev libssl-dev openssl python3-cryptography nginx libnginx-mod-http-lua
   libsimdjson-dev libhdf5-dev python3-azure python3-distributed
   flatbuffers-compiler libflatbuffers-dev
+  clang-14 libclang-rt-14-dev
 )
 
 # npm packages, installed into the git-ignored $REPO_ROOT/.tools/npm (never globally): the Azure

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <memory>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,8 +63,10 @@ class CodecRegistry {
   // Every registered codec (built on first use, then read-only).
   static const CodecRegistry& instance();
 
-  // Throws std::logic_error on a malformed entry or a name registered twice.
-  void add(CodecEntry entry, std::source_location where = std::source_location::current());
+  // Throws std::logic_error on a malformed entry or a name registered twice. `file` is the
+  // registering file (__builtin_FILE rather than std::source_location: clang 14, which builds
+  // the fuzz targets, has no std::source_location with libstdc++ 12).
+  void add(CodecEntry entry, const char* file = __builtin_FILE());
   const CodecEntry* find_v2(std::string_view id) const;
   const CodecEntry* find_v3(std::string_view name) const;  // also numcodecs.<id>
   const std::vector<CodecEntry>& entries() const { return entries_; }

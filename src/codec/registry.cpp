@@ -24,8 +24,8 @@ const CodecRegistry& CodecRegistry::instance() {
   return registry;
 }
 
-void CodecRegistry::add(CodecEntry entry, std::source_location where) {
-  const std::string what = "codec '" + std::string(entry.id) + "' registered in " + where.file_name();
+void CodecRegistry::add(CodecEntry entry, const char* file) {
+  const std::string what = "codec '" + std::string(entry.id) + "' registered in " + file;
   const int builders = (entry.bytes != nullptr) + (entry.array != nullptr) +
                        (entry.array_to_bytes != nullptr);
   if (entry.id.empty() || builders != 1 || entry.names == 0 ||
@@ -33,7 +33,7 @@ void CodecRegistry::add(CodecEntry entry, std::source_location where) {
     throw std::logic_error(what + ": needs an id, one builder and at least one name");
   for (const auto& e : entries_)
     if (e.id == entry.id) throw std::logic_error(what + ": already registered in " + std::string(e.source_file));
-  entry.source_file = where.file_name();
+  entry.source_file = file;
   entries_.push_back(entry);
 }
 

@@ -37,6 +37,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <sstream>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -322,8 +324,10 @@ bool decode_numbers_to(const DataType& stored, const std::byte* raw, std::uint64
 
 // pandas.to_timedelta(float, unit): whole part and the fraction (rounded to the unit's
 // decimal precision) converted separately.
-std::int64_t float_to_timedelta_ns(double x, std::int64_t unit_ns) {
+// nullopt when the value does not fit timedelta64[ns].
+std::optional<std::int64_t> float_to_timedelta_ns(double x, std::int64_t unit_ns) {
   if (std::isnan(x)) return cf::kNaT;
+  if (!(std::fabs(x) < 0x1p63)) return std::nullopt;
   const auto base = static_cast<std::int64_t>(x);
   double frac = x - static_cast<double>(base);
   const int precision = static_cast<int>(std::log10(static_cast<double>(unit_ns)));
@@ -331,8 +335,13 @@ std::int64_t float_to_timedelta_ns(double x, std::int64_t unit_ns) {
     const double p10 = std::pow(10.0, precision);
     frac = std::nearbyint(frac * p10) / p10;
   }
-  return base * unit_ns + static_cast<std::int64_t>(frac * static_cast<double>(unit_ns));
+  std::int64_t whole = 0, ns = 0;
+  if (__builtin_mul_overflow(base, unit_ns, &whole) ||
+      __builtin_add_overflow(whole, static_cast<std::int64_t>(frac * static_cast<double>(unit_ns)), &ns))
+    return std::nullopt;
+  return ns;
 }
+
 
 // A valid_range / valid_min / valid_max bound as a number (a lone number or a 1-element list);
 // anything else is a MetadataError naming the variable and attribute.
@@ -363,6 +372,7 @@ CfDecoding CfDecoding::identity(const DataType& stored, nlohmann::json attrs) {
 CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_in,
                             const CfInputs& inputs) {
   CfDecoding d = identity(stored, attrs_in);
+  d.name_ = inputs.name;
   auto& attrs = d.attrs_;
   auto& enc = d.encoding_;
   DataType cur = stored;
@@ -403,7 +413,8 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
   for (double f : fills)
     if (!std::isnan(f)) d.fill_values_.push_back(f);
   if (stored.kind == DTypeKind::DateTime || stored.kind == DTypeKind::TimeDelta) {
-    for (double f : d.fill_values_) d.fill_ints_.push_back(static_cast<std::int64_t>(f));
+    for (double f : d.fill_values_)  // a fill value past int64 equals no stored value: it masks nothing
+      if (f >= -0x1p63 && f < 0x1p63) d.fill_ints_.push_back(static_cast<std::int64_t>(f));
     d.fill_values_.clear();
     if (!d.fill_ints_.empty()) d.steps_ |= kMask;
   } else if (stored.kind == DTypeKind::Complex) {
@@ -467,6 +478,7 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
     const std::string units = units_it->get<std::string>();
     if (cf::is_time_unit(units)) {
       d.unit_ns_ = *cf::time_unit_ns(units);
+      d.time_units_ = units;
       move_attr(attrs, enc, "units");
       cur = DataType::timedelta("ns");
       d.steps_ |= kTimeDelta;
@@ -477,7 +489,9 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
       const auto parsed = cf::parse_time_units(units);
       if (parsed && cf::is_standard_calendar(calendar)) {
         d.unit_ns_ = parsed->unit_ns;
-        d.reference_ns_ = parsed->reference_ns;
+        d.reference_s_ = parsed->reference_s;
+        d.reference_frac_ns_ = parsed->reference_frac_ns;
+        d.time_units_ = units;
         move_attr(attrs, enc, "units");
         move_attr(attrs, enc, "calendar");
         cur = DataType::datetime("ns");
@@ -517,7 +531,7 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
   const std::size_t out_size = decoded_.itemsize;
 
   if (stored_.kind == DTypeKind::Complex) {
-    std::memcpy(out.data(), raw.data(), raw.size());
+    if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
     const DataType part = DataType::float_(in_size / 2);
     for (std::uint64_t i = 0; i < count; ++i) {
       std::byte* p = out.data() + i * in_size;
@@ -529,7 +543,7 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
     return;
   }
   if (stored_.kind == DTypeKind::DateTime || stored_.kind == DTypeKind::TimeDelta) {
-    std::memcpy(out.data(), raw.data(), raw.size());
+    if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
     for (std::uint64_t i = 0; i < count; ++i) {
       std::int64_t v;
       std::memcpy(&v, out.data() + i * 8, 8);
@@ -565,12 +579,20 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
   const bool integer_times = !steps.mask && !steps.range && !steps.scale && pre_time_.kind != DTypeKind::Float;
   const bool time_f32 = pre_time_.kind == DTypeKind::Float && pre_time_.itemsize == 4;
 
+  // Times in 128 bits: the reference may lie outside int64 ns (years before 1678) while the
+  // times themselves fit.
+  const __int128 reference = static_cast<__int128>(reference_s_) * 1'000'000'000 + reference_frac_ns_;
+  const auto fit_ns = [this](__int128 ns, double value) {
+    if (ns < std::numeric_limits<std::int64_t>::min() || ns > std::numeric_limits<std::int64_t>::max())
+      time_out_of_range(value);
+    return static_cast<std::int64_t>(ns);
+  };
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::byte* p = raw.data() + i * in_size;
     std::byte* q = out.data() + i * out_size;
     if ((to_datetime || to_timedelta) && integer_times) {
-      std::int64_t ns = load_int(p, stored_) * unit_ns_;
-      if (to_datetime) ns += reference_ns_;
+      const std::int64_t v = load_int(p, stored_);
+      const std::int64_t ns = fit_ns(static_cast<__int128>(v) * unit_ns_ + (to_datetime ? reference : 0), v);
       std::memcpy(q, &ns, 8);
       continue;
     }
@@ -581,16 +603,27 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
         const double prod = time_f32 ? static_cast<double>(static_cast<float>(x) *
                                                            static_cast<float>(unit_ns_))
                                      : x * static_cast<double>(unit_ns_);
-        ns = static_cast<std::int64_t>(prod) + reference_ns_;
+        if (!(std::fabs(prod) < 0x1p100)) time_out_of_range(x);
+        ns = fit_ns(static_cast<__int128>(prod) + reference, x);
       }
       std::memcpy(q, &ns, 8);
     } else if (to_timedelta) {
-      const std::int64_t ns = float_to_timedelta_ns(x, unit_ns_);
-      std::memcpy(q, &ns, 8);
+      const auto ns = float_to_timedelta_ns(x, unit_ns_);
+      if (!ns) time_out_of_range(x);
+      std::memcpy(q, &*ns, 8);
     } else {
       store_float(q, decoded_, x);
     }
   }
+}
+
+void CfDecoding::time_out_of_range(double value) const {
+  // xarray falls back to cftime objects there; lazycube decodes to datetime64[ns]/timedelta64[ns] only.
+  std::ostringstream v;
+  v << value;
+  throw CodecError("variable '" + name_ + "': the time " + v.str() + " '" + time_units_ +
+                   "' lies outside what " + decoded_.name() +
+                   " can hold (years 1678 to 2262); open it with decode_times=False to read the numbers");
 }
 
 }  // namespace lazycube

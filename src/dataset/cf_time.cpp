@@ -89,7 +89,12 @@ std::optional<ParsedDateTime> parse_datetime(std::string_view text) {
   const std::int64_t days = days_from_civil(year, month, day);
   const std::int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
   ParsedDateTime out;
-  out.ns = seconds * 1'000'000'000 + frac_ns;
+  out.seconds = seconds;
+  out.frac_ns = frac_ns;
+  // Outside datetime64[ns] (years 1678 to 2262) ns wraps modulo 2^64 (unsigned arithmetic:
+  // no overflow); `seconds` and `frac_ns` stay exact (a CF reference "since 0001-01-01").
+  out.ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(seconds) * 1'000'000'000u +
+                                     static_cast<std::uint64_t>(frac_ns));
   if (has_zone) out.offset_s = offset_s;
   out.local = {year, month, day, (hour * 3600 + minute * 60 + second) * 1'000'000'000 + frac_ns};
   return out;
@@ -196,7 +201,7 @@ std::optional<TimeUnits> parse_time_units(std::string_view units) {
   const auto unit = time_unit_ns(text.substr(0, pos));
   const auto ref = parse_datetime(trim(text.substr(pos + 7)));
   if (!unit || !ref) return std::nullopt;
-  return TimeUnits{*unit, ref->ns, trim(text.substr(0, pos)), ref->offset_s, ref->local};
+  return TimeUnits{*unit, ref->ns, trim(text.substr(0, pos)), ref->offset_s, ref->local, ref->seconds, ref->frac_ns};
 }
 
 bool is_time_unit(std::string_view units) {

@@ -80,7 +80,7 @@ nlohmann::ordered_json stats_to_json(const std::vector<VariableStats>& stats) {
 }
 
 std::vector<VariableStats> stats_from_json(const nlohmann::json& json) {
-  if (!json.is_object() || json.value("format", std::string()) != kFormat)
+  if (!json.is_object() || !json.contains("format") || json["format"] != kFormat)
     bad("not a lazycube stats document (needs \"format\": \"" + std::string(kFormat) + "\")");
   if (!json.contains("version") || json["version"] != 1)
     bad("unsupported version " + (json.contains("version") ? json["version"].dump() : std::string("(none)")) +
@@ -125,7 +125,7 @@ std::vector<VariableStats> read_stats_file(const std::string& path) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a huge number
     throw UsageError("stats file '" + path + "' is not JSON: " + e.what());
   }
   try {

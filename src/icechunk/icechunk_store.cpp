@@ -171,7 +171,8 @@ class IcechunkStore final : public Store {
                   r.immutable};
       groups[r.store.get()].push_back(i);
     }
-    for (auto& [store, indexes] : groups) {
+    for (auto& [store, group] : groups) {
+      const auto& indexes = group;  // a lambda may not capture a structured binding in clang 14
       std::vector<ByteRequest> sub;
       sub.reserve(indexes.size());
       for (std::size_t i : indexes) sub.push_back(std::move(reads[i]));

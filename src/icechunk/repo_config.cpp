@@ -1,6 +1,7 @@
 #include "repo_config.hpp"
 
 #include <cctype>
+#include <cstring>
 
 #include <flatbuffers/flexbuffers.h>
 
@@ -16,29 +17,46 @@ using nlohmann::json;
 
 constexpr int kMaxDepth = 32;
 
+// The FlexBuffers configuration being read: its bytes bound every key.
+struct FlexSource {
+  const std::uint8_t* begin;
+  const std::uint8_t* end;
+  const std::string& file;
+};
+
+// A key's text, its terminating NUL looked for inside the buffer: flatbuffers 2.0.8's verifier
+// accepts a key without one (its VerifyKey stops at the first non-zero byte), and AsKey() alone
+// would read past the end.
+std::string key_text(const flexbuffers::Reference& k, const FlexSource& src) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(k.AsKey());
+  const void* nul = p >= src.begin && p < src.end ? std::memchr(p, 0, static_cast<std::size_t>(src.end - p)) : nullptr;
+  if (!nul) throw MetadataError(src.file + ": corrupt repository configuration (a FlexBuffers key without its end)");
+  return std::string(reinterpret_cast<const char*>(p), static_cast<const std::uint8_t*>(nul) - p);
+}
+
 // Both encodings become the same JSON tree; a tagged YAML value `!kind X` and serde's externally
 // tagged FlexBuffers map {"kind": X} read alike.
-json from_flex(const flexbuffers::Reference& r, int depth, const std::string& file) {
-  if (depth > kMaxDepth) throw MetadataError(file + ": the repository configuration nests too deeply");
+json from_flex(const flexbuffers::Reference& r, int depth, const FlexSource& src) {
+  if (depth > kMaxDepth) throw MetadataError(src.file + ": the repository configuration nests too deeply");
   if (r.IsNull()) return nullptr;
   if (r.IsBool()) return r.AsBool();
   if (r.IsUInt()) return r.AsUInt64();
   if (r.IsInt()) return r.AsInt64();
   if (r.IsFloat()) return r.AsDouble();
   if (r.IsString()) return r.AsString().str();
-  if (r.IsKey()) return std::string(r.AsKey());
+  if (r.IsKey()) return key_text(r, src);
   if (r.IsMap()) {
     const auto m = r.AsMap();
     const auto keys = m.Keys();
     const auto values = m.Values();
     json out = json::object();
-    for (std::size_t i = 0; i < m.size(); ++i) out[keys[i].AsKey()] = from_flex(values[i], depth + 1, file);
+    for (std::size_t i = 0; i < m.size(); ++i) out[key_text(keys[i], src)] = from_flex(values[i], depth + 1, src);
     return out;
   }
   if (r.IsAnyVector()) {
     const auto v = r.AsVector();
     json out = json::array();
-    for (std::size_t i = 0; i < v.size(); ++i) out.push_back(from_flex(v[i], depth + 1, file));
+    for (std::size_t i = 0; i < v.size(); ++i) out.push_back(from_flex(v[i], depth + 1, src));
     return out;
   }
   return nullptr;  // blobs: nothing lazycube reads
@@ -144,7 +162,10 @@ class YamlSubset {
       if (l.indent != own) fail(l, "unexpected indentation");
       if (l.text.starts_with("- ")) fail(l, "sequences are not supported here");
       const auto colon = key_end(l);
-      std::string key = scalar(trim(l.text.substr(0, colon)), l).get<std::string>();
+      const std::string_view key_text = trim(l.text.substr(0, colon));
+      const json key_value = scalar(key_text, l);
+      // A key that reads as another scalar (`true:`, `null:`) is taken as written.
+      std::string key = key_value.is_string() ? key_value.get<std::string>() : std::string(key_text);
       std::string_view rest = trim(l.text.substr(colon + 1));
       ++pos;
       std::string tag;
@@ -216,7 +237,7 @@ std::vector<DeclaredContainer> containers_from_flexbuffers(const std::uint8_t* d
   if (!data || size == 0) return {};
   if (!flexbuffers::VerifyBuffer(data, size))
     throw MetadataError(file + ": corrupt repository configuration (FlexBuffers verification failed)");
-  return containers_from(from_flex(flexbuffers::GetRoot(data, size), 0, file), file);
+  return containers_from(from_flex(flexbuffers::GetRoot(data, size), 0, FlexSource{data, data + size, file}), file);
 }
 
 std::vector<DeclaredContainer> containers_from_yaml(std::string_view text, const std::string& file) {

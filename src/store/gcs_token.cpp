@@ -71,12 +71,16 @@ class BearerSigner final : public http::Signer {
 }  // namespace
 
 GcsServiceAccountKey read_gcs_service_account_key(const std::string& path) {
-  const std::string what = "GCS service-account key file " + path;
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw StoreError(what + ": cannot be read");
+  if (!f) throw StoreError("GCS service-account key file " + path + ": cannot be read");
   std::stringstream text;
   text << f.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  return parse_gcs_service_account_key(text.str(), path);
+}
+
+GcsServiceAccountKey parse_gcs_service_account_key(std::string_view text, const std::string& path) {
+  const std::string what = "GCS service-account key file " + path;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) throw StoreError(what + ": not a JSON object");
   const auto field = [&](const char* name, bool required) {
     auto it = j.find(name);
@@ -144,28 +148,34 @@ void GcsTokenSource::exchange() {
   } catch (const StoreError& e) {
     throw StoreError(where + " failed: " + e.what());
   }
-  const std::string body(reinterpret_cast<const char*>(r.body.data()), r.body.size());
+  GcsTokenResponse answer = parse_gcs_token_response(
+      r.status, std::string_view(reinterpret_cast<const char*>(r.body.data()), r.body.size()), where);
+  const double renew_after = answer.lifetime_s - std::min(300.0, answer.lifetime_s / 2);
+  token_ = std::move(answer.access_token);
+  renew_at_ = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(renew_after));
+  ++exchanges_;
+}
+
+GcsTokenResponse parse_gcs_token_response(long status, std::string_view body, const std::string& where) {
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   const auto text = [&](const char* name) {
     auto it = j.is_object() ? j.find(name) : j.end();
     return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
-  if (r.status != 200) {
-    std::string msg = where + " refused: HTTP " + std::to_string(r.status);
+  if (status != 200) {
+    std::string msg = where + " refused: HTTP " + std::to_string(status);
     if (const std::string error = text("error"); !error.empty()) msg += " " + error;
     if (const std::string detail = text("error_description"); !detail.empty()) msg += " (" + detail + ")";
-    if (r.status >= 400 && r.status < 500) throw AuthError(msg);
+    if (status >= 400 && status < 500) throw AuthError(msg);
     throw StoreError(msg);
   }
-  std::string token = text("access_token");
-  if (token.empty()) throw AuthError(where + ": the answer has no access_token");
-  double lifetime = 3600;
-  if (auto it = j.find("expires_in"); it != j.end() && it->is_number()) lifetime = it->get<double>();
-  lifetime = std::max(0.0, lifetime);
-  const double renew_after = lifetime - std::min(300.0, lifetime / 2);
-  token_ = std::move(token);
-  renew_at_ = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(renew_after));
-  ++exchanges_;
+  GcsTokenResponse out;
+  out.access_token = text("access_token");
+  if (out.access_token.empty()) throw AuthError(where + ": the answer has no access_token");
+  if (auto it = j.is_object() ? j.find("expires_in") : j.end(); it != j.end() && it->is_number())
+    out.lifetime_s = it->get<double>();
+  out.lifetime_s = std::max(0.0, out.lifetime_s);
+  return out;
 }
 
 std::shared_ptr<const http::Signer> make_bearer_signer(std::shared_ptr<GcsTokenSource> source) {

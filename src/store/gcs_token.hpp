@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "http_engine.hpp"
 #include "storage_options.hpp"
@@ -30,6 +31,19 @@ struct GcsServiceAccountKey {
 // naming the missing field (client_email, private_key, token_uri) or the wrong "type" (only
 // "service_account" keys are supported; user credentials are not).
 GcsServiceAccountKey read_gcs_service_account_key(const std::string& path);
+// The same for the file's text (`path` names it in messages).
+GcsServiceAccountKey parse_gcs_service_account_key(std::string_view text, const std::string& path);
+
+// What a token endpoint answered: the access token and its lifetime (expires_in; an hour when
+// absent, never negative).
+struct GcsTokenResponse {
+  std::string access_token;
+  double lifetime_s = 3600;
+};
+// Parses the token endpoint's answer (HTTP `status`, JSON `body`); `where` names the exchange.
+// AuthError for a refusal (4xx, naming the status and the OAuth2 error) or an answer without
+// access_token, StoreError for other failures; never shows the token.
+GcsTokenResponse parse_gcs_token_response(long status, std::string_view body, const std::string& where);
 
 // The signed JWT assertion for `key` and `scope`, issued at `issued_at` (seconds since the
 // epoch) and valid one hour. AuthError naming the key file when its private key is unusable

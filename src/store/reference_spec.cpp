@@ -38,6 +38,23 @@ class ExprParser {
   [[noreturn]] void fail(const std::string& why) const {
     throw MetadataError("template '{{" + std::string(s_) + "}}' in " + what_ + ": " + why);
   }
+  // Every operation is checked: a hostile file must not overflow int64 (undefined behaviour).
+  [[noreturn]] void overflow() const { fail("the value does not fit a 64-bit integer"); }
+  std::int64_t add(std::int64_t a, std::int64_t b) const {
+    std::int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) overflow();
+    return r;
+  }
+  std::int64_t sub(std::int64_t a, std::int64_t b) const {
+    std::int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) overflow();
+    return r;
+  }
+  std::int64_t mul(std::int64_t a, std::int64_t b) const {
+    std::int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) overflow();
+    return r;
+  }
   void skip_space() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
   }
@@ -50,8 +67,8 @@ class ExprParser {
   std::int64_t sum() {
     std::int64_t v = product();
     for (;;) {
-      if (eat("+")) v += product();
-      else if (eat("-")) v -= product();
+      if (eat("+")) v = add(v, product());
+      else if (eat("-")) v = sub(v, product());
       else return v;
     }
   }
@@ -59,15 +76,24 @@ class ExprParser {
     std::int64_t v = factor();
     for (;;) {
       if (eat("*")) {
-        v *= factor();
+        v = mul(v, factor());
       } else if (eat("//") || eat("/")) {
         const std::int64_t d = factor();
         if (d == 0) fail("division by zero");
+        if (d == -1) {
+          v = sub(0, v);
+          continue;
+        }
         v = v / d - ((v % d != 0 && ((v < 0) != (d < 0))) ? 1 : 0);  // Python's floor division
       } else if (eat("%")) {
         const std::int64_t d = factor();
         if (d == 0) fail("division by zero");
-        v = ((v % d) + d) % d;
+        if (d == -1) {
+          v = 0;
+          continue;
+        }
+        v = v % d;
+        if (v != 0 && ((v < 0) != (d < 0))) v += d;  // Python's sign: that of the divisor
       } else {
         return v;
       }
@@ -75,17 +101,23 @@ class ExprParser {
   }
   std::int64_t factor() {
     skip_space();
+    // Nesting is bounded: each level is a frame of recursion.
+    if (++depth_ > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
     if (eat("(")) {
       std::int64_t v = sum();
       if (!eat(")")) fail("missing ')'");
       return v;
     }
-    if (eat("-")) return -factor();
+    if (eat("-")) return sub(0, factor());
     if (eat("+")) return factor();
     if (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
       std::int64_t v = 0;
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_])))
-        v = v * 10 + (s_[pos_++] - '0');
+        v = add(mul(v, 10), s_[pos_++] - '0');
       return v;
     }
     const std::size_t start = pos_;
@@ -97,10 +129,12 @@ class ExprParser {
     return it->second;
   }
 
+  static constexpr int kMaxDepth = 200;
   std::string_view s_;
   const std::map<std::string, std::int64_t>& ints_;
   const std::string& what_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 std::string trim(std::string_view s) {

@@ -73,5 +73,9 @@ std::string join_node_path(const std::string& a, const std::string& b);
 const nlohmann::json& require(const nlohmann::json& obj, const char* key, const std::string& where);
 Shape parse_shape(const nlohmann::json& value, const char* key, const std::string& where,
                   bool allow_zero);
+// The string `key` of `obj`; `fallback` when `obj` is not an object or lacks the key;
+// MetadataError naming `where` and the key when the value is not a string.
+std::string string_member(const nlohmann::json& obj, const char* key, const std::string& where,
+                          const std::string& fallback = "");
 
 }  // namespace lazycube::zarr

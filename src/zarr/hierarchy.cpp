@@ -30,7 +30,7 @@ std::optional<json> read_json(Store& store, const std::string& key, const ProbeC
   try {
     return json::parse(reinterpret_cast<const char*>(bytes->data()),
                        reinterpret_cast<const char*>(bytes->data()) + bytes->size());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number past double's range
     throw MetadataError("malformed JSON in " + store.describe(key) + ": " + e.what());
   }
 }
@@ -66,7 +66,7 @@ ArrayPtr v2_array_from(const std::shared_ptr<Store>& store, const std::string& p
 
 ArrayPtr open_array(const std::shared_ptr<Store>& store, const std::string& path) {
   if (auto doc = read_json(*store, join_node_path(path, "zarr.json"))) {
-    if (doc->value("node_type", "") != "array")
+    if (string_member(*doc, "node_type", store->describe(join_node_path(path, "zarr.json"))) != "array")
       throw NotFound(store->describe(path) + " is a Zarr group, not an array");
     return make_array(store, path, parse_v3_array(*doc, store->describe(path)));
   }
@@ -90,7 +90,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
   if (auto doc = read_json(*store, join_node_path(path, "zarr.json"), &probes)) {
     h.zarr_format_ = 3;
     if (!doc->is_object()) throw MetadataError("malformed " + store->describe(join_node_path(path, "zarr.json")) + ": not an object");
-    const std::string node_type = doc->value("node_type", "");
+    const std::string node_type = string_member(*doc, "node_type", store->describe(join_node_path(path, "zarr.json")));
     if (node_type == "array") {
       h.root_is_array_ = true;
       auto a = make_array(store, path, parse_v3_array(*doc, where));
@@ -114,7 +114,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
       for (const auto& [name, meta] : entries.items()) {
         if (name.find('/') != std::string::npos) continue;  // deeper nodes belong to sub-groups
         if (!meta.is_object()) throw MetadataError(where + ": consolidated entry '" + name + "' is not an object");
-        const std::string child_type = meta.value("node_type", "");
+        const std::string child_type = string_member(meta, "node_type", where + ": consolidated entry '" + name + "'");
         if (child_type == "array")
           arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(meta, store->describe(join_node_path(path, name))));
         else if (child_type == "group")
@@ -124,7 +124,8 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
       for (const auto& name : store->list_dir(path)) {
         auto child = read_json(*store, join_node_path(join_node_path(path, name), "zarr.json"));
         if (!child) continue;
-        const std::string child_type = child->value("node_type", "");
+        const std::string child_type =
+            string_member(*child, "node_type", store->describe(join_node_path(join_node_path(path, name), "zarr.json")));
         if (child_type == "array")
           arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(*child, store->describe(join_node_path(path, name))));
         else if (child_type == "group")

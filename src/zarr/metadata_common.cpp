@@ -12,6 +12,14 @@ const json& require(const json& obj, const char* key, const std::string& where) 
   return *it;
 }
 
+std::string string_member(const json& obj, const char* key, const std::string& where, const std::string& fallback) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  if (!it->is_string()) throw MetadataError(where + ": '" + key + "' must be a string, got " + it->dump());
+  return it->get<std::string>();
+}
+
 Shape parse_shape(const json& v, const char* key, const std::string& where, bool allow_zero) {
   if (!v.is_array())
     throw MetadataError(where + ": '" + key + "' must be a list of integers, got " + v.dump());

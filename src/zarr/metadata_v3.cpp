@@ -205,7 +205,7 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
   m.dtype = parse_v3_data_type(require(doc, "data_type", where), where);
 
   const json& grid = require(doc, "chunk_grid", where);
-  if (!grid.is_object() || grid.value("name", "") != "regular")
+  if (!grid.is_object() || string_member(grid, "name", where + ": chunk_grid") != "regular")
     throw MetadataError(where + ": unsupported chunk_grid " + grid.dump() + " (only 'regular')");
   const json& grid_conf = require(grid, "configuration", where);
   m.chunk_shape = parse_shape(require(grid_conf, "chunk_shape", where), "chunk_shape", where, false);
@@ -215,7 +215,7 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
 
   m.key_encoding = {true, '/'};
   if (auto it = doc.find("chunk_key_encoding"); it != doc.end()) {
-    const std::string name = it->value("name", "");
+    const std::string name = string_member(*it, "name", where + ": chunk_key_encoding");
     if (name == "default") m.key_encoding = {true, '/'};
     else if (name == "v2") m.key_encoding = {false, '.'};
     else throw MetadataError(where + ": unsupported chunk_key_encoding " + it->dump());

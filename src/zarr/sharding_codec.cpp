@@ -44,7 +44,7 @@ ShardingCodec::ShardingCodec(const json& config, const codec::ChunkSpec& shard,
                           : json::array({{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}},
                                          {{"name", "crc32c"}}});
   index_codecs_ = parse_v3_codecs(index_codecs, index_spec_, ctx + " index");
-  std::string loc = config.value("index_location", "end");
+  std::string loc = string_member(config, "index_location", ctx, "end");
   if (loc != "start" && loc != "end")
     throw MetadataError(ctx + ": index_location must be \"start\" or \"end\", got \"" + loc + "\"");
   index_at_end_ = loc == "end";

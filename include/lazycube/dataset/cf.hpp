@@ -80,11 +80,17 @@ class CfDecoding final : public ElementConversion {
   std::optional<double> scale_factor_;
   std::optional<double> add_offset_;
   Precision scale_precision_ = Precision::F64;
-  // Time: value * unit_ns + reference_ns.
+  // Time: value * unit_ns + the reference (reference_s_, reference_frac_ns_).
   std::int64_t unit_ns_ = 1;
-  std::int64_t reference_ns_ = 0;
+  std::int64_t reference_s_ = 0;       // the reference: seconds since the epoch (any year)
+  std::int64_t reference_frac_ns_ = 0;  // and ns after them
   // The dtype entering the time step (after mask and scale).
   DataType pre_time_;
+  // For messages: the variable's name and its time units as written.
+  std::string name_;
+  std::string time_units_;
+  // CodecError naming the variable and units: `value` does not fit the decoded time type.
+  [[noreturn]] void time_out_of_range(double value) const;
 };
 
 }  // namespace lazycube

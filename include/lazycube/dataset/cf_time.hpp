@@ -14,7 +14,8 @@ inline constexpr std::int64_t kNaT = INT64_MIN;
 
 // Nanoseconds since 1970-01-01T00:00:00 UTC for an ISO-like date-time: "1900-01-01",
 // "1900-1-1", "1900-01-01 00:00:00", "2019-03-01T06:00", "...:00.5", with an optional "Z",
-// " UTC" or "+05:00" / "-0330" offset (converted to UTC). nullopt when not understood.
+// " UTC" or "+05:00" / "-0330" offset (converted to UTC). nullopt when not understood. Outside
+// years 1678 to 2262 the count wraps modulo 2^64 (ParsedDateTime::seconds is exact).
 std::optional<std::int64_t> parse_datetime_ns(std::string_view text);
 // The same parse, keeping the zone written: offset_s is set when the text names one ("Z" and
 // "UTC" are +00:00), as pandas.Timestamp keeps a tz-aware reference date.
@@ -28,6 +29,8 @@ struct ParsedDateTime {
   std::int64_t ns = 0;                  // UTC
   std::optional<std::int64_t> offset_s; // the written zone's offset from UTC
   CivilTime local;                      // the fields as written (before the zone's offset)
+  std::int64_t seconds = 0;             // UTC seconds since the epoch, exact for every year
+  std::int64_t frac_ns = 0;             // and the nanoseconds after them (0 to 999999999)
 };
 std::optional<ParsedDateTime> parse_datetime(std::string_view text);
 // "1970-01-01T00:00:00" style text (fraction shown when non-zero), "NaT" for kNaT.
@@ -54,6 +57,10 @@ struct TimeUnits {
   std::string unit;               // the unit as written ("Hours"), spaces trimmed
   std::optional<std::int64_t> reference_offset_s;  // the reference's zone, when it names one
   CivilTime reference_local;      // the reference's fields as written (non-standard calendars)
+  // The reference exactly, for any year (reference_ns wraps outside years 1678 to 2262, yet
+  // "hours since 0001-01-01" still gives datetime64[ns] times): seconds + ns after them.
+  std::int64_t reference_s = 0;
+  std::int64_t reference_frac_ns = 0;
 };
 // Parses "<unit> since <date>"; nullopt when it has no "since", an unknown unit or a date
 // that cannot be parsed.
