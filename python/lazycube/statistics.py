@@ -118,6 +118,12 @@ def stats(ds, variables=None, dims=None, keep=None, **open_args):
     return Stats(json.loads(text))
 
 
+def is_stats_argument(normalize):
+    """Whether ``normalize=`` names statistics (a stats JSON path, a :class:`Stats` or a stats
+    document) rather than a ``{variable: (mean, std)}`` dict; None is neither."""
+    return normalize is not None and not (isinstance(normalize, dict) and "format" not in normalize)
+
+
 def normalize_document(normalize):
     """The stats JSON text that ``normalize=`` means: a path to a stats JSON file, a
     :class:`Stats`, or a stats document (dict). The one place generators and datasets read it."""

@@ -63,7 +63,7 @@ import torch.utils.data
 from . import _core, _errors
 from .batch import generator_arguments
 from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, keep_foreign, resolve_source
-from .statistics import Stats, normalize_document
+from .statistics import Stats, is_stats_argument, normalize_document
 
 __all__ = ["BatchDataset", "WindowDataset"]
 
@@ -344,7 +344,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
         y_vars = list(config.get("target_variables") or [])
         self._has_target = bool(y_vars)
         stats = None
-        if normalize is not None and not (isinstance(normalize, dict) and "format" not in normalize):
+        if is_stats_argument(normalize):
             stats_text = normalize_document(normalize)
             stats = _channel_stats(stats_text, x_vars + y_vars)
             if is_generator:
@@ -674,7 +674,7 @@ class WindowDataset(torch.utils.data.Dataset):
         gkw.update(kwargs)
         if target is not None:
             gkw["target"] = target
-        if normalize is not None and not (isinstance(normalize, dict) and "format" not in normalize):
+        if is_stats_argument(normalize):
             # statistics (a file of `lazycube stats -o`, a Stats, its document): applied in C++
             # during assembly, as BatchDataset does without packing
             # the document travels with the pipeline; the generator checks it covers every channel

@@ -2,8 +2,11 @@
 // a free port, stopped by PID at scope exit, faults set through PREFIX/faults.lua.
 #pragma once
 
+#include <chrono>
 #include <optional>
+#include <thread>
 
+#include "lazycube/store/store.hpp"
 #include "script_server.hpp"
 #include "test_support.hpp"
 
@@ -24,6 +27,7 @@ class NginxServer {
   // `tls`: HTTPS + HTTP/2 with a self-signed certificate (ca_file()).
   explicit NginxServer(const fs::path& root, bool tls = false)
       : tls_(tls),
+        root_(root),
         prefix_(dir_.path() / "nginx") {
     server_.emplace("start_nginx.sh", std::vector<std::string>{prefix_.string(), root.string(), tls ? "tls" : "plain"},
                     5, [this] { return read_file(prefix_ / "logs" / "error.log"); });
@@ -50,6 +54,17 @@ class NginxServer {
   }
   // The access log: "CONNECTION_ID REQUESTS_ON_CONNECTION STATUS "REQUEST" RANGE BYTES PROTOCOL".
   std::string access_log() const { return read_file(prefix_ / "logs" / "access.log"); }
+  // The access log once every request that ended before this call is in it: a GET of a fresh
+  // path (written under the root, read through lazycube's own store) is logged after them.
+  std::string settled_access_log() {
+    const std::string mark = "settle-mark-" + std::to_string(marks_++);
+    write_file(root_ / mark, "m");
+    open_location(url()).store->get(mark);
+    std::string log;
+    while ((log = access_log()).find("/" + mark + " ") == std::string::npos)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return log;
+  }
   // Requests nginx has logged so far (the log is written when each request ends).
   std::size_t logged_requests() const {
     const std::string log = read_file(prefix_ / "logs" / "access.log");
@@ -59,6 +74,8 @@ class NginxServer {
  private:
   TempDir dir_;
   bool tls_ = false;
+  fs::path root_;
+  int marks_ = 0;
   fs::path prefix_;
   std::optional<ScriptServer> server_;
   int port_ = 0;

@@ -58,20 +58,8 @@ struct DiskCacheFixture : ::testing::Test {
     if (budget) o["cache_size"] = std::to_string(budget);
     return open_location(server->url(), o).store;
   }
-  // The access log once every request sent so far is in it: a last GET (of a path never read
-  // otherwise) is logged after every request that ended before it was sent.
-  std::string settled_log() {
-    const std::string mark = "mark" + std::to_string(marks_++);
-    write_file(www.path() / mark, "m");
-    open_location(server->url()).store->get(mark);
-    std::string log;
-    while ((log = server->access_log()).find("/" + mark + " ") == std::string::npos)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return log;
-  }
   TempDir www, cache;
   std::unique_ptr<NginxServer> server;
-  int marks_ = 0;
 };
 
 }  // namespace
@@ -216,14 +204,14 @@ TEST_F(DiskCacheFixture, DiskCacheFreshObjectsAreReadWithoutAnyRequest) {
     EXPECT_EQ(as_string(*s->get("c1")), pattern(10000, 1));
     EXPECT_EQ(as_string(*s->get("c2", ByteRange::range(10, 20))), pattern(10000, 2).substr(10, 20));
   }
-  const std::string before = settled_log();
+  const std::string before = server->settled_access_log();
   EXPECT_EQ(heads_of(before, "c1"), 1u);
   auto s = open();
   EXPECT_EQ(as_string(*s->get("c1")), pattern(10000, 1));
   EXPECT_EQ(as_string(*s->get("c2", ByteRange::range(10, 20))), pattern(10000, 2).substr(10, 20));
   EXPECT_EQ(s->stats().cache_hits, 2u);
   EXPECT_EQ(s->stats().requests, 0u);
-  const std::string after = settled_log();
+  const std::string after = server->settled_access_log();
   EXPECT_EQ(heads_of(after, "c1") + gets_of(after, "c1"), heads_of(before, "c1") + gets_of(before, "c1"));
   EXPECT_EQ(heads_of(after, "c2"), 1u);
 }
@@ -251,6 +239,6 @@ TEST_F(DiskCacheFixture, DiskCacheHonoursNoStoreAndNoCache) {
   auto s = open();
   EXPECT_EQ(as_string(*s->get("c5")), pattern(10000, 5));
   EXPECT_EQ(s->stats().cache_hits, 1u);
-  EXPECT_EQ(heads_of(settled_log(), "c5"), 2u);
+  EXPECT_EQ(heads_of(server->settled_access_log(), "c5"), 2u);
 }
 

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -52,25 +51,13 @@ TEST(IcechunkDiskCache, KeepsIcechunkChunksWithoutAskingTheirVersion) {
     const auto values = result.values<std::uint8_t>();
     return std::vector<std::uint8_t>(values.begin(), values.end());
   };
-  // The access log once every request sent so far is in it: a last GET of a path never read
-  // otherwise is logged after every request that ended before it was sent.
-  int marks = 0;
-  auto settled_log = [&] {
-    const std::string mark = "mark" + std::to_string(marks++);
-    write_file(www.path() / mark, "m");
-    open_location(server.url()).store->get(mark);
-    std::string log;
-    while ((log = server.access_log()).find("/" + mark + " ") == std::string::npos)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return log;
-  };
   const std::vector<std::uint8_t> expected = {0, 1, 10, 11, 20, 21, 30, 31};
   EXPECT_EQ(read(), expected);
-  const std::string first = settled_log();
+  const std::string first = server.settled_access_log();
   EXPECT_EQ(count_of(first, "\"HEAD /repo/chunks/"), 0u) << first;
   EXPECT_EQ(count_of(first, "\"GET /repo/chunks/"), 4u);
   EXPECT_EQ(read(), expected);
-  const std::string second = settled_log();
+  const std::string second = server.settled_access_log();
   EXPECT_EQ(count_of(second, "\"GET /repo/chunks/"), 4u) << "the second open fetched chunks again";
   EXPECT_EQ(count_of(second, "\"HEAD /repo/chunks/"), 0u);
 }
