@@ -112,6 +112,10 @@ void GdalArray::read_pieces(const ArraySelection& sel, MutableByteView dest, con
     read_into(GdalWindow(sel), 1, dest.data());
     return;
   }
+  if (native_chunks()) {
+    read_by_units(sel, dest, conv);
+    return;
+  }
   // Split along the outermost dim by read unit: each piece is one GDAL read on the thread that
   // runs it (its own handle), so pieces (GRIB messages, HDF5 chunk rows) decode (and convert) in
   // parallel.
@@ -130,6 +134,28 @@ void GdalArray::read_pieces(const ArraySelection& sel, MutableByteView dest, con
   } else {
     parallel_for(pieces.size(), one);
   }
+}
+
+void GdalArray::read_by_units(const ArraySelection& sel, MutableByteView dest, const ElementConversion* conv) const {
+  const grid::UnitPieces pieces(sel, info_.block);
+  Shape dst_shape;
+  for (const auto& r : sel) dst_shape.push_back(r.count);
+  const std::size_t item = info_.dtype.itemsize;
+  const std::uint64_t unit_bytes = shape_size(info_.block) * item;
+  // One unit per task, decoded into the thread's scratch and copied (converted) out: units
+  // write disjoint parts of `dest`.
+  parallel_for(pieces.size(), [&](std::size_t t) {
+    grid::DimIndex unit;
+    grid::Region region;
+    pieces.get(t, unit, region);
+    thread_local Buffer decoded;
+    decoded.resize(unit_bytes);
+    read_unit(std::vector<std::uint64_t>(unit.begin(), unit.end()), decoded.span());
+    if (conv)
+      grid::convert_region(decoded.data(), info_.block, dest.data(), dst_shape, region, item, *conv);
+    else
+      copy_region(decoded.data(), info_.block, dest.data(), dst_shape, region, item);
+  });
 }
 
 void GdalArray::read_strings(const ArraySelection& sel, std::vector<std::string>& dest) const {
@@ -153,7 +179,20 @@ void GdalArray::read_strings(const ArraySelection& sel, std::vector<std::string>
   if (!ok) throw StoreError("GDAL could not read " + describe() + ": " + guard.last_error());
 }
 
+const refs::Hdf5NativeChunks* GdalArray::native_chunks() const {
+  std::call_once(native_once_, [&] {
+    if (!source_->local() || (info_.driver != "netCDF" && info_.driver != "HDF5")) return;
+    try {
+      native_ = refs::Hdf5NativeChunks::open(source_->gdal_path(), info_.name, info_.shape, info_.block, info_.dtype);
+    } catch (const Error&) {
+      native_ = nullptr;  // HDF5 cannot index it: GDAL reads it (or says what is wrong)
+    }
+  });
+  return native_.get();
+}
+
 void GdalArray::read_unit(const std::vector<std::uint64_t>& unit, MutableByteView out) const {
+  if (const auto* native = native_chunks(); native && native->read_unit(unit, out)) return;
   const std::size_t nd = unit.size();
   std::vector<GUInt64> start(nd);
   std::vector<size_t> count(nd);

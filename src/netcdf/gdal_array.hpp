@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "gdal_source.hpp"
 #include "lazycube/array.hpp"
+#include "lazycube/refs/hdf5_native_chunks.hpp"
 
 namespace lazycube::netcdf {
 
@@ -56,16 +58,26 @@ class GdalArray final : public Array {
   void check_selection(const ArraySelection& selection, std::size_t dest_bytes) const;
   // read() and read_converted() (conv null: as stored); the selection is already checked.
   void read_pieces(const ArraySelection& selection, MutableByteView dest, const ElementConversion* conv) const;
+  // read_pieces() for a variable read natively: every read unit the selection touches, decoded
+  // whole on the pool's threads and copied (converted) into `dest`.
+  void read_by_units(const ArraySelection& selection, MutableByteView dest, const ElementConversion* conv) const;
   // One GDAL Read on this thread's handle: `count` elements from `start` with `step`, into
   // `dest` laid out with element strides `dest_strides` (nullptr: C order of count).
   void gdal_read(const std::vector<GUInt64>& start, const std::vector<size_t>& count,
                  const std::vector<GInt64>& step, const std::vector<GPtrDiff_t>* dest_strides,
                  void* dest) const;
-  // Reads read unit `unit` whole (edge units padded with zeros) into `out`.
+  // Reads read unit `unit` whole into `out`: decoded by lazycube when the variable's chunks are
+  // read natively (what lies beyond the array's edge is then the file's), else through GDAL
+  // (edge units padded with zeros). Only the part inside the array is ever copied out.
   void read_unit(const std::vector<std::uint64_t>& unit, MutableByteView out) const;
+  // The variable's chunks read natively (a local NetCDF4/HDF5 file whose chunks are the read
+  // units), found on first use; null: every read goes through GDAL.
+  const refs::Hdf5NativeChunks* native_chunks() const;
 
   std::shared_ptr<GdalSource> source_;
   GdalArrayInfo info_;
+  mutable std::once_flag native_once_;
+  mutable std::shared_ptr<const refs::Hdf5NativeChunks> native_;
   std::string empty_;
 };
 

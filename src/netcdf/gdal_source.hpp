@@ -29,6 +29,8 @@ class GdalSource : public std::enable_shared_from_this<GdalSource> {
 
   const std::string& url() const { return location_.url; }
   const std::string& gdal_path() const { return location_.path; }
+  // A file on this machine (gdal_path() is its path), not a /vsi… URL.
+  bool local() const { return !location_.remote; }
   // The name of the GDAL driver that opened the file ("netCDF", "HDF5", "GRIB", ...).
   std::string driver_name();
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "hdf5_chunk_layout.hpp"
 #include "hdf5_handle.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/text.hpp"
@@ -138,17 +139,6 @@ json user_attributes(hid_t obj, const std::string& where, std::vector<std::strin
   return c.attrs;
 }
 
-// Zarr v2 dtype of an HDF5 type ("<f4", ">i2", "|u1", "|S8"); empty when unsupported.
-std::string zarr_dtype(hid_t type) {
-  const std::size_t size = H5Tget_size(type);
-  const H5T_class_t cls = H5Tget_class(type);
-  const char order = size == 1 ? '|' : (H5Tget_order(type) == H5T_ORDER_BE ? '>' : '<');
-  if (cls == H5T_INTEGER) return order + std::string(H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "i") + std::to_string(size);
-  if (cls == H5T_FLOAT && (size == 2 || size == 4 || size == 8)) return order + std::string("f") + std::to_string(size);
-  if (cls == H5T_STRING && H5Tis_variable_str(type) <= 0) return "|S" + std::to_string(size);
-  return "";
-}
-
 json fill_value(hid_t dcpl, hid_t type) {
   H5D_fill_value_t status{};
   if (H5Pfill_value_defined(dcpl, &status) < 0 || status == H5D_FILL_VALUE_UNDEFINED) return nullptr;
@@ -170,27 +160,6 @@ json fill_value(hid_t dcpl, hid_t type) {
     }
     default: return nullptr;
   }
-}
-
-// The filter pipeline as Zarr v2 codecs, in encode order.
-json codecs_of(hid_t dcpl, std::size_t type_size, const std::string& var) {
-  json codecs = json::array();
-  const int n = H5Pget_nfilters(dcpl);
-  for (int i = 0; i < n; ++i) {
-    unsigned flags = 0, config = 0;
-    std::size_t nvalues = 8;
-    unsigned values[8] = {};
-    char name[256] = {};
-    const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nvalues, values, sizeof name,
-                                           name, &config);
-    if (id == H5Z_FILTER_DEFLATE) codecs.push_back({{"id", "zlib"}, {"level", nvalues > 0 ? values[0] : 6}});
-    else if (id == H5Z_FILTER_SHUFFLE) codecs.push_back({{"id", "shuffle"}, {"elementsize", type_size}});
-    else if (id == H5Z_FILTER_FLETCHER32) codecs.push_back({{"id", "fletcher32"}});
-    else
-      throw MetadataError("variable '" + var + "': HDF5 filter " + std::to_string(id) + " ('" + name +
-                          "') has no Zarr codec in lazycube (supported: deflate, shuffle, fletcher32)");
-  }
-  return codecs;
 }
 
 struct Scan {
@@ -228,96 +197,57 @@ void add_dataset(Scan& scan, hid_t dset, const std::string& key_prefix, const st
   const std::string var = key_prefix + name;
   if (auto n = attribute_value(dset, "NAME"); n && n->is_string() && n->get<std::string>().rfind(kPhonyDimension, 0) == 0)
     return;  // a dimension without a coordinate variable
-  H5Type type(H5Dget_type(dset));
-  const std::string dtype = zarr_dtype(type.get());
-  if (dtype.empty()) {
+  const Hdf5ChunkLayout layout = chunk_layout(dset, var);
+  if (layout.dtype.empty()) {
     scan.warnings.push_back("variable '" + var + "' left out: its HDF5 type (variable-length, compound, enum...) has no Zarr v2 dtype here");
     return;
   }
-  H5Space space(H5Dget_space(dset));
-  const int ndims = H5Sget_simple_extent_ndims(space.get());
-  std::vector<hsize_t> shape(static_cast<std::size_t>(std::max(ndims, 0)));
-  if (ndims > 0) H5Sget_simple_extent_dims(space.get(), shape.data(), nullptr);
-  H5Plist dcpl(H5Dget_create_plist(dset));
-  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
-  const std::size_t type_size = H5Tget_size(type.get());
-
-  std::vector<hsize_t> chunks(shape.size());
-  if (layout == H5D_CHUNKED) {
-    H5Pget_chunk(dcpl.get(), ndims, chunks.data());
-  } else {
-    for (std::size_t d = 0; d < shape.size(); ++d) chunks[d] = std::max<hsize_t>(shape[d], 1);
+  if (layout.layout == H5D_VIRTUAL || layout.layout == H5D_LAYOUT_ERROR) {
+    scan.warnings.push_back("variable '" + var + "' left out: virtual datasets are not supported");
+    return;
   }
-  json codecs = layout == H5D_CHUNKED ? codecs_of(dcpl.get(), type_size, var) : json::array();
+  json codecs = layout.codecs;
   json compressor = nullptr;
   if (!codecs.empty() && codecs.back()["id"] == "zlib") {
     compressor = codecs.back();
     codecs.erase(codecs.size() - 1);
   }
   json zattrs = user_attributes(dset, "variable '" + var + "'", scan.warnings);
+  H5Type type(H5Dget_type(dset));
+  H5Plist dcpl(H5Dget_create_plist(dset));
   json fill = fill_value(dcpl.get(), type.get());
   // Without a _FillValue attribute the HDF5 fill is netCDF's "no fill" zero, not a missing-value
   // marker: read directly, zeros are data, but a Zarr v2 fill_value masks like _FillValue (in
   // xarray and here). null keeps them data; absent chunks still read as zero.
   if (!zattrs.contains("_FillValue") && fill.is_number() && fill.get<double>() == 0) fill = nullptr;
-  json zarray = {{"chunks", chunks},
+  json zarray = {{"chunks", layout.chunks},
                  {"compressor", compressor},
-                 {"dtype", dtype},
+                 {"dtype", layout.dtype},
                  {"fill_value", fill},
                  {"filters", codecs.empty() ? json(nullptr) : codecs},
                  {"order", "C"},
-                 {"shape", shape},
+                 {"shape", layout.shape},
                  {"zarr_format", 2}};
-  zattrs["_ARRAY_DIMENSIONS"] = dimension_names(dset, ndims, name);
+  zattrs["_ARRAY_DIMENSIONS"] = dimension_names(dset, static_cast<int>(layout.shape.size()), name);
   scan.refs[var + "/.zarray"] = zarray.dump();
   scan.refs[var + "/.zattrs"] = zattrs.dump();
 
-  if (layout == H5D_COMPACT) {  // the data lives in the object header: inline it
-    std::string raw(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space.get())) * type_size, '\0');
+  if (layout.layout == H5D_COMPACT) {  // the data lives in the object header: inline it
+    H5Space space(H5Dget_space(dset));
+    std::string raw(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space.get())) * layout.type_size, '\0');
     if (!raw.empty() && H5Dread(dset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0)
       throw MetadataError("variable '" + var + "': cannot read its compact data");
-    scan.refs[chunk_key(var, std::vector<hsize_t>(shape.size(), 0))] = "base64:" + base64_encode(raw);
+    scan.refs[chunk_key(var, std::vector<hsize_t>(layout.shape.size(), 0))] = "base64:" + base64_encode(raw);
     return;
   }
-  if (layout == H5D_CONTIGUOUS) {
-    const haddr_t addr = H5Dget_offset(dset);
-    if (addr == HADDR_UNDEF) return;  // never written: every value is the fill value
-    scan.refs[chunk_key(var, std::vector<hsize_t>(shape.size(), 0))] =
-        json::array({scan.target, addr, H5Dget_storage_size(dset)});
-    return;
-  }
-  if (layout != H5D_CHUNKED) {
-    scan.warnings.push_back("variable '" + var + "' left out: virtual datasets are not supported");
-    return;
-  }
-  // Every chunk of the grid, looked up by its coordinates (unwritten chunks have no address).
-  std::vector<hsize_t> grid(shape.size()), index(shape.size(), 0), coord(shape.size());
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    grid[d] = (shape[d] + chunks[d] - 1) / chunks[d];
-    if (grid[d] == 0) return;
-  }
-  for (;;) {
-    for (std::size_t d = 0; d < shape.size(); ++d) coord[d] = index[d] * chunks[d];
-    unsigned mask = 0;
-    haddr_t addr = HADDR_UNDEF;
-    hsize_t size = 0;
-    if (H5Dget_chunk_info_by_coord(dset, coord.data(), &mask, &addr, &size) < 0)
-      throw MetadataError("variable '" + var + "': cannot read the address of chunk " + chunk_key("", index));
-    if (addr != HADDR_UNDEF) {
-      if (mask != 0)
-        throw MetadataError("variable '" + var + "': chunk " + chunk_key("", index).substr(1) +
-                            " skips some filters of the pipeline (filter mask " + std::to_string(mask) +
-                            "), which Zarr cannot express");
-      scan.refs[chunk_key(var, index)] = json::array({scan.target, addr, size});
-    }
-    std::size_t d = shape.size();
-    while (d > 0) {
-      --d;
-      if (++index[d] < grid[d]) break;
-      index[d] = 0;
-      if (d == 0) return;
-    }
-  }
+  for_each_stored_chunk(dset, layout, var, [&](const Hdf5StoredChunk& chunk) {
+    const std::vector<hsize_t> index(chunk.index.begin(), chunk.index.end());
+    if (chunk.filter_mask != 0)
+      throw MetadataError("variable '" + var + "': chunk " + chunk_key("", index).substr(1) +
+                          " skips some filters of the pipeline (filter mask " + std::to_string(chunk.filter_mask) +
+                          "), which Zarr cannot express");
+    scan.refs[chunk_key(var, index)] = json::array({scan.target, chunk.offset, chunk.size});
+  });
 }
 
 herr_t collect_link_name(hid_t, const char* name, const H5L_info_t*, void* data) {
