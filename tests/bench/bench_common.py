@@ -24,8 +24,10 @@ def checksum(arr):
 
 
 def warm(path):
-    """Reads every file under `path` once, so that the page cache holds the store."""
-    for root, _, files in os.walk(path):
+    """Reads `path` (a file, or every file under a directory) once, so that the page cache
+    holds the store."""
+    walked = [(os.path.dirname(path), None, [os.path.basename(path)])] if os.path.isfile(path) else os.walk(path)
+    for root, _, files in walked:
         for f in files:
             with open(os.path.join(root, f), "rb") as fh:
                 while fh.read(1 << 24):
