@@ -57,6 +57,15 @@ void flatten(const nlohmann::json& j, const Shape& shape, std::size_t dim, std::
   for (const auto& e : j) flatten(e, shape, dim + 1, out, where);
 }
 
+// A count as read from the file (null: 0); a negative, fractional or too large one is an error
+// (converting it to an integer would be undefined behaviour).
+std::uint64_t count_of(double c, const std::string& where) {
+  if (std::isnan(c)) return 0;
+  if (!(c >= 0 && c < 18446744073709551616.0) || std::floor(c) != c)
+    bad(where + " holds " + nlohmann::json(c).dump() + ", not a count (a whole number >= 0)");
+  return static_cast<std::uint64_t>(c);
+}
+
 }  // namespace
 
 nlohmann::ordered_json stats_to_json(const std::vector<VariableStats>& stats) {
@@ -106,8 +115,8 @@ std::vector<VariableStats> stats_from_json(const nlohmann::json& json) {
       if (!v.contains(kKeys[k])) bad(where + " lacks \"" + kKeys[k] + "\"");
       flatten(v[kKeys[k]], s.shape, 0, values[k], where + " \"" + kKeys[k] + "\"");
     }
-    for (const double c : values[0]) s.count.push_back(std::isnan(c) ? 0 : static_cast<std::uint64_t>(c));
-    for (const double c : values[1]) s.nan_count.push_back(std::isnan(c) ? 0 : static_cast<std::uint64_t>(c));
+    for (const double c : values[0]) s.count.push_back(count_of(c, where + " \"count\""));
+    for (const double c : values[1]) s.nan_count.push_back(count_of(c, where + " \"nan_count\""));
     s.mean = std::move(values[2]);
     s.std = std::move(values[3]);
     s.min = std::move(values[4]);

@@ -215,6 +215,18 @@ TEST(DatasetStats, BadInputNamesWhatIsWrong) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("variable 't' \"mean\""), std::string::npos) << e.what();
   }
+  // counts that are no counts: named, not cast (a negative or huge double to uint64 is UB)
+  for (const double bad_count : {-1.0, 2.5, 1e30}) {
+    auto counts = nlohmann::json::parse(stats_to_json(compute_stats(ds, {})).dump());
+    counts["variables"]["t"]["count"] = bad_count;
+    try {
+      stats_from_json(counts);
+      FAIL() << "no error for count " << bad_count;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("variable 't' \"count\""), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not a count"), std::string::npos) << e.what();
+    }
+  }
   EXPECT_THROW(read_stats_file("/nonexistent/stats.json"), NotFound);
 }
 
