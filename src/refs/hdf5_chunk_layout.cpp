@@ -43,13 +43,13 @@ json codecs_of(hid_t dcpl, std::size_t type_size, const std::string& var) {
   return codecs;
 }
 
-std::string index_text(const std::vector<std::uint64_t>& index) {
+}  // namespace
+
+std::string chunk_index_text(std::span<const std::uint64_t> index) {
   std::string out;
   for (std::size_t d = 0; d < index.size(); ++d) out += (d ? "." : "") + std::to_string(index[d]);
   return out.empty() ? "0" : out;
 }
-
-}  // namespace
 
 Hdf5ChunkLayout chunk_layout(hid_t dset, const std::string& var) {
   Hdf5ChunkLayout out;
@@ -98,7 +98,7 @@ void for_each_stored_chunk(hid_t dset, const Hdf5ChunkLayout& layout, const std:
     haddr_t addr = HADDR_UNDEF;
     hsize_t size = 0;
     if (H5Dget_chunk_info_by_coord(dset, coord.data(), &mask, &addr, &size) < 0)
-      throw MetadataError("variable '" + var + "': cannot read the address of chunk " + index_text(index));
+      throw MetadataError("variable '" + var + "': cannot read the address of chunk " + chunk_index_text(index));
     if (addr != HADDR_UNDEF) visit({index, addr, size, mask});
     std::size_t d = nd;
     while (d > 0) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct Hdf5StoredChunk {
   std::uint64_t size;
   unsigned filter_mask;
 };
+
+// A chunk's grid index as Zarr v2 spells it in keys and messages ("2.0.1"; "0" for a scalar).
+std::string chunk_index_text(std::span<const std::uint64_t> index);
 
 // Calls `visit` for every chunk of a chunked dataset that has storage, in C order of the grid
 // (unwritten chunks are skipped); a contiguous dataset is one chunk at index 0..0 when written.

@@ -15,12 +15,6 @@ namespace lazycube::refs {
 
 namespace {
 
-std::string chunk_text(std::span<const std::uint64_t> unit) {
-  std::string out;
-  for (std::size_t d = 0; d < unit.size(); ++d) out += (d ? "." : "") + std::to_string(unit[d]);
-  return out;
-}
-
 // The dataset's HDF5 fill value in its own (file) representation: what HDF5 returns for a chunk
 // never written. Zeros when the file defines none.
 Buffer fill_bytes(hid_t dset, std::size_t itemsize) {
@@ -105,11 +99,11 @@ Hdf5NativeChunks::~Hdf5NativeChunks() = default;
 
 bool Hdf5NativeChunks::read_unit(std::span<const std::uint64_t> unit, MutableByteView out) const {
   if (unit.size() != grid_.size() || out.size() != spec_.nbytes())
-    throw UsageError(path_ + "/" + var_ + ": read unit " + chunk_text(unit) + " does not fit the chunk grid");
+    throw UsageError(path_ + "/" + var_ + ": read unit " + chunk_index_text(unit) + " does not fit the chunk grid");
   std::uint64_t k = 0;
   for (std::size_t d = 0; d < unit.size(); ++d) {
     if (unit[d] >= grid_[d])
-      throw UsageError(path_ + "/" + var_ + ": read unit " + chunk_text(unit) + " is outside the chunk grid");
+      throw UsageError(path_ + "/" + var_ + ": read unit " + chunk_index_text(unit) + " is outside the chunk grid");
     k = k * grid_[d] + unit[d];
   }
   const Chunk& c = chunks_[k];
@@ -119,7 +113,7 @@ bool Hdf5NativeChunks::read_unit(std::span<const std::uint64_t> unit, MutableByt
     for (std::size_t at = 0; at < out.size(); at += item) std::memcpy(out.data() + at, fill_.data(), item);
     return true;
   }
-  const std::string what = "chunk " + chunk_text(unit) + " of variable '" + var_ + "'";
+  const std::string what = "chunk " + chunk_index_text(unit) + " of variable '" + var_ + "'";
   thread_local Buffer encoded;
   try {
     if (!store_->get_into(key_, ByteRange::range(c.offset, c.size), encoded))

@@ -186,11 +186,8 @@ json dimension_names(hid_t dset, int ndims, const std::string& own_name) {
   return dims;
 }
 
-std::string chunk_key(const std::string& var_key, const std::vector<hsize_t>& index) {
-  std::string key = var_key + "/";
-  if (index.empty()) return key + "0";
-  for (std::size_t d = 0; d < index.size(); ++d) key += (d ? "." : "") + std::to_string(index[d]);
-  return key;
+std::string chunk_key(const std::string& var_key, std::span<const std::uint64_t> index) {
+  return var_key + "/" + chunk_index_text(index);
 }
 
 void add_dataset(Scan& scan, hid_t dset, const std::string& key_prefix, const std::string& name) {
@@ -237,16 +234,15 @@ void add_dataset(Scan& scan, hid_t dset, const std::string& key_prefix, const st
     std::string raw(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space.get())) * layout.type_size, '\0');
     if (!raw.empty() && H5Dread(dset, type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0)
       throw MetadataError("variable '" + var + "': cannot read its compact data");
-    scan.refs[chunk_key(var, std::vector<hsize_t>(layout.shape.size(), 0))] = "base64:" + base64_encode(raw);
+    scan.refs[chunk_key(var, std::vector<std::uint64_t>(layout.shape.size(), 0))] = "base64:" + base64_encode(raw);
     return;
   }
   for_each_stored_chunk(dset, layout, var, [&](const Hdf5StoredChunk& chunk) {
-    const std::vector<hsize_t> index(chunk.index.begin(), chunk.index.end());
     if (chunk.filter_mask != 0)
-      throw MetadataError("variable '" + var + "': chunk " + chunk_key("", index).substr(1) +
+      throw MetadataError("variable '" + var + "': chunk " + chunk_index_text(chunk.index) +
                           " skips some filters of the pipeline (filter mask " + std::to_string(chunk.filter_mask) +
                           "), which Zarr cannot express");
-    scan.refs[chunk_key(var, index)] = json::array({scan.target, chunk.offset, chunk.size});
+    scan.refs[chunk_key(var, chunk.index)] = json::array({scan.target, chunk.offset, chunk.size});
   });
 }
 

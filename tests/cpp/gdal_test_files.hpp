@@ -31,6 +31,18 @@ inline std::string make_netcdf4_fixture(const fs::path& dir, std::string& skip) 
   return out.string();
 }
 
+// A test with the NetCDF-4 fixture written into its own folder (skipped without netCDF4-python).
+class Netcdf4FixtureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string skip;
+    path_ = make_netcdf4_fixture(dir_.path(), skip);
+    if (path_.empty()) GTEST_SKIP() << skip;
+  }
+  TempDir dir_;
+  std::string path_;
+};
+
 // The fixture's formulas (see netcdf4_fixture.py).
 constexpr int kFxT = 6, kFxY = 20, kFxX = 30;
 inline int fixture_t_packed(int t, int y, int x) {

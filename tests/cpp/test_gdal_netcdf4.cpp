@@ -17,16 +17,7 @@ using lazycube::test::TempDir;
 
 namespace {
 
-class GdalNetcdf4 : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string skip;
-    path_ = lazycube::test::make_netcdf4_fixture(dir_.path(), skip);
-    if (path_.empty()) GTEST_SKIP() << skip;
-  }
-  TempDir dir_;
-  std::string path_;
-};
+using GdalNetcdf4 = lazycube::test::Netcdf4FixtureTest;
 
 using lazycube::test::fixture_t_packed;
 using lazycube::test::fixture_w;

@@ -19,16 +19,7 @@ using lazycube::test::TempDir;
 
 namespace {
 
-class Hdf5NativeChunksTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string skip;
-    path_ = lazycube::test::make_netcdf4_fixture(dir_.path(), skip);
-    if (path_.empty()) GTEST_SKIP() << skip;
-  }
-  TempDir dir_;
-  std::string path_;
-};
+using Hdf5NativeChunksTest = lazycube::test::Netcdf4FixtureTest;
 
 std::vector<char> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
