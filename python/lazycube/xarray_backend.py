@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from typing import Any, Iterable
 
 import numpy as np
@@ -70,6 +71,20 @@ class LazycubeBackendArray(BackendArray):
         self.elements_read = 0
         self._lock = threading.Lock()
 
+    def __reduce__(self):
+        # Pickled by its source description (URL, storage options, open arguments, selection)
+        # and the variable's name: the other process reopens the source, once per process
+        # (_open_once), and reads the same variable. The C++ objects never travel.
+        if self.source is None:
+            raise TypeError(
+                "cannot pickle the lazycube backend array of variable %r: it reads a "
+                "lazycube._core.Dataset of unknown origin (built in memory or opened without a "
+                "source), which another process cannot reopen. Open the data with "
+                "xr.open_dataset(url, engine='lazycube') or lazycube.open_dataset(url)"
+                % (self.variable.name,))
+        return (_reopen_backend_array,
+                (self.source, self.variable.name, self._as_bool, self.shape, self.dtype))
+
     def __getitem__(self, key):
         return indexing.explicit_indexing_adapter(
             key, self.shape, indexing.IndexingSupport.BASIC, self._raw_getitem)
@@ -102,6 +117,48 @@ class LazycubeBackendArray(BackendArray):
             self.reads += 1
             self.elements_read += int(values.size)
         return values
+
+
+# xarray's zarr engine's words (xarray/backends/zarr.py, ZarrStore.open_group) when a store
+# opened with consolidated=None has no consolidated metadata.
+_UNCONSOLIDATED_WARNING = (
+    "Failed to open Zarr store with consolidated metadata, but successfully read with "
+    "non-consolidated metadata. This is typically much slower for opening a dataset. To silence "
+    "this warning, consider:\n1. Consolidating metadata in this existing store with "
+    "zarr.consolidate_metadata().\n2. Explicitly setting consolidated=False, to avoid trying to "
+    "read consolidate metadata, or\n3. Explicitly setting consolidated=True, to raise an error "
+    "in this case instead of falling back to try reading non-consolidated metadata.")
+
+
+def _open_for_engine(source, stacklevel=4):
+    """``source.open()`` for the engine, warning as xarray's zarr engine does when it fell back
+    from absent consolidated metadata (consolidated=None, a Zarr v2 group without .zmetadata:
+    the core counts those opens, ``_core.unconsolidated_fallbacks()``). `stacklevel` 4 points at
+    the caller of ``xr.open_dataset``, as xarray's warning does."""
+    before = _core.unconsolidated_fallbacks()
+    core = source.open()
+    if source.consolidated is None and _core.unconsolidated_fallbacks() > before:
+        warnings.warn(_UNCONSOLIDATED_WARNING, RuntimeWarning, stacklevel=stacklevel)
+    return core
+
+
+def _reopen_backend_array(source, name, as_bool, shape, dtype):
+    """Unpickles a LazycubeBackendArray: variable `name` of `source`, opened once per process."""
+    core = _open_once(source)
+    if name not in core:
+        raise KeyError("variable %r is no longer in %r (reopened to unpickle it)" % (name, source))
+    backend = LazycubeBackendArray(core[name], core, as_bool=as_bool, source=source)
+    if backend.shape != tuple(shape) or backend.dtype != np.dtype(dtype):
+        raise ValueError("variable %r of %r changed since it was pickled: shape %s dtype %s, "
+                         "was shape %s dtype %s" % (name, source, backend.shape, backend.dtype,
+                                                    tuple(shape), np.dtype(dtype)))
+    return backend
+
+
+def _json_value(v):
+    if isinstance(v, list):
+        return [_json_value(x) for x in v]
+    return v
 
 
 def _json_value(v):
@@ -265,7 +322,7 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
         source = Source(url, storage_options, decode_cf=decode, consolidated=consolidated,
                         mask_valid_range=mask_valid_range, group=group, branch=branch, tag=tag,
                         snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers)
-        ds = to_xarray(lazycube_dataset.Dataset(source.open(), source), drop_variables=drop_variables,
+        ds = to_xarray(lazycube_dataset.Dataset(_open_for_engine(source), source), drop_variables=drop_variables,
                        decode_coords=decode_coords is not False and decode, decode=decode)
         ds.encoding["source"] = filename_or_obj
         ds.set_close(_SourceCloser(source))

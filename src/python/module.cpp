@@ -3,6 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +16,7 @@
 #include "lazycube/dataset/combine.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/zarr/consolidated.hpp"
 
 namespace lazycube::python {
 
@@ -98,6 +102,25 @@ py::list dims_list(const std::vector<std::pair<std::string, std::uint64_t>>& dim
   return out;
 }
 
+// A Zarr open of a local path that does not exist: xarray's words for it (its zarr engine
+// raises FileNotFoundError("No such file or directory: '<absolute path>'"), which users match
+// on), naming the path as xarray normalises it. nullopt for URLs, /vsi paths, the gdal engine
+// and paths that exist (their NotFound says what is missing inside).
+std::optional<std::string> missing_local_store(const std::string& url, const OpenOptions& options) {
+  std::string path = url;
+  if (path.rfind("file://", 0) == 0) path = path.substr(7);
+  else if (path.find("://") != std::string::npos) return std::nullopt;
+  if (path.empty() || path.rfind("/vsi", 0) == 0 || opens_with_gdal(url, options)) return std::nullopt;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return std::nullopt;
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec) return std::nullopt;
+  std::string text = abs.lexically_normal().string();  // os.path.abspath: no "..", no trailing /
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
+  return "No such file or directory: '" + (url.rfind("file://", 0) == 0 ? url : text) + "'";
+}
+
 py::tuple str_tuple(const std::vector<std::string>& v) {
   py::tuple out(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) out[i] = py::str(v[i]);
@@ -146,7 +169,12 @@ PYBIND11_MODULE(_core, m) {
         if (snapshot) o.icechunk.version.snapshot = *snapshot;
         if (virtual_chunk_containers) o.icechunk.virtual_chunk_containers = *virtual_chunk_containers;
         py::gil_scoped_release release;
-        return lazycube::open(url, o);
+        try {
+          return lazycube::open(url, o);
+        } catch (const NotFound&) {
+          if (auto message = missing_local_store(url, o)) throw NotFound(*message);
+          throw;
+        }
       },
       py::arg("url"), py::arg("storage_options") = py::none(), py::arg("decode_cf") = true,
       py::arg("consolidated") = py::none(), py::arg("engine") = py::none(),
@@ -157,6 +185,11 @@ PYBIND11_MODULE(_core, m) {
       "(at `branch`, `tag` or `snapshot`; default branch main; `virtual_chunk_containers`: URL prefix ->\n"
       "storage options of the virtual chunk containers authorised), or (engine 'gdal', auto-detected by\n"
       "suffix or signature) a NetCDF/HDF5/GRIB file (local path, file://, http(s)://, s3://, gs://, az://).");
+
+  m.def("unconsolidated_fallbacks", &zarr::unconsolidated_fallbacks_on_this_thread,
+        "How many Zarr v2 groups this thread has opened with consolidated=None that had no .zmetadata\n"
+        "(neither at the group nor at the store's root) and were read by listing instead: compare it\n"
+        "before and after open() (the xarray engine warns as xarray's zarr engine does).");
 
   py::class_<Variable>(m, "Variable")
       .def_property_readonly("name", &Variable::name)

@@ -7,6 +7,7 @@
 
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/zarr/consolidated.hpp"
 #include "lazycube/util/text.hpp"
 #include "zarr_array.hpp"
 
@@ -15,6 +16,9 @@ namespace lazycube::zarr {
 using nlohmann::json;
 
 namespace {
+
+// Zarr v2 groups opened on this thread without the consolidated metadata they might have had.
+thread_local std::uint64_t unconsolidated_fallbacks = 0;
 
 // Metadata documents fetched ahead of the probes that read them (see prefetch_probes).
 using ProbeCache = std::map<std::string, std::optional<Buffer>>;
@@ -76,6 +80,8 @@ ArrayPtr open_array(const std::shared_ptr<Store>& store, const std::string& path
   }
   throw NotFound("no Zarr array at " + store->describe(path));
 }
+
+std::uint64_t unconsolidated_fallbacks_on_this_thread() { return unconsolidated_fallbacks; }
 
 Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolidated) {
   Hierarchy h;
@@ -168,6 +174,9 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
         }
       }
     } else {
+      // consolidated=nullopt and no .zmetadata at the group, nor at the store's root (xarray
+      // opens a group of a store consolidated at its root from the root's .zmetadata).
+      if (!consolidated.has_value() && (path.empty() || !store->exists(".zmetadata"))) ++unconsolidated_fallbacks;
       if (auto zattrs = read_json(*store, join_node_path(path, ".zattrs"), &probes); zattrs && zattrs->is_object()) h.attrs_ = *zattrs;
       for (const auto& name : store->list_dir(path)) {
         if (!name.empty() && name[0] == '.') continue;
