@@ -134,7 +134,14 @@ def to_zarr(ds, url, chunks=None, shards=None, codec=None, storage_options=None,
     gs://, az://, ...): a ``lazycube.Dataset`` (values copied as stored, with their CF
     attributes) or an ``xarray.Dataset`` (CF-encoded the way xarray's ``to_zarr`` encodes it:
     ``_FillValue``, ``scale_factor``/``add_offset``, time units and calendar from each variable's
-    ``encoding``). ``chunks``/``shards``/``codec``/``format``/``overwrite``/``resume`` as in
+    ``encoding``). Times may be datetime64 or cftime dates of any CF calendar (standard/gregorian,
+    proleptic_gregorian, julian, noleap/365_day, all_leap/366_day, 360_day; years such as 1 or
+    5000 included): the same numbers, dtype, ``units`` and ``calendar`` as xarray writes, units
+    inferred as xarray infers them when the encoding has none. Dates that cannot be stored raise
+    :class:`UsageError` naming the variable and the calendar: several calendars in one variable
+    (or an encoding ``calendar`` other than the dates'), a value that is not a date, units cftime
+    cannot count in, or an integer ``dtype`` that cannot hold the numbers exactly (xarray rounds
+    those silently). ``chunks``/``shards``/``codec``/``format``/``overwrite``/``resume`` as in
     :func:`convert`; ``storage_options`` are the destination's."""
     from .dataset import Dataset
 
@@ -167,10 +174,113 @@ def _xarray_as_stored(xds):
     entries = []
     for name in list(xds.coords) + list(xds.data_vars):
         var = variables[name]
-        values, var_attrs = _core.cf_encode(np.array(var.values, order="C"), dict(var.attrs),
-                                            dict(var.encoding), str(name))
+        encoding = {k: v for k, v in var.encoding.items() if k not in _ARRAY_WRITER_KEYS}
+        values, attrs_in = np.array(var.values, order="C"), dict(var.attrs)
+        cftime_encoded = _encode_cftime(str(name), values, attrs_in, encoding)
+        if cftime_encoded is not None:
+            values, attrs_in, encoding = cftime_encoded
+        values, var_attrs = _core.cf_encode(values, attrs_in, encoding, str(name))
         entries.append((str(name), [str(d) for d in var.dims], values, var_attrs))
     return _core.memory_dataset(entries, dict(attrs))
+
+
+# Keys of an xarray encoding that are the array writer's, not CF (xarray's zarr engine sets them
+# on open): lazycube.to_zarr takes chunks and codec as its own arguments, and the CF encoder
+# could not take a numcodecs compressor object (it takes JSON).
+_ARRAY_WRITER_KEYS = ("chunks", "preferred_chunks", "compressor", "filters", "source", "original_shape",
+                      "write_empty_chunks")
+
+# CF calendar names that name the same calendar, by the name cftime gives its dates.
+_CALENDAR_ALIASES = {"gregorian": "standard", "365_day": "noleap", "366_day": "all_leap"}
+
+
+def _same_calendar(name):
+    name = str(name).lower()
+    return _CALENDAR_ALIASES.get(name, name)
+
+
+def _encode_cftime(name, values, attrs, encoding):
+    """The first step of xarray's CFDatetimeCoder for an object array of cftime dates: (numbers,
+    attributes with ``units``/``calendar``, the encoding without them), or None when `values`
+    holds no cftime date (the C++ encoder takes every other array).
+
+    Why here and not in the C++ CfEncoding: cftime dates are Python objects whose calendar
+    arithmetic (the mixed Julian/Gregorian ``standard`` calendar, years 1 or 5000, the reference
+    date's text) is cftime's, and xarray's ``to_zarr`` calls ``cftime.date2num`` through
+    ``xarray.coding.times.encode_cf_datetime``; calling that same function is how the stored
+    numbers, the inferred units and the calendar attribute come out exactly as xarray's. The
+    numbers then go through the one C++ encoder like any other variable's (encoding dtype,
+    _FillValue, the default NaN fill of floats), so the CF policy after the dates is still in one
+    place. Checks that xarray does not make, each a UsageError naming the variable and the
+    calendar: one calendar per variable (the encoding's too), dates only (None is a missing
+    value), and an integer dtype holding the numbers exactly (xarray rounds them)."""
+    import numpy as np
+
+    if values.dtype != object or values.size == 0:
+        return None
+    try:
+        import cftime
+    except ModuleNotFoundError:  # pragma: no cover - xarray's cftime dates need cftime
+        return None
+    from ._errors import UsageError
+
+    flat = values.ravel()
+    dates = [v for v in flat if isinstance(v, cftime.datetime)]
+    if not dates:
+        return None
+    calendars = sorted({_same_calendar(d.calendar) for d in dates})
+    prefix = "CF encoding of variable '%s'" % name
+    if len(calendars) > 1:
+        raise UsageError("%s: its cftime dates mix the calendars %s; one variable holds dates of one calendar "
+                         "(convert them with .convert_calendar first)"
+                         % (prefix, " and ".join("'%s'" % c for c in calendars)))
+    calendar = dates[0].calendar
+    for v in flat:
+        if v is not None and not isinstance(v, cftime.datetime):
+            raise UsageError("%s: its values are cftime dates of calendar '%s' and also %r (%s), which is not a cftime date"
+                             % (prefix, calendar, v, type(v).__name__))
+    units = encoding.get("units")
+    enc_calendar = encoding.get("calendar")
+    if enc_calendar is not None and _same_calendar(enc_calendar) != calendars[0]:
+        raise UsageError("%s: the encoding's calendar '%s' is not the calendar '%s' of its cftime dates; drop it "
+                         "from the encoding or convert the dates (.convert_calendar)" % (prefix, enc_calendar, calendar))
+    for key in ("units", "calendar"):
+        if key in attrs:  # xarray's safe_setitem, in the C++ encoder's words
+            raise UsageError("%s: attribute %s is set both in the attributes and by the encoding of its cftime "
+                             "dates (calendar '%s'); remove it from one" % (prefix, key, calendar))
+    if units is None and len(dates) != flat.size:
+        raise UsageError("%s: its cftime dates (calendar '%s') have missing values (None), so their units cannot be "
+                         "inferred; give units such as 'days since 2000-01-01' in the encoding" % (prefix, calendar))
+    from xarray.coding.times import encode_cf_datetime
+
+    try:
+        with np.errstate(invalid="ignore"):  # xarray's cast_to_int_if_safe of NaN (a missing date)
+            num, units, calendar = encode_cf_datetime(values, units, enc_calendar)
+    except Exception as exc:  # cftime's ValueError for units it cannot count in, and the like
+        raise UsageError("%s: cannot encode its cftime dates of calendar '%s'%s: %s"
+                         % (prefix, calendar, " in '%s'" % units if units else "", exc)) from exc
+    num = np.ascontiguousarray(num)
+    try:
+        dtype = None if encoding.get("dtype") is None else np.dtype(encoding["dtype"])
+    except TypeError:  # not a numpy type: the C++ encoder's message names it
+        dtype = None
+    if dtype is not None and dtype.kind in "iu":
+        where = "%s: its cftime dates of calendar '%s' in '%s'" % (prefix, calendar, units)
+        finite = num[np.isfinite(num)] if num.dtype.kind == "f" else num
+        if finite.size != num.size and encoding.get("_FillValue") is None and encoding.get("missing_value") is None:
+            raise UsageError("%s have missing values and %s has no NaN: give a _FillValue in the encoding"
+                             % (where, dtype.name))
+        if num.dtype.kind == "f" and not np.all(finite == np.trunc(finite)):
+            bad = finite[finite != np.trunc(finite)][0]
+            raise UsageError("%s are not all whole numbers (%r), so %s cannot hold them exactly; give finer units "
+                             "or a float dtype" % (where, float(bad), dtype.name))
+        info = np.iinfo(dtype)
+        if finite.size and (finite.min() < info.min or finite.max() > info.max):
+            raise UsageError("%s run from %s to %s, beyond what %s holds; give coarser units or a wider dtype"
+                             % (where, finite.min(), finite.max(), dtype.name))
+    encoding = {k: v for k, v in encoding.items() if k not in ("units", "calendar")}
+    attrs = dict(attrs, units=units, calendar=calendar)
+    return num, attrs, encoding
 
 
 def _main(argv):
