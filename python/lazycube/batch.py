@@ -14,6 +14,17 @@ Two modes, chosen by ``batch_size``:
   seeded shuffling (``"random"`` or chunk-aware ``"chunk"``), sharding over ranks and workers,
   a NaN filter and resumable state.
 
+Stacked batches' dtype: ``dtype=`` when given, for ``x`` and ``y`` (a NumPy dtype; the torch
+datasets take torch dtypes too: ``dtype=numpy.float64`` or ``torch.float64`` keeps float64).
+Unset (``dtype=None`` is the same), ``x`` and ``y`` each take the common dtype of their channels
+-- their own when all agree, else a float -- and a float one is made **float32**, torch's default
+dtype: float64 variables and CF-decoded packed data (float64 ``scale_factor``/``add_offset``, as
+ERA5's) arrive as float32; integer and bool channels of one dtype keep it (an int32 target stays
+int32 beside a float32 ``x``); integers of different dtypes, which stack into a float, stack into
+float32 (exact up to 2**24: ask ``dtype="float64"`` for wider values). The cast is done in C++
+during assembly. xbatcher mode (``batch_size=None``) is not affected: it gives what xbatcher
+gives (float64 where xarray decodes to float64).
+
 Batches are read, decoded and assembled in C++ on a thread pool, ``prefetch`` batches ahead of
 the iterating caller, through lazycube's chunk cache (``cache_bytes``).
 """
@@ -82,6 +93,10 @@ def _filter_args(filter_):
     return filter_.get("variable"), float(filter_.get("max_nan_fraction", 0.0))
 
 
+# The dtype floating stacked batches default to: torch's default dtype (see generator_arguments).
+DEFAULT_FLOAT_DTYPE = "float32"
+
+
 def generator_arguments(args: Mapping) -> dict:
     """Generator arguments as users write them -- ``target=`` (a name, names, or
     {"variables", "offset"}), ``filter=``, ``shuffle=True``/"random"/..., ``dtype`` as any NumPy
@@ -100,6 +115,14 @@ def generator_arguments(args: Mapping) -> dict:
         out["normalize"] = normalize_document(out["normalize"])
     if out.get("dtype") is not None:
         out["dtype"] = np.dtype(out["dtype"]).name
+    elif out.get("batch_size"):
+        # Stacked batches (the torch datasets' too) are float32 when their values are floats and
+        # dtype is unset (None counts as unset): the core's common dtype of the channels, with
+        # a float one (float64: CF-decoded packed data, float64 variables) cast to float32 during
+        # assembly; integer and bool batches keep their dtype. x and y each (module doc).
+        out.setdefault("float_dtype", DEFAULT_FLOAT_DTYPE)
+    if out.get("float_dtype") is not None:
+        out["float_dtype"] = np.dtype(out["float_dtype"]).name
     if isinstance(out.get("variables"), str):
         out["variables"] = [out["variables"]]
     elif out.get("variables") is not None:
@@ -120,12 +143,13 @@ class BatchGenerator:
     "none"/"random"/"chunk"), ``seed``, ``drop_last``, ``rank``/``world_size``,
     ``worker``/``num_workers``, ``prefetch``, ``cache_bytes``, ``fetch_ahead_bytes`` (decoded
     chunks fetched ahead along the epoch's order; None: the cache budget less the room
-    batches re-read chunks from, at most 256 MiB; 0: off), ``dtype``, ``filter``
-    (``{"variable": ..., "max_nan_fraction": ...}``), ``normalize`` (stacked mode: a stats JSON
-    path from ``lazycube stats -o``, a ``lazycube.Stats`` or its document: ``(x - mean) / std``
-    per channel of x and y during assembly in C++, broadcast over the statistics' kept dims;
-    every channel's variable needs statistics, stds must be > 0, the dtype a float),
-    ``pinned``, ``storage_options`` and the
+    batches re-read chunks from, at most 256 MiB; 0: off), ``dtype`` (stacked mode; unset or
+    None: the channels' common dtype, float32 when it is a float: see the module doc),
+    ``filter`` (``{"variable": ..., "max_nan_fraction": ...}``), ``normalize`` (stacked mode:
+    a stats JSON path from ``lazycube stats -o``, a ``lazycube.Stats`` or its document:
+    ``(x - mean) / std`` per channel of x and y during assembly in C++, broadcast over the
+    statistics' kept dims; every channel's variable needs statistics, stds must be > 0, the
+    dtype a float), ``pinned``, ``storage_options`` and the
     open arguments of :data:`lazycube.pipeline.OPEN_ARGS` (``decode_cf``, ``mask_valid_range``,
     ...: for a URL).
 

@@ -44,6 +44,18 @@ Resuming
 so far; after ``restore(state)`` the next iteration continues exactly after them, in the
 state's epoch.
 
+Dtype
+-----
+Both datasets give float32 tensors for floating data unless ``dtype=`` says otherwise: with
+``dtype`` unset (or None) x and y each take their channels' common dtype, a float one as
+float32 (torch's default dtype), cast in C++ while the batch is assembled -- so float64
+variables and CF-packed integers decoded to float64 (ERA5's float64 ``scale_factor`` /
+``add_offset``) arrive as float32, while integer and bool channels of one dtype keep it (an
+int32 target stays int32). ``dtype=torch.float64`` (or ``numpy.float64``, ``"float64"``) keeps
+float64; any other ``dtype`` casts x and y to it. The rule is lazycube.BatchGenerator's
+(stacked mode, :mod:`lazycube.batch`); ``BatchDataset(generator)`` yields that generator's
+dtype.
+
 Window ids
 ----------
 With ``return_window_ids=True`` every item gains a last element: an ``int64`` tensor with the
@@ -258,7 +270,10 @@ class BatchDataset(torch.utils.data.IterableDataset):
     name, a list of names or ``{"variables": [...], "offset": {"time": 1}}``.
 
     Items: ``x`` with dims ``(sample, channel, window dims...)``, or ``(x, y)`` when a target
-    is set, plus a last element of window ids with ``return_window_ids=True``.
+    is set, plus a last element of window ids with ``return_window_ids=True``. ``dtype``
+    (a torch or NumPy dtype): unset or None, floating values are float32 (float64 ones too)
+    and integer channels keep their dtype (module doc, "Dtype"); ``dtype=torch.float64`` keeps
+    float64.
 
     ``device="cuda"``: batches are assembled in pinned host memory (lazycube's pooled
     page-locked buffers when its CUDA runtime sees the device; otherwise torch pins a copy)
@@ -271,7 +286,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
 
     ``normalize={variable: (mean, std)}``: ``(v - mean) / std`` per channel of x, and of y by
     the target channels' variables (channels of other variables are left as they are). The
-    result is float32 (float64 stays float64); with ``device="cuda"`` it is computed on the GPU
+    result is float32 (float64 batches, ``dtype=torch.float64``, stay float64); with
+    ``device="cuda"`` it is computed on the GPU
     after the transfer.
 
     ``normalize="stats.json"`` (a file of ``lazycube stats -o``, a ``lazycube.Stats`` or its
@@ -645,7 +661,9 @@ class WindowDataset(torch.utils.data.Dataset):
 
     ``len()`` is the number of windows; item ``i`` is window ``i`` of the grid (row-major
     over ``input_dims``, last dim fastest) as a tensor ``(channel, window dims...)``, or
-    ``(x, y)`` when a ``target`` is set. Each process reads through its own generator
+    ``(x, y)`` when a ``target`` is set; ``dtype`` as in ``BatchDataset`` (unset or None:
+    float32 for floating values, integer channels keep their dtype; ``torch.float64`` keeps
+    float64). Each process reads through its own generator
     (stacked mode, batch_size 1, no shuffling, random access with ``batch(i)``), built on
     first use; items share the C++ buffer of their one-window batch (no copy). With
     ``return_window_ids=True`` an item gains a last element, the window's grid number as a

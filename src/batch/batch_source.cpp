@@ -187,9 +187,17 @@ void BatchSource::resolve_stacked() {
                        first.name() + "' has (" + join_names(first.dims()) + "): stacked variables need the same dims");
   };
   for (const auto& v : xvars_) same_dims(v);
+  if (o.float_dtype && !(o.float_dtype->kind == DTypeKind::Float && castable(*o.float_dtype)))
+    throw UsageError("float_dtype must be float32 or float64, not " + o.float_dtype->name());
+  // dtype, else the channels' common dtype (a float one as float_dtype when that is set)
+  auto batch_dtype = [&](const std::vector<DataType>& types) {
+    if (o.dtype) return *o.dtype;
+    const DataType common = common_dtype(types);
+    return o.float_dtype && common.kind == DTypeKind::Float ? *o.float_dtype : common;
+  };
   std::vector<DataType> types;
   for (const auto& v : xvars_) types.push_back(v.dtype());
-  xdtype_ = o.dtype ? *o.dtype : common_dtype(types);
+  xdtype_ = batch_dtype(types);
   if (!castable(xdtype_)) throw UsageError("batch dtype " + xdtype_.name() + " is not a numeric dtype");
 
   // Target: other variables and/or a shift along grid dims.
@@ -202,7 +210,7 @@ void BatchSource::resolve_stacked() {
     for (const auto& v : yvars_) same_dims(v);
     std::vector<DataType> ytypes;
     for (const auto& v : yvars_) ytypes.push_back(v.dtype());
-    ydtype_ = o.dtype ? *o.dtype : common_dtype(ytypes);
+    ydtype_ = batch_dtype(ytypes);
     for (const auto& [d, off] : o.target->offset) {
       const std::int64_t g = find_index(grid_dims_, d);
       if (g < 0)
@@ -300,6 +308,9 @@ void BatchSource::resolve_xbatcher() {
   if (o.target || o.filter || o.dtype || o.drop_last || !o.normalize.empty())
     throw UsageError("target, filter, dtype, drop_last and normalize need a batch_size (stacked mode); "
                      "batch_size 0 is the xbatcher-compatibility mode");
+  if (o.float_dtype)
+    throw UsageError("float_dtype needs a batch_size (stacked mode); batch_size 0 is the "
+                     "xbatcher-compatibility mode, whose batches keep the variables' dtypes");
   if (SampleOrderRegistry::instance().get(o.shuffle.name()).reads == ChunkReads::ChunkGroups)
     throw UsageError("shuffle '" + std::string(o.shuffle.name()) +
                      "' needs a batch_size (stacked mode); xbatcher-compatibility mode shuffles whole batches");

@@ -94,7 +94,7 @@ std::unique_ptr<BatchGenerator> make_generator(
     const py::object& max_nan_fraction, const py::object& shuffle, std::uint64_t seed,
     std::uint32_t rank, std::uint32_t world_size, std::uint32_t worker, std::uint32_t num_workers,
     std::size_t prefetch, const py::object& cache_bytes, bool pinned, const py::object& fetch_ahead_bytes,
-    const py::object& normalize) {
+    const py::object& normalize, const py::object& float_dtype) {
   BatchOptions o;
   // A stats JSON document (text), as lazycube.batch.generator_arguments makes it.
   if (!normalize.is_none()) o.normalize = stats_from_json(nlohmann::json::parse(normalize.cast<std::string>()));
@@ -106,6 +106,7 @@ std::unique_ptr<BatchGenerator> make_generator(
   o.drop_last = drop_last;
   o.variables = to_names(variables, "variables");
   if (!dtype.is_none()) o.dtype = from_numpy_dtype(dtype);
+  if (!float_dtype.is_none()) o.float_dtype = from_numpy_dtype(float_dtype);
   if (!target_variables.is_none() || !target_offset.is_none()) {
     batch::TargetSpec t;
     t.variables = to_names(target_variables, "target_variables");
@@ -273,7 +274,8 @@ void bind_batch(py::module_& m) {
            py::arg("seed") = 0, py::arg("rank") = 0, py::arg("world_size") = 1,
            py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("prefetch") = 2,
            py::arg("cache_bytes") = py::none(), py::arg("pinned") = false,
-           py::arg("fetch_ahead_bytes") = py::none(), py::arg("normalize") = py::none())
+           py::arg("fetch_ahead_bytes") = py::none(), py::arg("normalize") = py::none(),
+           py::arg("float_dtype") = py::none())
       .def("__len__", [](const BatchGenerator& g) { return g.size(); })
       .def_property_readonly("total_windows", &BatchGenerator::total_windows)
       .def_property_readonly("shard_windows", &BatchGenerator::shard_windows)

@@ -11,8 +11,12 @@ epochs, each batch summed on the GPU as a stand-in for a training step. Rows:
   - CPU: BatchDataset(packed=True) unpacks + normalises on the CPU, then x.cuda()
   - device="cuda", packed: int16 crosses PCIe (pinned buffers, side stream) and lazycube's
     CUDA kernel unpacks + normalises on the GPU
-  - the same two with packed=False (decoded float32 batches), and the float32 t2m alone
+  - the same two with packed=False (decoded batches: float32 by default, though msl and sp
+    decode to float64 from their float64 scale/offset), the second also with dtype=torch.float64
+    asked, and the float32 t2m alone
   - lazycube.BatchGenerator alone (no torch), decoded msl + sp: the CPU ceiling
+
+Every row's label ends with the dtype its batches carry, as they were measured ("-> dtype").
 
 Needs a CUDA build of torch and the lazycube package on sys.path; exits 0 with the reason when
 there is no usable GPU. A report: the issue sets no GPU throughput target.
@@ -68,16 +72,23 @@ def timed(torch, ds, move, epochs):
     for _ in ds:  # warm-up epoch: fills the chunk cache
         pass
     torch.cuda.synchronize()
-    t0, n, x = time.perf_counter(), 0, None
+    t0, n, x, dtypes = time.perf_counter(), 0, None, set()
     for e in range(epochs):
         ds.set_epoch(e + 1)
         for x in ds:
+            dtypes.add(x.dtype)  # as the dataset yields it
             if move:
                 x = x.cuda()
             (x.float() * 2).sum()  # a little GPU work per batch
             n += x.shape[0]
     torch.cuda.synchronize()
-    return {"windows_per_s": n / (time.perf_counter() - t0), "dtype": str(x.dtype), "device": str(x.device)}
+    return {"windows_per_s": n / (time.perf_counter() - t0), "dtype": dtype_text(dtypes),
+            "device": str(x.device)}
+
+
+def dtype_text(dtypes):
+    """The dtype(s) of a row's batches, e.g. "torch.float32"."""
+    return "/".join(sorted(str(d) for d in dtypes)) or "none"
 
 
 def main():
@@ -100,24 +111,30 @@ def main():
         ("CPU: packed, unpacked + normalised on the CPU, then .cuda()", lct.BatchDataset(args.store, packed=True, **kw), True),
         ("device=\"cuda\", packed: int16 over PCIe, unpacked + normalised on the GPU",
          lct.BatchDataset(args.store, packed=True, device="cuda", **kw), False),
-        ("CPU: decoded float32 (packed=False), normalised, then .cuda()", lct.BatchDataset(args.store, packed=False, **kw), True),
-        ("device=\"cuda\", decoded float32 (packed=False), normalised on the GPU",
+        ("CPU: decoded (packed=False), normalised, then .cuda()", lct.BatchDataset(args.store, packed=False, **kw), True),
+        ("device=\"cuda\", decoded (packed=False), normalised on the GPU",
          lct.BatchDataset(args.store, packed=False, device="cuda", **kw), False),
-        ("CPU: float32 t2m alone, then .cuda()", lct.BatchDataset(args.store, **dict(plain, variables=["t2m"])), True),
-        ("device=\"cuda\": float32 t2m alone", lct.BatchDataset(args.store, device="cuda", **dict(plain, variables=["t2m"])), False),
+        ("device=\"cuda\", decoded (packed=False), dtype=torch.float64 asked, normalised on the GPU",
+         lct.BatchDataset(args.store, packed=False, device="cuda", dtype=torch.float64, **kw), False),
+        ("CPU: t2m (stored float32) alone, then .cuda()", lct.BatchDataset(args.store, **dict(plain, variables=["t2m"])), True),
+        ("device=\"cuda\": t2m (stored float32) alone", lct.BatchDataset(args.store, device="cuda", **dict(plain, variables=["t2m"])), False),
     ]
-    results = [(label, timed(torch, ds, move, args.epochs)) for label, ds, move in rows]
+    results = []
+    for label, ds, move in rows:
+        r = timed(torch, ds, move, args.epochs)
+        results.append(("%s -> %s" % (label, r["dtype"]), r))
     gen = lazycube.BatchGenerator(args.store, input_dims=DIMS, batch_size=BATCH, variables=["msl", "sp"],
                                   shuffle="chunk", seed=1)
     for _ in gen:
         pass
-    t0, n = time.perf_counter(), 0
+    t0, n, dtypes = time.perf_counter(), 0, set()
     for e in range(args.epochs):
         gen.set_epoch(e + 1)
-        for _ in gen:
+        for b in gen:
+            dtypes.add(b.x.dtype)
             n += BATCH
-    results.append(("lazycube.BatchGenerator alone (no torch), decoded msl + sp",
-                    {"windows_per_s": n / (time.perf_counter() - t0), "dtype": "float32", "device": "cpu"}))
+    r = {"windows_per_s": n / (time.perf_counter() - t0), "dtype": dtype_text(dtypes), "device": "cpu"}
+    results.append(("lazycube.BatchGenerator alone (no torch), decoded msl + sp -> %s" % r["dtype"], r))
     # The GPU-unpacked batches equal the CPU-unpacked ones within float rounding.
     a = lct.BatchDataset(args.store, packed=True, **kw)
     b = lct.BatchDataset(args.store, packed=True, device="cuda", **kw)

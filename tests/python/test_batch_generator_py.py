@@ -42,7 +42,8 @@ def test_stacked_values_match_xarray(era5, ref):
         x = b.numpy()
         assert isinstance(x, np.ndarray)
         assert x.shape == (8, 3, 4, 16, 16)
-        assert x.dtype == np.float64  # msl's float64 scale/offset widen the batch
+        # msl's float64 scale/offset decode it to float64; stacked batches default to float32
+        assert x.dtype == np.float32
         assert list(b.channels) == ["t2m", "u10", "msl"]
         assert list(b.arrays[0].dims) == ["sample", "channel", "time", "latitude", "longitude"]
         for k, window in enumerate(b.windows):

@@ -199,8 +199,8 @@ def test_window_dataset_normalize(url):
     plain = lctorch.WindowDataset(url, DIMS, variables=["msl", "t2m"])
     for i in (0, len(ds) - 1):
         x, xd = ds[i], plain[i].numpy().astype(np.float64)
-        # msl's float64 scale/offset decode to float64, which the window takes
-        assert x.dtype == torch.float64 and x.shape == plain[i].shape
+        # msl's float64 scale/offset decode to float64; windows default to float32
+        assert x.dtype == torch.float32 and x.shape == plain[i].shape
         xd[0] = (xd[0] - MSL[0]) / MSL[1]
         xd[1] = (xd[1] - T2M[0]) / T2M[1]
         assert_close(x.numpy(), xd)

@@ -60,6 +60,10 @@ struct BatchOptions {
   // common dtype of the variables). Compatibility mode: the data variables kept (empty: all).
   std::vector<std::string> variables;
   std::optional<DataType> dtype;
+  // Stacked mode, `dtype` unset: the dtype a floating common dtype becomes, for x and for y on
+  // its own (Python's stacked batches and torch datasets: float32); integer and bool batches
+  // keep theirs. Must be float32 or float64. Unset: the common dtype as it is.
+  std::optional<DataType> float_dtype;
   std::optional<TargetSpec> target;  // stacked mode
   std::optional<ValidityFilter> filter;  // stacked mode
   // Stacked mode: (x - mean) / std applied to every channel of x and y during assembly, with
