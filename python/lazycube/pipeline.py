@@ -129,7 +129,7 @@ def _virtual_chunk_containers(containers):
 # The open arguments a Source carries besides the URL and storage options: the one list every
 # entry point taking a URL (torch datasets, ...) passes through to Source.
 OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine", "group", "branch", "tag",
-             "snapshot", "virtual_chunk_containers")
+             "snapshot", "virtual_chunk_containers", "concat_characters", "decode_coords")
 
 # Open arguments that name something (group path, Icechunk version): None or a str.
 _NAME_ARGS = ("group", "branch", "tag", "snapshot")
@@ -179,12 +179,13 @@ class Source(_Recipe):
     after opening; ``variables`` the data variables kept (None: all)."""
 
     __slots__ = ("url", "storage_options", "decode_cf", "mask_valid_range", "consolidated", "engine",
-                 "group", "branch", "tag", "snapshot", "virtual_chunk_containers", "selection",
-                 "variables")
+                 "group", "branch", "tag", "snapshot", "virtual_chunk_containers", "concat_characters",
+                 "decode_coords", "selection", "variables")
 
     def __init__(self, url, storage_options=None, decode_cf=True, mask_valid_range=False,
                  consolidated=None, engine=None, group=None, branch=None, tag=None, snapshot=None,
-                 virtual_chunk_containers=None, selection=(), variables=None):
+                 virtual_chunk_containers=None, concat_characters=True, decode_coords=True,
+                 selection=(), variables=None):
         self.url = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
         self.storage_options = StorageOptions(storage_options)
         # group: a node path inside the hierarchy; branch/tag/snapshot: an Icechunk version.
@@ -199,6 +200,12 @@ class Source(_Recipe):
         # CF valid_range / valid_min / valid_max masking (opt-in, netCDF4-python's rule).
         self.mask_valid_range = bool(mask_valid_range)
         self.consolidated = None if consolidated is None else bool(consolidated)
+        # As xarray's open_dataset (with decode_cf): 'S1' character arrays joined into strings,
+        # and which CF attributes make coordinates (True/"coordinates", "all", False).
+        self.concat_characters = bool(concat_characters)
+        if decode_coords not in (True, False, "coordinates", "all"):
+            raise ValueError("decode_coords takes True, False, 'coordinates' or 'all', not %r" % (decode_coords,))
+        self.decode_coords = True if decode_coords == "coordinates" else decode_coords
         self.engine = engine
         self.selection = tuple({str(d): _indexer_value(v) for d, v in step.items()}
                                for step in selection if step)
@@ -226,7 +233,8 @@ class Source(_Recipe):
             self.url, self.storage_options.core(), decode_cf=self.decode_cf,
             consolidated=self.consolidated, engine=self.engine,
             mask_valid_range=self.mask_valid_range, group=self.group, branch=self.branch,
-            tag=self.tag, snapshot=self.snapshot, virtual_chunk_containers=containers))
+            tag=self.tag, snapshot=self.snapshot, virtual_chunk_containers=containers,
+            concat_characters=self.concat_characters, decode_coords=self.decode_coords))
 
     def __reduce__(self):
         return (_source_from_fields, (self._fields(),))
@@ -239,6 +247,10 @@ class Source(_Recipe):
             parts.append("decode_cf=False")
         if self.mask_valid_range:
             parts.append("mask_valid_range=True")
+        if not self.concat_characters:
+            parts.append("concat_characters=False")
+        if self.decode_coords is not True:
+            parts.append("decode_coords=%r" % (self.decode_coords,))
         for key in ("consolidated", "engine") + _NAME_ARGS + ("virtual_chunk_containers",):
             if getattr(self, key) is not None:
                 parts.append("%s=%r" % (key, getattr(self, key)))

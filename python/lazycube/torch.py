@@ -161,6 +161,9 @@ def _packing(var):
         return None, "is stored as %s, which torch has no dtype for" % stored
     if "scale_factor" not in enc and "add_offset" not in enc:
         return None, "has no scale_factor/add_offset (not CF-packed)"
+    if "_Unsigned" in enc:
+        # The stored integers are another type's bytes (CF _Unsigned): unpack decoded values.
+        return None, "is stored with _Unsigned=%r (its integers are reinterpreted before unpacking)" % enc["_Unsigned"]
     params = {}
     for key, attr, default in (("scale", "scale_factor", 1.0), ("offset", "add_offset", 0.0),
                                ("fill", "_FillValue", None), ("missing", "missing_value", None)):

@@ -161,27 +161,57 @@ def _json_value(v):
     return v
 
 
-def _json_value(v):
-    if isinstance(v, list):
-        return [_json_value(x) for x in v]
-    return v
+def _stored_scalar(value, dtype):
+    """A fill value as the core's JSON spells it ("NaN", numbers, bytes) as a NumPy scalar of the
+    stored dtype, as zarr gives ``fill_value`` (the encoding xarray's zarr engine keeps)."""
+    if isinstance(value, list):
+        return [_stored_scalar(v, dtype) for v in value]
+    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
+        return float(value.replace("Infinity", "inf"))  # zarr decodes these to Python floats
+    try:
+        dtype = np.dtype(dtype)
+        if dtype.kind == "S" and isinstance(value, bytes):
+            return np.bytes_(value)
+        if dtype.kind == "U" and isinstance(value, str):
+            return np.str_(value)
+        if dtype.kind in "SUO" or isinstance(value, (bytes, str)):
+            return value
+        return np.array(value).astype(dtype)[()]
+    except (TypeError, ValueError, OverflowError):
+        return value
+
+
+def _codec_encoding(var):
+    """``compressor`` / ``filters`` as xarray's zarr engine sets them (numcodecs objects) for a
+    Zarr v2 array; {} for other formats."""
+    codecs = var.codecs
+    if not isinstance(codecs, dict) or "compressor" not in codecs:
+        return {}
+    import numcodecs
+
+    compressor = codecs.get("compressor")
+    filters = codecs.get("filters")
+    return {"compressor": None if compressor is None else numcodecs.get_codec(dict(compressor)),
+            "filters": None if not filters else [numcodecs.get_codec(dict(f)) for f in filters]}
 
 
 def _split_attrs_encoding(var, decode_coords: bool):
-    """xarray-style (attrs, encoding) for a lazycube variable."""
+    """xarray-style (attrs, encoding) for a lazycube variable: the encoding xarray's zarr engine
+    gives (chunks, preferred_chunks, compressor, filters, dtype as stored, the CF parameters
+    with _FillValue a scalar of the stored type)."""
     attrs = {k: _json_value(v) for k, v in dict(var.attrs).items()}
     encoding = {k: _json_value(v) for k, v in dict(var.encoding).items()}
-    if var.dtype != var.stored_dtype or any(k in encoding for k in _CF_KEYS):
-        # The dtype on disk: what to_netcdf/to_zarr would write back.
-        try:
-            encoding["dtype"] = np.dtype(var.stored_dtype)
-        except TypeError:
-            encoding.pop("dtype", None)
-    elif "dtype" in encoding:
-        try:
-            encoding["dtype"] = np.dtype(encoding["dtype"])
-        except TypeError:
-            encoding.pop("dtype")
+    stored = np.dtype(var.stored_dtype)
+    if "char_dim_name" in encoding:
+        stored = np.dtype("S1")  # the character array as stored
+    encoding["dtype"] = stored
+    # _Unsigned: the fill value is one of the reinterpreted type (xarray's UnsignedIntegerCoder).
+    fill_type = stored
+    if encoding.get("_Unsigned") in ("true", "false") and stored.kind in "iu":
+        fill_type = np.dtype("%s%d" % ("u" if encoding["_Unsigned"] == "true" else "i", stored.itemsize))
+    # (missing_value stays as the attribute spelled it, as xarray keeps attributes.)
+    if "_FillValue" in encoding:
+        encoding["_FillValue"] = _stored_scalar(encoding["_FillValue"], fill_type)
     # Decoded values never carry the CF parameters as attributes.
     for key in ("scale_factor", "add_offset", "_FillValue", "missing_value", "_Unsigned"):
         if key in attrs and key in encoding:
@@ -190,35 +220,62 @@ def _split_attrs_encoding(var, decode_coords: bool):
         for key in ("units", "calendar"):
             if key in attrs:
                 encoding.setdefault(key, attrs.pop(key))
-    if decode_coords and "coordinates" in attrs:
-        encoding["coordinates"] = attrs.pop("coordinates")
     if decode_coords is not None and attrs.get("dtype") == "bool" and \
             np.dtype(var.dtype).kind in "iu":
         # xarray's BooleanCoder (applied whenever it decodes): int8 + dtype="bool" -> bool.
         attrs.pop("dtype")
-        encoding["dtype"] = np.dtype(var.stored_dtype)
     chunks = tuple(int(c) for c in var.chunks)
-    if chunks and len(chunks) == len(var.dims):
+    dims = tuple(var.dims)
+    char_chunk = encoding.pop("char_dim_chunk", None)
+    if "char_dim_name" in encoding and char_chunk is not None:
+        # A character array: its chunks as stored, the string dim included (as xarray's).
+        chunks, dims = chunks + (int(char_chunk),), dims + (encoding["char_dim_name"],)
+    if len(chunks) == len(dims):
         encoding["chunks"] = chunks
-        encoding["preferred_chunks"] = dict(zip(var.dims, chunks))
+        encoding["preferred_chunks"] = dict(zip(dims, chunks))
+    encoding.update(_codec_encoding(var))
     return attrs, encoding
 
 
-def _calendar_left_to_xarray(var, attrs) -> bool:
-    """A CF time the core leaves undecoded: numbers with "<unit> since <date>" and a calendar
-    that datetime64 cannot represent (noleap, 360_day, julian, ...; the core decodes the
-    standard calendars itself, src/dataset/cf.cpp)."""
+def _times_for_xarray(var, attrs, use_cftime) -> bool:
+    """A CF time that xarray's own CFDatetimeCoder must decode: numbers with "<unit> since
+    <date>" and a calendar datetime64 cannot represent (noleap, 360_day, julian, ...; the core
+    decodes the standard calendars itself, src/dataset/cf.cpp); times the core decoded to a
+    coarser datetime64 unit because datetime64[ns] cannot hold them (xarray gives cftime
+    objects there); and with use_cftime=True every decoded time."""
+    kind = np.dtype(var.dtype).kind
+    if kind == "M":
+        return bool(use_cftime) or np.datetime_data(np.dtype(var.dtype))[0] != "ns"
     units, calendar = attrs.get("units"), attrs.get("calendar")
-    return (np.dtype(var.dtype).kind in "iuf" and isinstance(units, str) and " since " in units
+    return (kind in "iuf" and isinstance(units, str) and " since " in units
             and isinstance(calendar, str))
 
 
-def _decode_calendar_times(variable, name):
-    """xarray's own CF time decoding (cftime objects for non-standard calendars, lazily), so
-    that engine="lazycube" gives what engine="netcdf4"/"zarr" give for these times."""
-    from xarray.coding.times import CFDatetimeCoder
+def _xarray_decoded_times(core, source, name, decoded_encoding, use_cftime):
+    """Variable `name` decoded by xarray's own decode_cf_variable from the stored numbers (read
+    lazily by lazycube, undecoded), so that engine="lazycube" gives the cftime objects or
+    errors engine="zarr" gives."""
+    from xarray import conventions
 
-    return CFDatetimeCoder().decode(variable, name=name)
+    if source is None:  # no way to reopen undecoded: xarray decodes the core's numbers
+        from xarray.coding.times import CFDatetimeCoder
+
+        var = core[name]
+        attrs = {k: _json_value(v) for k, v in dict(var.attrs).items()}
+        backend = LazycubeBackendArray(var, core)
+        variable = xr.Variable(tuple(var.dims), indexing.LazilyIndexedArray(backend), attrs=attrs)
+        return CFDatetimeCoder(use_cftime=use_cftime).decode(variable, name=name)
+    raw_source = source.replace(decode_cf=False)
+    raw_core = _open_once(raw_source)
+    raw = raw_core[name]
+    attrs = {k: _json_value(v) for k, v in dict(raw.attrs).items()}
+    attrs.pop("_ARRAY_DIMENSIONS", None)
+    for key in ("_FillValue", "units", "calendar"):
+        if key in decoded_encoding and key not in attrs:
+            attrs[key] = decoded_encoding[key]
+    backend = LazycubeBackendArray(raw, raw_core, source=raw_source)
+    variable = xr.Variable(tuple(raw.dims), indexing.LazilyIndexedArray(backend), attrs=attrs)
+    return conventions.decode_cf_variable(name, variable, use_cftime=use_cftime)
 
 
 def _core_and_source(ds):
@@ -239,7 +296,7 @@ _SOURCE_KEY = "lazycube_source"
 
 
 def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
-              decode_coords: bool = True, decode: bool = True) -> xr.Dataset:
+              decode_coords: bool = True, decode: bool = True, use_cftime=None) -> xr.Dataset:
     """A lazy ``xarray.Dataset`` over a lazycube Dataset: the variables are lazycube-backed
     and read only what is indexed; index coordinates are loaded (xarray builds its indexes from
     them), as with ``xr.open_dataset(..., engine="zarr")``."""
@@ -253,23 +310,45 @@ def to_xarray(ds, *, drop_variables: Iterable[str] | None = None,
         as_bool = decode and dict(var.attrs).get("dtype") == "bool" and \
             np.dtype(var.dtype).kind in "iu"
         attrs, encoding = _split_attrs_encoding(var, decode_coords if decode else None)
+        if decode and _times_for_xarray(var, attrs, use_cftime):
+            variable = _xarray_decoded_times(core, source, name, encoding, use_cftime)
+            for key in ("chunks", "preferred_chunks", "compressor", "filters"):
+                if key in encoding:
+                    variable.encoding[key] = encoding[key]
+        else:
+            data = indexing.LazilyIndexedArray(LazycubeBackendArray(var, core, as_bool=as_bool,
+                                                                    source=source))
+            if np.dtype(var.dtype).kind == "U":
+                # Text decoded from bytes (_Encoding): xarray holds it as str objects.
+                data = indexing.LazilyIndexedArray(_ObjectArray(data))
+            variable = xr.Variable(tuple(var.dims), data, attrs=attrs, encoding=encoding)
         if source is not None:
-            encoding[_SOURCE_KEY] = source
-        data = indexing.LazilyIndexedArray(LazycubeBackendArray(var, core, as_bool=as_bool,
-                                                                source=source))
-        variable = xr.Variable(tuple(var.dims), data, attrs=attrs, encoding=encoding)
-        if decode and _calendar_left_to_xarray(var, attrs):
-            variable = _decode_calendar_times(variable, name)
+            variable.encoding[_SOURCE_KEY] = source
         variables[name] = variable
 
-    dims = {name for name, _ in core.dims}
-    if decode_coords:
-        coord_names = set(core.coord_names())
-    else:
-        coord_names = {n for n in core.coord_names() if n in dims}
+    # The core decided the coordinates (CF `coordinates`, and with decode_coords="all" bounds,
+    # grid_mapping, ...: src/dataset/cf_coordinates.cpp); its dimension coordinates always.
+    coord_names = set(core.coord_names())
     out = xr.Dataset(variables, attrs={k: _json_value(v) for k, v in dict(core.attrs).items()})
     out = out.set_coords([n for n in variables if n in coord_names and n not in out.coords])
     return out
+
+
+class _ObjectArray(indexing.ExplicitlyIndexedNDArrayMixin):
+    """Fixed-width text ('U') read lazily and handed to xarray as an object array of str, as
+    xarray's EncodedStringCoder gives decoded bytes."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    @property
+    def dtype(self):
+        return np.dtype(object)
+
+    def __getitem__(self, key):
+        return np.asarray(self.array[key]).astype(object)
 
 
 def _strip_url(url: str) -> str:
@@ -306,9 +385,6 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
         url = _strip_url(filename_or_obj)
         if isinstance(drop_variables, str):
             drop_variables = [drop_variables]
-        if use_cftime:
-            raise ValueError("engine='lazycube' decodes CF times to numpy datetime64 only "
-                             "(use_cftime=True is not supported)")
 
         # xarray turns decode_cf=False into every decoder flag False; lazycube decodes
         # all-or-nothing (mask/scale and times together).
@@ -319,11 +395,16 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
             raise ValueError(
                 "engine='lazycube' decodes CF conventions all-or-nothing: pass decode_cf=False "
                 "(or both mask_and_scale=False and decode_times=False) for raw values")
+        if decode_coords is None:
+            decode_coords = True
         source = Source(url, storage_options, decode_cf=decode, consolidated=consolidated,
                         mask_valid_range=mask_valid_range, group=group, branch=branch, tag=tag,
-                        snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers)
+                        snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers,
+                        concat_characters=concat_characters is not False,
+                        decode_coords=decode_coords if decode else False)
         ds = to_xarray(lazycube_dataset.Dataset(_open_for_engine(source), source), drop_variables=drop_variables,
-                       decode_coords=decode_coords is not False and decode, decode=decode)
+                       decode_coords=decode_coords is not False and decode, decode=decode,
+                       use_cftime=use_cftime)
         ds.encoding["source"] = filename_or_obj
         ds.set_close(_SourceCloser(source))
         return ds

@@ -1,5 +1,10 @@
 // CF decoding rules, one policy for every format (Zarr v2/v3, kerchunk references, NetCDF/HDF5 and
 // GRIB through GDAL), following xarray (coding/variables.py, coding/times.py):
+//   0. UnsignedIntegerCoder: `_Unsigned` moves to the encoding; "true" on signed integer
+//      storage reads the bytes as the unsigned type of the same size ("false" on unsigned
+//      storage: as the signed type), and the _FillValue is taken as a value of that type
+//      (numpy's wrap-around, as xarray's unsigned_dtype.type(fill)). Everything below sees the
+//      reinterpreted type. On non-integer storage the attribute is moved and ignored.
 //   1. CFMaskCoder: missing_value and _FillValue move to the encoding; non-NaN fill values
 //      mask to NaN (NaT for times). Unscaled integers promote: <= 2 bytes -> float32, else
 //      float64 (xarray's maybe_promote).
@@ -33,6 +38,7 @@
 // Writing: the inverse of these rules is cf_encode.cpp (CfEncoding).
 #include "lazycube/dataset/cf.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -48,6 +54,7 @@
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/half.hpp"
+#include "lazycube/util/text.hpp"
 
 namespace lazycube {
 
@@ -352,6 +359,52 @@ double range_bound(const nlohmann::json& v, const std::string& name, const char*
   return x.get<double>();
 }
 
+// An integer fill value as a value of integer type `t` (numpy's t.type(v) for an out-of-range
+// Python int wraps modulo 2^bits). Non-integers are returned unchanged.
+double wrap_integer(double v, const DataType& t) {
+  if (!std::isfinite(v) || v != std::trunc(v) || std::fabs(v) >= 0x1p63) return v;
+  const auto bits = static_cast<unsigned>(t.itemsize * 8);
+  auto u = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+  if (bits < 64) u &= (std::uint64_t{1} << bits) - 1;
+  if (t.kind == DTypeKind::UInt) return static_cast<double>(u);
+  if (bits < 64 && (u >> (bits - 1)) != 0) return static_cast<double>(static_cast<std::int64_t>(u) - (std::int64_t{1} << bits));
+  return static_cast<double>(static_cast<std::int64_t>(u));
+}
+
+// A string _FillValue attribute as `t`'s fixed-size bytes (NUL padded; UTF-32 for 'U'); empty
+// when it does not fit.
+Buffer string_fill_bytes(const nlohmann::json& v, const DataType& t) {
+  std::string text;
+  if (v.is_binary()) text.assign(v.get_binary().begin(), v.get_binary().end());
+  else text = v.get<std::string>();
+  Buffer out(t.itemsize);
+  std::memset(out.data(), 0, out.size());
+  if (t.kind == DTypeKind::Bytes) {
+    if (text.size() > t.itemsize) return Buffer();
+    std::memcpy(out.data(), text.data(), text.size());
+    return out;
+  }
+  const std::u32string chars = utf8_to_utf32(text);
+  if (chars.size() * 4 > t.itemsize) return Buffer();
+  std::memcpy(out.data(), chars.data(), chars.size() * 4);
+  return out;
+}
+
+// A fixed-size string fill value for the encoding, as numpy shows it: bytes (binary JSON) or
+// text, trailing NULs dropped.
+nlohmann::json string_fill_json(const Buffer& fill, const DataType& t) {
+  if (t.kind == DTypeKind::Bytes) {
+    std::size_t n = fill.size();
+    while (n > 0 && fill.data()[n - 1] == std::byte{0}) --n;
+    const auto* p = reinterpret_cast<const std::uint8_t*>(fill.data());
+    return nlohmann::json::binary(std::vector<std::uint8_t>(p, p + n));
+  }
+  std::u32string chars(fill.size() / 4, U'\0');
+  std::memcpy(chars.data(), fill.data(), chars.size() * 4);
+  while (!chars.empty() && chars.back() == U'\0') chars.pop_back();
+  return utf32_to_utf8(chars);
+}
+
 // A bound cast to the stored type, as netCDF4-python compares them (numpy.array(bound, dtype)).
 double as_stored(double v, const DataType& t) {
   if (t.kind == DTypeKind::Float) return t.itemsize == 4 ? static_cast<double>(static_cast<float>(v)) : v;
@@ -364,6 +417,7 @@ CfDecoding CfDecoding::identity(const DataType& stored, nlohmann::json attrs) {
   CfDecoding d;
   d.stored_ = stored;
   d.decoded_ = stored;
+  d.view_ = stored;
   d.pre_time_ = stored;
   d.attrs_ = attrs.is_object() ? std::move(attrs) : nlohmann::json::object();
   return d;
@@ -377,8 +431,26 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
   auto& enc = d.encoding_;
   DataType cur = stored;
 
-  // xarray's decode_cf moves the CF `coordinates` attribute to the encoding.
-  move_attr(attrs, enc, "coordinates");
+  // CF coordinate attributes: to the encoding when the dataset decodes them (cf_coordinates.hpp).
+  for (const auto& key : inputs.coordinate_keys.value_or(std::vector<std::string>{"coordinates"}))
+    move_attr(attrs, enc, key.c_str());
+  for (const auto& key : inputs.dropped_keys) attrs.erase(key);
+  if (!inputs.char_dim_name.empty()) {
+    enc["char_dim_name"] = inputs.char_dim_name;
+    enc["char_dim_chunk"] = inputs.char_dim_chunk;
+  }
+
+  // 0. _Unsigned: reinterpret the integer storage (two's complement: the same bytes).
+  if (auto u = move_attr(attrs, enc, "_Unsigned"); u.is_string() || u.is_boolean()) {
+    const std::string flag = u.is_string() ? u.get<std::string>() : (u.get<bool>() ? "true" : "false");
+    if (stored.kind == DTypeKind::Int && flag == "true") d.view_ = DataType::uint(stored.itemsize);
+    else if (stored.kind == DTypeKind::UInt && flag == "false") d.view_ = DataType::int_(stored.itemsize);
+    if (d.view_.kind != stored.kind) {
+      d.steps_ |= kUnsigned;
+      cur = d.view_;
+    }
+  }
+  const DataType& view = d.view_;
 
   // The unpacked type when scale_factor/add_offset apply (masking a scaled variable goes
   // straight to it).
@@ -387,49 +459,96 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
     return it == attrs.end() ? nlohmann::json() : *it;
   };
   const nlohmann::json scale_attr = attr_or_null("scale_factor"), offset_attr = attr_or_null("add_offset");
-  const bool scaled = (is_real_numeric(stored) || stored.kind == DTypeKind::Bool) &&
+  const bool scaled = (is_real_numeric(view) || view.kind == DTypeKind::Bool) &&
                       (attrs.contains("scale_factor") || attrs.contains("add_offset"));
-  const DataType unpacked = scaled ? scaled_dtype(stored, scale_attr, offset_attr) : stored;
+  const DataType unpacked = scaled ? scaled_dtype(view, scale_attr, offset_attr) : view;
+
+  // Strings (xarray's EncodedStringCoder, then CFMaskCoder): `_Encoding` decodes fixed-length
+  // bytes to text (numpy 'U'; a bytes _FillValue then equals no value); otherwise a _FillValue of
+  // fixed-length bytes or text masks (string_fill(): the Python binding turns such a variable
+  // into an object array with NaN where masked, as xarray's maybe_promote does).
+  if (stored.kind == DTypeKind::Bytes || stored.kind == DTypeKind::Unicode) {
+    const nlohmann::json text = inputs.decode_text ? move_attr(attrs, enc, "_Encoding") : nlohmann::json();
+    if (stored.kind == DTypeKind::Bytes && text.is_string()) {
+      std::string e = text.get<std::string>();
+      for (auto& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (e == "utf-8" || e == "utf8" || e == "ascii" || e == "us-ascii" || e == "latin-1" ||
+          e == "latin1" || e == "iso-8859-1") {
+        d.text_encoding_ = e;
+        d.steps_ |= kText;
+        cur = DataType::unicode(stored.itemsize);
+      } else {
+        attrs["_Encoding"] = text;  // undecoded bytes keep saying how to decode them
+        enc.erase("_Encoding");
+      }
+    }
+    move_attr(attrs, enc, "missing_value");
+    const nlohmann::json fill_attr = move_attr(attrs, enc, "_FillValue");
+    Buffer fill;
+    if (inputs.array_fill_bytes && inputs.array_fill_bytes->size() == stored.itemsize) {
+      fill = Buffer::copy_of(inputs.array_fill_bytes->view());
+    } else if (fill_attr.is_string() || fill_attr.is_binary()) {
+      fill = string_fill_bytes(fill_attr, stored);
+    }
+    if (fill.size() == stored.itemsize && stored.itemsize > 0) {
+      enc["_FillValue"] = string_fill_json(fill, stored);
+      if (!(d.steps_ & kText)) {
+        d.string_fill_ = std::move(fill);
+        d.steps_ |= kStringMask;
+      }
+    }
+    d.decoded_ = cur;
+    d.pre_time_ = cur;
+    return d;
+  }
 
   // 1. Mask.
   std::vector<double> fills;
   collect_numbers(move_attr(attrs, enc, "missing_value"), fills);
   const nlohmann::json fill_attr = move_attr(attrs, enc, "_FillValue");
-  if (inputs.array_fill_bytes && inputs.array_fill_bytes->size() == stored.itemsize &&
-      stored.itemsize > 0) {
+  if (inputs.array_fill_bytes && inputs.array_fill_bytes->size() == view.itemsize &&
+      view.itemsize > 0) {
     const Buffer& fb = *inputs.array_fill_bytes;
-    enc["_FillValue"] = fill_bytes_json(fb, stored);
-    if (stored.kind == DTypeKind::Complex) {
+    enc["_FillValue"] = fill_bytes_json(fb, view);
+    if (view.kind == DTypeKind::Complex) {
       d.complex_fill_ = fb;
-    } else if (stored.kind == DTypeKind::DateTime || stored.kind == DTypeKind::TimeDelta) {
+    } else if (view.kind == DTypeKind::DateTime || view.kind == DTypeKind::TimeDelta) {
       const std::int64_t v = load_int(fb.data(), DataType::int_(8));
       if (v != cf::kNaT) d.fill_ints_.push_back(v);
-    } else if (is_real_numeric(stored)) {
-      fills.push_back(load_double(fb.data(), stored));
+    } else if (is_real_numeric(view)) {
+      fills.push_back(load_double(fb.data(), view));
     }
   } else {
+    const std::size_t first = fills.size();
     collect_numbers(fill_attr, fills);
+    // _Unsigned: the _FillValue as a value of the reinterpreted type (numpy wraps it).
+    if (d.view_.kind != stored.kind)
+      for (std::size_t i = first; i < fills.size(); ++i) fills[i] = wrap_integer(fills[i], d.view_);
+    if (d.view_.kind != stored.kind && fills.size() > first && std::isfinite(fills[first])) {
+      if (d.view_.kind == DTypeKind::UInt) enc["_FillValue"] = static_cast<std::uint64_t>(fills[first]);
+      else enc["_FillValue"] = static_cast<std::int64_t>(fills[first]);
+    }
   }
   for (double f : fills)
     if (!std::isnan(f)) d.fill_values_.push_back(f);
-  if (stored.kind == DTypeKind::DateTime || stored.kind == DTypeKind::TimeDelta) {
+  if (view.kind == DTypeKind::DateTime || view.kind == DTypeKind::TimeDelta) {
     for (double f : d.fill_values_)  // a fill value past int64 equals no stored value: it masks nothing
       if (f >= -0x1p63 && f < 0x1p63) d.fill_ints_.push_back(static_cast<std::int64_t>(f));
     d.fill_values_.clear();
     if (!d.fill_ints_.empty()) d.steps_ |= kMask;
-  } else if (stored.kind == DTypeKind::Complex) {
+  } else if (view.kind == DTypeKind::Complex) {
     if (!d.complex_fill_.empty()) d.steps_ |= kMask;
-  } else if (is_real_numeric(stored) && !d.fill_values_.empty()) {
+  } else if (is_real_numeric(view) && !d.fill_values_.empty()) {
     d.steps_ |= kMask;
     for (double f : d.fill_values_) d.fill_values32_.push_back(static_cast<float>(f));
-    // Fill values compare in a type that holds every stored value exactly.
-    d.mask_precision_ = stored.itemsize <= (stored.kind == DTypeKind::Float ? 4 : 2) ? Precision::F32 : Precision::F64;
+    // Fill values compare in a type that holds every view value exactly.
+    d.mask_precision_ = view.itemsize <= (view.kind == DTypeKind::Float ? 4 : 2) ? Precision::F32 : Precision::F64;
     if (scaled) cur = unpacked;
-    else if (stored.kind != DTypeKind::Float) cur = DataType::float_(stored.itemsize <= 2 ? 4 : 8);
+    else if (view.kind != DTypeKind::Float) cur = DataType::float_(view.itemsize <= 2 ? 4 : 8);
   }
 
-  // 1b. Valid range (opt-in), compared with the stored values.
-  if (inputs.mask_valid_range && is_real_numeric(stored)) {
+  // 1b. Valid range (opt-in), compared with the view values.
+  if (inputs.mask_valid_range && is_real_numeric(view)) {
     const nlohmann::json range = move_attr(attrs, enc, "valid_range");
     const nlohmann::json vmin = move_attr(attrs, enc, "valid_min");
     const nlohmann::json vmax = move_attr(attrs, enc, "valid_max");
@@ -454,11 +573,11 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
       any = true;
     }
     if (any) {
-      d.valid_min_ = as_stored(d.valid_min_, stored);
-      d.valid_max_ = as_stored(d.valid_max_, stored);
+      d.valid_min_ = as_stored(d.valid_min_, view);
+      d.valid_max_ = as_stored(d.valid_max_, view);
       d.steps_ |= kValidRange;
       if (scaled) cur = unpacked;
-      else if (stored.kind != DTypeKind::Float) cur = DataType::float_(stored.itemsize <= 2 ? 4 : 8);
+      else if (view.kind != DTypeKind::Float) cur = DataType::float_(view.itemsize <= 2 ? 4 : 8);
     }
   }
 
@@ -494,7 +613,11 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
         d.time_units_ = units;
         move_attr(attrs, enc, "units");
         move_attr(attrs, enc, "calendar");
-        cur = DataType::datetime("ns");
+        const std::string& u = inputs.datetime_unit;
+        if (u != "s" && u != "ms" && u != "us" && u != "ns")
+          throw UsageError("variable '" + inputs.name + "': datetime unit '" + u + "' is not one of s, ms, us, ns");
+        d.datetime_unit_ns_ = u == "s" ? 1'000'000'000 : u == "ms" ? 1'000'000 : u == "us" ? 1'000 : 1;
+        cur = DataType::datetime(inputs.datetime_unit);
         d.steps_ |= kDateTime;
       }
     }
@@ -523,13 +646,21 @@ void CfDecoding::apply(ByteView raw, std::uint64_t count, MutableByteView out) c
 void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::byte* out_data) const {
   const ByteView raw(raw_data, count * stored_.itemsize);
   const MutableByteView out(out_data, count * decoded_.itemsize);
-  if (is_identity()) {
+  if (is_identity() || steps_ == kUnsigned) {  // _Unsigned alone: the same bytes, read as view_
     if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
     return;
   }
   const std::size_t in_size = stored_.itemsize;
   const std::size_t out_size = decoded_.itemsize;
 
+  if (stored_.kind == DTypeKind::Bytes || stored_.kind == DTypeKind::Unicode) {
+    if (steps_ & kText) {
+      decode_text(raw_data, count, out_data);
+    } else if (!raw.empty()) {  // a string mask is applied where values become objects
+      std::memcpy(out.data(), raw.data(), raw.size());
+    }
+    return;
+  }
   if (stored_.kind == DTypeKind::Complex) {
     if (!raw.empty()) std::memcpy(out.data(), raw.data(), raw.size());
     const DataType part = DataType::float_(in_size / 2);
@@ -573,8 +704,8 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
   steps.vmin = valid_min_;
   steps.vmax = valid_max_;
   if (!to_datetime && !to_timedelta && decoded_.kind == DTypeKind::Float) {
-    if (decoded_.itemsize == 4 && decode_numbers_to<float>(stored_, raw.data(), count, out.data(), steps)) return;
-    if (decoded_.itemsize == 8 && decode_numbers_to<double>(stored_, raw.data(), count, out.data(), steps)) return;
+    if (decoded_.itemsize == 4 && decode_numbers_to<float>(view_, raw.data(), count, out.data(), steps)) return;
+    if (decoded_.itemsize == 8 && decode_numbers_to<double>(view_, raw.data(), count, out.data(), steps)) return;
   }
   const bool integer_times = !steps.mask && !steps.range && !steps.scale && pre_time_.kind != DTypeKind::Float;
   const bool time_f32 = pre_time_.kind == DTypeKind::Float && pre_time_.itemsize == 4;
@@ -582,7 +713,14 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
   // Times in 128 bits: the reference may lie outside int64 ns (years before 1678) while the
   // times themselves fit.
   const __int128 reference = static_cast<__int128>(reference_s_) * 1'000'000'000 + reference_frac_ns_;
-  const auto fit_ns = [this](__int128 ns, double value) {
+  // ns -> the decoded unit (floor division: datetime64 counts whole steps), checked against int64.
+  const __int128 per_step = datetime_unit_ns_;
+  const auto fit_ns = [this, per_step, to_datetime](__int128 ns, double value) {
+    if (to_datetime && per_step != 1) {
+      __int128 q = ns / per_step;
+      if (ns % per_step != 0 && ns < 0) --q;
+      ns = q;
+    }
     if (ns < std::numeric_limits<std::int64_t>::min() || ns > std::numeric_limits<std::int64_t>::max())
       time_out_of_range(value);
     return static_cast<std::int64_t>(ns);
@@ -591,12 +729,12 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
     const std::byte* p = raw.data() + i * in_size;
     std::byte* q = out.data() + i * out_size;
     if ((to_datetime || to_timedelta) && integer_times) {
-      const std::int64_t v = load_int(p, stored_);
+      const std::int64_t v = load_int(p, view_);
       const std::int64_t ns = fit_ns(static_cast<__int128>(v) * unit_ns_ + (to_datetime ? reference : 0), v);
       std::memcpy(q, &ns, 8);
       continue;
     }
-    const double x = steps(load_double(p, stored_));
+    const double x = steps(load_double(p, view_));
     if (to_datetime) {
       std::int64_t ns = cf::kNaT;
       if (!std::isnan(x)) {
@@ -617,13 +755,47 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
   }
 }
 
+void CfDecoding::decode_text(const std::byte* raw, std::uint64_t count, std::byte* out) const {
+  const std::size_t n = stored_.itemsize;
+  const bool utf8 = text_encoding_ == "utf-8" || text_encoding_ == "utf8";
+  const bool ascii = text_encoding_ == "ascii" || text_encoding_ == "us-ascii";
+  std::memset(out, 0, count * decoded_.itemsize);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const auto* p = reinterpret_cast<const char*>(raw + i * n);
+    std::size_t len = n;
+    while (len > 0 && p[len - 1] == '\0') --len;  // numpy drops trailing NULs of 'S' values
+    const std::string_view bytes(p, len);
+    std::u32string chars;
+    if (utf8) {
+      chars = utf8_to_utf32(bytes);
+      if (utf32_to_utf8(chars, false) != bytes)  // strict, as Python's bytes.decode
+        throw CodecError("variable '" + name_ + "': element " + std::to_string(i) +
+                         " of the selection is not valid UTF-8 (_Encoding " + text_encoding_ + ")");
+    } else {
+      for (unsigned char c : bytes) {
+        if (ascii && c >= 0x80)
+          throw CodecError("variable '" + name_ + "': element " + std::to_string(i) +
+                           " of the selection is not ASCII (_Encoding " + text_encoding_ + ")");
+        chars.push_back(c);
+      }
+    }
+    std::memcpy(out + i * decoded_.itemsize, chars.data(), chars.size() * 4);
+  }
+}
+
+bool CfDecoding::is_string_fill(const std::byte* item) const {
+  return (steps_ & kStringMask) && std::memcmp(item, string_fill_.data(), string_fill_.size()) == 0;
+}
+
 void CfDecoding::time_out_of_range(double value) const {
-  // xarray falls back to cftime objects there; lazycube decodes to datetime64[ns]/timedelta64[ns] only.
+  // The dataset picks a coarser datetime64 unit when the first or last time needs one (as
+  // xarray picks cftime from them); a time between them outside the unit's range lands here.
   std::ostringstream v;
   v << value;
+  const bool ns = decoded_.unit == "ns";
   throw CodecError("variable '" + name_ + "': the time " + v.str() + " '" + time_units_ +
-                   "' lies outside what " + decoded_.name() +
-                   " can hold (years 1678 to 2262); open it with decode_times=False to read the numbers");
+                   "' lies outside what " + decoded_.name() + " can hold" +
+                   (ns ? " (years 1678 to 2262)" : "") + "; open it with decode_times=False to read the numbers");
 }
 
 }  // namespace lazycube

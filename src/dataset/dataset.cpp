@@ -4,6 +4,9 @@
 #include <set>
 #include <sstream>
 
+#include "char_array.hpp"
+#include "cf_coordinates.hpp"
+#include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
 
 namespace lazycube {
@@ -16,12 +19,6 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-std::vector<std::string> split_words(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
 
 }  // namespace
 
@@ -61,6 +58,119 @@ Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, i
   return Variable(std::move(name), std::move(array), std::move(dims), std::move(plan));
 }
 
+namespace {
+
+// Whether the decoded times of `v` at its first and last element fit its datetime64 unit (what
+// xarray's _decode_cf_datetime_dtype looks at to choose datetime64[ns] or cftime).
+bool ends_fit(const Variable& v) {
+  const Shape shape = v.array()->shape();
+  if (shape_size(shape) == 0) return true;
+  for (bool last : {false, true}) {
+    ArraySelection at;
+    for (auto n : shape) at.push_back({last ? n - 1 : 0, 1, 1});
+    try {
+      v.cf().apply(v.array()->read(at));
+    } catch (const CodecError&) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The datetime64 unit for times datetime64[ns] cannot hold: seconds, or the units' own
+// resolution when finer.
+std::string coarse_datetime_unit(const nlohmann::json& attrs) {
+  auto it = attrs.find("units");
+  if (it != attrs.end() && it->is_string())
+    if (auto parsed = cf::parse_time_units(it->get<std::string>())) {
+      if (parsed->unit_ns < 1'000) return "ns";
+      if (parsed->unit_ns < 1'000'000) return "us";
+      if (parsed->unit_ns < 1'000'000'000) return "ms";
+    }
+  return "s";
+}
+
+}  // namespace
+
+Dataset decode_dataset(const std::vector<std::pair<std::string, ArrayPtr>>& arrays, nlohmann::json attrs,
+                       int zarr_format, const OpenOptions& options) {
+  if (!options.decode_cf) {
+    std::vector<Variable> variables;
+    for (const auto& [name, array] : arrays) variables.push_back(variable_from_array(name, array, false, zarr_format));
+    return Dataset(std::move(variables), std::move(attrs));
+  }
+  check_decode_coords(options.decode_coords);
+  // Character arrays (xarray's stackable(): a dim that is no variable, used only as the last
+  // dim of byte-string variables).
+  std::map<std::string, std::vector<std::string>> dims;
+  std::set<std::string> names;
+  for (const auto& [name, array] : arrays) {
+    dims[name] = dims_of(*array);
+    names.insert(name);
+  }
+  const auto stackable = [&](const std::string& dim) {
+    if (names.count(dim) != 0) return false;
+    for (const auto& [name, array] : arrays) {
+      const auto& d = dims[name];
+      for (std::size_t i = 0; i < d.size(); ++i)
+        if (d[i] == dim && (array->dtype().kind != DTypeKind::Bytes || i + 1 != d.size())) return false;
+    }
+    return true;
+  };
+  std::map<std::string, nlohmann::json> var_attrs;
+  for (const auto& [name, array] : arrays) {
+    nlohmann::json a = array->attrs().is_object() ? array->attrs() : nlohmann::json::object();
+    a.erase("_ARRAY_DIMENSIONS");
+    var_attrs[name] = std::move(a);
+  }
+  inherit_time_bounds_attributes(var_attrs);
+  const CfCoordinates coords = decode_cf_coordinates(var_attrs, attrs, options.decode_coords);
+
+  std::vector<Variable> variables;
+  for (const auto& [name, stored] : arrays) {
+    ArrayPtr array = stored;
+    std::vector<std::string> vdims = dims[name];
+    CfInputs inputs;
+    inputs.mask_valid_range = options.mask_valid_range;
+    inputs.decode_text = options.concat_characters;
+    inputs.name = name;
+    auto moved = coords.moved.find(name);
+    inputs.coordinate_keys = moved == coords.moved.end() ? std::vector<std::string>{} : moved->second;
+    if (auto dropped = coords.dropped.find(name); dropped != coords.dropped.end()) inputs.dropped_keys = dropped->second;
+    if (options.concat_characters && array->dtype().kind == DTypeKind::Bytes && array->dtype().itemsize == 1 &&
+        !vdims.empty() && stackable(vdims.back())) {
+      inputs.char_dim_name = vdims.back();
+      inputs.char_dim_chunk = array->chunk_shape().back();
+      array = std::make_shared<CharArray>(array, vdims);
+      vdims.pop_back();
+    }
+    if (zarr_format == 2 && array->has_fill_value() && !array->dtype().is_variable_length())
+      inputs.array_fill_bytes = array->fill_value_bytes();
+    const nlohmann::json& a = var_attrs[name];
+    Variable v(name, array, vdims, CfDecoding::plan(array->dtype(), a, inputs));
+    if (v.cf().decodes_datetime() && !ends_fit(v)) {
+      inputs.datetime_unit = coarse_datetime_unit(a);
+      v = Variable(name, array, vdims, CfDecoding::plan(array->dtype(), a, inputs));
+    }
+    variables.push_back(std::move(v));
+  }
+  return Dataset(std::move(variables), std::move(attrs), coords.global);
+}
+
+Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs, const std::vector<std::string>& coords)
+    : coord_names_() {
+  if (attrs.is_object()) attrs_ = std::move(attrs);
+  for (auto& v : variables) {
+    if (variables_.count(v.name()) != 0)
+      throw MetadataError("duplicate variable name '" + v.name() + "'");
+    order_.push_back(v.name());
+    variables_.emplace(v.name(), std::move(v));
+  }
+  for (const auto& c : coords)
+    if (variables_.count(c) != 0) coord_names_.push_back(c);
+  build();
+}
+
 Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs) {
   if (attrs.is_object()) attrs_ = std::move(attrs);
   for (auto& v : variables) {
@@ -98,12 +208,10 @@ void Dataset::build() {
   for (const auto& name : order_) {
     const Variable& v = variables_.at(name);
     if (v.ndim() == 1 && v.dims()[0] == name) coords.insert(name);
-    for (const auto* source : {&v.encoding(), &v.attrs()}) {
-      auto it = source->find("coordinates");
-      if (it != source->end() && it->is_string())
-        for (const auto& c : split_words(it->get<std::string>()))
-          if (variables_.count(c) != 0) coords.insert(c);
-    }
+    // CF coordinate attributes the decoding moved to the encoding (cf_coordinates.hpp); an
+    // attribute left visible (decode_coords off, or naming a missing variable) makes none.
+    for (const auto& c : cf_coordinate_names(v.encoding()))
+      if (variables_.count(c) != 0) coords.insert(c);
   }
   coord_names_.clear();
   for (const auto& name : order_)
@@ -163,7 +271,10 @@ Dataset Dataset::subset(const std::vector<std::string>& names) const {
   std::vector<Variable> vars;
   for (const auto& name : order_)
     if (keep.count(name) != 0) vars.push_back(variables_.at(name).with_index_coords(nullptr));
-  return Dataset(std::move(vars), attrs_);
+  std::vector<std::string> kept_coords;
+  for (const auto& c : coord_names_)
+    if (keep.count(c) != 0) kept_coords.push_back(c);
+  return Dataset(std::move(vars), attrs_, kept_coords);
 }
 
 Dataset Dataset::isel(const Indexers& indexers) const {

@@ -83,12 +83,10 @@ Dataset open(std::string_view url, const OpenOptions& options) {
       throw UsageError(chosen + ": only for Zarr stores and Icechunk repositories, not with the gdal engine (" +
                        std::string(url) + ")");
     auto file = netcdf::open_gdal(url, options.storage_options);
-    std::vector<Variable> variables;
-    variables.reserve(file.arrays.size());
-    for (auto& entry : file.arrays)
-      variables.push_back(variable_from_array(std::move(entry.name), std::move(entry.array), options.decode_cf,
-                                              /*zarr_format=*/0, options.mask_valid_range));
-    return Dataset(std::move(variables), std::move(file.attrs));
+    std::vector<std::pair<std::string, ArrayPtr>> arrays;
+    arrays.reserve(file.arrays.size());
+    for (auto& entry : file.arrays) arrays.emplace_back(std::move(entry.name), std::move(entry.array));
+    return decode_dataset(arrays, std::move(file.attrs), /*zarr_format=*/0, options);
   }
   return open(open_location(url, options.storage_options), options);
 }
@@ -99,20 +97,16 @@ Dataset open(const Location& location, const OpenOptions& options) {
     throw UsageError("engine 'gdal' opens URLs, not store locations: call open(url, options)");
   const Location node = chosen_node(location, options);
   const auto hierarchy = zarr::Hierarchy::open(node, options.consolidated);
-  std::vector<Variable> variables;
+  std::vector<std::pair<std::string, ArrayPtr>> arrays;
   if (hierarchy.is_array()) {
     std::string name = last_component(node.path);
     if (name.empty()) name = last_component(node.store->url());
     if (name.empty()) name = "data";
-    variables.push_back(variable_from_array(name, hierarchy.array(hierarchy.array_names().front()),
-                                            options.decode_cf, hierarchy.zarr_format(),
-                                            options.mask_valid_range));
+    arrays.emplace_back(name, hierarchy.array(hierarchy.array_names().front()));
   } else {
-    for (const auto& name : hierarchy.array_names())
-      variables.push_back(variable_from_array(name, hierarchy.array(name), options.decode_cf,
-                                              hierarchy.zarr_format(), options.mask_valid_range));
+    for (const auto& name : hierarchy.array_names()) arrays.emplace_back(name, hierarchy.array(name));
   }
-  return Dataset(std::move(variables), hierarchy.attrs());
+  return decode_dataset(arrays, hierarchy.attrs(), hierarchy.zarr_format(), options);
 }
 
 }  // namespace lazycube

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -121,6 +122,29 @@ std::optional<std::string> missing_local_store(const std::string& url, const Ope
   return "No such file or directory: '" + (url.rfind("file://", 0) == 0 ? url : text) + "'";
 }
 
+// The dtype a Variable reads as in Python: object for strings a _FillValue masks (NaN where
+// masked, as xarray), else the decoded dtype.
+py::dtype variable_numpy_dtype(const Variable& v) {
+  return v.cf().masks_strings() ? py::dtype("O") : to_numpy_dtype(v.dtype());
+}
+
+// Fixed-length strings with a fill value as xarray's CFMaskCoder gives them: an object array of
+// the values (bytes or str, trailing NULs dropped as numpy does), NaN where an element is the fill.
+py::object masked_strings_to_numpy(const NDArray& a, const CfDecoding& cf) {
+  py::array values = ndarray_to_numpy(NDArray(a));
+  py::array out = values.attr("astype")(py::dtype("O"));
+  auto* items = static_cast<PyObject**>(out.mutable_data());
+  const std::size_t n = a.dtype.itemsize;
+  const std::size_t count = shape_size(a.shape);
+  py::float_ nan(std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!cf.is_string_fill(a.data.data() + i * n)) continue;
+    Py_XDECREF(items[i]);
+    items[i] = nan.inc_ref().ptr();
+  }
+  return py::object(out);
+}
+
 py::tuple str_tuple(const std::vector<std::string>& v) {
   py::tuple out(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) out[i] = py::str(v[i]);
@@ -156,8 +180,17 @@ PYBIND11_MODULE(_core, m) {
          bool decode_cf, std::optional<bool> consolidated, std::optional<std::string> engine,
          bool mask_valid_range, std::optional<std::string> group, std::optional<std::string> branch,
          std::optional<std::string> tag, std::optional<std::string> snapshot,
-         std::optional<std::map<std::string, std::map<std::string, std::string>>> virtual_chunk_containers) {
+         std::optional<std::map<std::string, std::map<std::string, std::string>>> virtual_chunk_containers,
+         bool concat_characters, const py::object& decode_coords) {
         OpenOptions o;
+        o.concat_characters = concat_characters;
+        // xarray's decode_coords: True / "coordinates", "all", False / None (off).
+        if (decode_coords.is_none() || (py::isinstance<py::bool_>(decode_coords) && !decode_coords.cast<bool>()))
+          o.decode_coords = "";
+        else if (py::isinstance<py::bool_>(decode_coords))
+          o.decode_coords = "coordinates";
+        else
+          o.decode_coords = decode_coords.cast<std::string>();
         if (storage_options) o.storage_options = *storage_options;
         o.decode_cf = decode_cf;
         o.consolidated = consolidated;
@@ -180,7 +213,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("consolidated") = py::none(), py::arg("engine") = py::none(),
       py::arg("mask_valid_range") = false, py::arg("group") = py::none(), py::arg("branch") = py::none(),
       py::arg("tag") = py::none(), py::arg("snapshot") = py::none(),
-      py::arg("virtual_chunk_containers") = py::none(),
+      py::arg("virtual_chunk_containers") = py::none(), py::arg("concat_characters") = true,
+      py::arg("decode_coords") = true,
       "Opens a Zarr v2/v3 group or array (`group`: a node path below the URL), an Icechunk repository\n"
       "(at `branch`, `tag` or `snapshot`; default branch main; `virtual_chunk_containers`: URL prefix ->\n"
       "storage options of the virtual chunk containers authorised), or (engine 'gdal', auto-detected by\n"
@@ -197,12 +231,14 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("shape", [](const Variable& v) { return shape_to_tuple(v.shape()); })
       .def_property_readonly("ndim", &Variable::ndim)
       .def_property_readonly("size", &Variable::size)
-      .def_property_readonly("dtype", [](const Variable& v) { return to_numpy_dtype(v.dtype()); })
+      .def_property_readonly("dtype", [](const Variable& v) { return variable_numpy_dtype(v); })
       .def_property_readonly("stored_dtype",
                              [](const Variable& v) { return to_numpy_dtype(v.stored_dtype()); })
       .def_property_readonly("attrs", [](const Variable& v) { return json_to_py(v.attrs()); })
       .def_property_readonly("encoding", [](const Variable& v) { return json_to_py(v.encoding()); })
       .def_property_readonly("chunks", [](const Variable& v) { return shape_to_tuple(v.chunks()); })
+      // The array's codecs as its metadata spells them (Zarr v2: {"compressor", "filters"}).
+      .def_property_readonly("codecs", [](const Variable& v) { return json_to_py(v.array()->codecs_json()); })
       .def(
           "isel",
           [](const Variable& v, const py::object& indexers) {
@@ -238,7 +274,8 @@ PYBIND11_MODULE(_core, m) {
                py::gil_scoped_release release;
                a = v.read();
              }
-             return ndarray_to_numpy(std::move(a));
+             if (v.cf().masks_strings()) return masked_strings_to_numpy(a, v.cf());
+             return py::object(ndarray_to_numpy(std::move(a)));
            })
       .def("read_raw",
            [](const Variable& v) {

@@ -38,6 +38,9 @@ struct ArrayMetadata {
   DataType dtype;
   FillValue fill;
   codec::CodecPipeline codecs;
+  // Zarr v2: {"compressor", "filters"} as `.zarray` spells them (what xarray's zarr engine puts
+  // in a variable's encoding, as numcodecs objects); null for v3.
+  nlohmann::json v2_codecs;
   ChunkKeyEncoding key_encoding;
   std::vector<std::string> dimension_names;  // empty when absent
   nlohmann::json attrs = nlohmann::json::object();

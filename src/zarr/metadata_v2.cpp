@@ -73,6 +73,7 @@ ArrayMetadata parse_v2_array(const json& zarray, const json& zattrs, const std::
   }
   if (auto it = zarray.find("compressor"); it != zarray.end() && !it->is_null())
     add_bytes_codec(*it, "compressor");
+  m.v2_codecs = {{"compressor", zarray.value("compressor", json())}, {"filters", zarray.value("filters", json())}};
 
   if (dtype_json.get<std::string>().find('O') != std::string::npos) {
     if (!object_codec)

@@ -45,7 +45,10 @@ class ZarrArray final : public Array {
   const Buffer& fill_value_bytes() const override { return meta_.fill.bytes; }
   const std::string& fill_value_string() const override { return meta_.fill.string; }
   bool has_fill_value() const override { return meta_.fill.specified; }
-  nlohmann::json codecs_json() const override { return meta_.codecs.to_json(); }
+  // Zarr v2: {"compressor", "filters"} as `.zarray` spells them; v3: the codec list.
+  nlohmann::json codecs_json() const override {
+    return meta_.v2_codecs.is_null() ? meta_.codecs.to_json() : meta_.v2_codecs;
+  }
   const ArrayMetadata& metadata() const { return meta_; }
 
   void read(const ArraySelection& selection, MutableByteView dest) const override;

@@ -28,6 +28,20 @@ struct CfInputs {
   bool mask_valid_range = false;
   // The variable's name, for errors about its attributes.
   std::string name;
+  // CF coordinate attributes (coordinates, bounds, ...) that move to the encoding, and those
+  // dropped: the dataset decides (cf_coordinates.hpp, xarray's decode_coords). nullopt: a lone
+  // variable moves its `coordinates`.
+  std::optional<std::vector<std::string>> coordinate_keys;
+  std::vector<std::string> dropped_keys;
+  // The unit of decoded datetimes: "ns" (xarray's datetime64[ns]), or a coarser one ("s", ...)
+  // for times datetime64[ns] cannot hold (the dataset chooses it from the first and last value).
+  std::string datetime_unit = "ns";
+  // A character array read as strings (concat_characters): the string dim's name, for the
+  // encoding (xarray's char_dim_name).
+  std::string char_dim_name;
+  std::uint64_t char_dim_chunk = 0;  // the stored chunk length along it (encoding "chunks")
+  // `_Encoding` decodes bytes to text (xarray does it under concat_characters only).
+  bool decode_text = true;
 };
 
 // The plan is also the element conversion of a decoded read (Array::read_converted): each
@@ -46,6 +60,15 @@ class CfDecoding final : public ElementConversion {
   const nlohmann::json& attrs() const { return attrs_; }
   const nlohmann::json& encoding() const { return encoding_; }
   bool is_identity() const { return steps_ == 0; }
+  // Fixed-length strings with a _FillValue: xarray decodes them to object arrays with NaN where
+  // an element equals the fill (the values themselves are not changed by apply()).
+  bool masks_strings() const { return (steps_ & kStringMask) != 0; }
+  // Whether one decoded element (decoded_dtype().itemsize bytes) is the fill value.
+  bool is_string_fill(const std::byte* item) const;
+  // The text encoding applied to bytes (`_Encoding`), or "".
+  const std::string& text_encoding() const { return text_encoding_; }
+  // Whether values decode to datetime64 from numbers with "<unit> since <date>".
+  bool decodes_datetime() const { return (steps_ & kDateTime) != 0; }
 
   // Decodes `raw` (stored dtype) into a new array of the decoded dtype.
   NDArray apply(const NDArray& raw) const;
@@ -58,11 +81,14 @@ class CfDecoding final : public ElementConversion {
   void convert(const std::byte* raw, std::uint64_t count, std::byte* out) const override;
 
  private:
-  enum Step : unsigned { kMask = 1, kScale = 2, kDateTime = 4, kTimeDelta = 8, kValidRange = 16 };
+  enum Step : unsigned { kMask = 1, kScale = 2, kDateTime = 4, kTimeDelta = 8, kValidRange = 16, kUnsigned = 32,
+              kText = 64, kStringMask = 128 };
   enum class Precision { F32, F64 };
 
   DataType stored_;
   DataType decoded_;
+  // The type the stored bytes are read as: stored_, or its unsigned/signed twin (_Unsigned).
+  DataType view_;
   nlohmann::json attrs_ = nlohmann::json::object();
   nlohmann::json encoding_ = nlohmann::json::object();
   unsigned steps_ = 0;
@@ -84,8 +110,13 @@ class CfDecoding final : public ElementConversion {
   std::int64_t unit_ns_ = 1;
   std::int64_t reference_s_ = 0;       // the reference: seconds since the epoch (any year)
   std::int64_t reference_frac_ns_ = 0;  // and ns after them
+  std::int64_t datetime_unit_ns_ = 1;    // ns per step of the decoded datetime64 unit
   // The dtype entering the time step (after mask and scale).
   DataType pre_time_;
+  // Strings: the fill value's bytes (kStringMask) and the bytes' text encoding (kText).
+  Buffer string_fill_;
+  std::string text_encoding_;
+  void decode_text(const std::byte* raw, std::uint64_t count, std::byte* out) const;
   // For messages: the variable's name and its time units as written.
   std::string name_;
   std::string time_units_;

@@ -32,6 +32,11 @@ struct OpenOptions {
   // outside valid_range / valid_min / valid_max become NaN and those attributes move to the
   // encoding. Off: they stay attributes and nothing is masked.
   bool mask_valid_range = false;
+  // With decode_cf, as xarray's open_dataset: 'S1' character arrays read as strings along their
+  // last dim (concat_characters), and which CF attributes make coordinates (decode_coords:
+  // "coordinates" = xarray's True, "all" adds bounds, grid_mapping, formula_terms, ...; "" off).
+  bool concat_characters = true;
+  std::string decode_coords = "coordinates";
   // The node opened instead of the root: a group ("group1", "a/b/c") or an array path inside the
   // hierarchy, as xarray's `group=`. Zarr stores and Icechunk repositories; with the gdal engine
   // a UsageError.
@@ -49,6 +54,8 @@ class Dataset {
   // variables (MetadataError naming the dim and both variables otherwise). Coordinates are
   // 1-D variables named like their dim plus names listed in a `coordinates` attribute.
   Dataset(std::vector<Variable> variables, nlohmann::json attrs);
+  // The same, with `coords` (names of variables it holds) made coordinates too.
+  Dataset(std::vector<Variable> variables, nlohmann::json attrs, const std::vector<std::string>& coords);
 
   // Dims in order of first appearance, with sizes.
   const std::vector<std::pair<std::string, std::uint64_t>>& dims() const { return dims_; }
@@ -101,6 +108,13 @@ Dataset open(const Location& location, const OpenOptions& options = {});
 // (OpenOptions::mask_valid_range).
 Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, int zarr_format,
                              bool mask_valid_range = false);
+
+// The variables of a dataset from its named arrays, decoded together as xarray's decode_cf does
+// (`options`: decode_cf, mask_valid_range, concat_characters, decode_coords): character arrays,
+// CF coordinate attributes, time bounds' units, and a coarser datetime64 unit for times that
+// datetime64[ns] cannot hold. `attrs`: the dataset's attributes (loses `coordinates` when decoded).
+Dataset decode_dataset(const std::vector<std::pair<std::string, ArrayPtr>>& arrays, nlohmann::json attrs,
+                       int zarr_format, const OpenOptions& options);
 
 // Dim names for an array: metadata names, falling back to dim_0, dim_1, ...
 std::vector<std::string> dims_of(const Array& array);
