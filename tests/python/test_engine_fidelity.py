@@ -317,3 +317,34 @@ def test_randomized_cf_round_trip_matches_zarr_engine(tmp_path, seed):
     native = lazycube.open_dataset(path)
     for name in theirs.data_vars:
         np.testing.assert_array_equal(native[name].values, theirs[name].values)
+
+
+# ---- NetCDF through GDAL, and the torch dataset ----------------------------------------------
+
+def test_netcdf_unsigned_and_coordinates_match_netcdf4_engine(tmp_path):
+    pytest.importorskip("netCDF4")
+    raw = np.array([1, 200, 255, 7], "u1").astype("i1")
+    ds = xr.Dataset({"v": ("x", raw, {"_Unsigned": "true", "scale_factor": np.float32(0.1)})},
+                    coords={"lat": ("x", np.arange(4.0))})
+    ds.v.encoding["_FillValue"] = np.int8(-1)
+    path = str(tmp_path / "u.nc")
+    ds.to_netcdf(path, format="NETCDF4")
+    theirs = xr.open_dataset(path, engine="netcdf4")
+    mine = xr.open_dataset(path, engine="lazycube")
+    xr.testing.assert_identical(theirs.load(), mine.load())
+    assert mine.v.encoding["_Unsigned"] == "true" and "lat" in mine.coords
+
+
+def test_batch_dataset_gives_the_engines_unsigned_values(unsigned_store):
+    torch = pytest.importorskip("torch")
+    import lazycube.torch as lt
+
+    theirs, _ = open_both(unsigned_store)
+    data = lt.BatchDataset(unsigned_store, input_dims={"x": 5}, variables=["v", "plain"], batch_size=1,
+                           dtype="float64")
+    x = next(iter(torch.utils.data.DataLoader(data, batch_size=None)))
+    x = x[0] if isinstance(x, (tuple, list)) else x
+    got = x.numpy().reshape(-1, 5) if x.ndim else x.numpy()
+    expected = np.stack([theirs.v.values, theirs.plain.values.astype("f8")])
+    rows = got.reshape(-1)
+    np.testing.assert_array_equal(np.sort(rows[~np.isnan(rows)]), np.sort(expected[~np.isnan(expected)]))
