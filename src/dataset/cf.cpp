@@ -32,8 +32,12 @@
 //      valid_range [min, max], else valid_min / valid_max, move to the encoding; stored values
 //      outside them become NaN before scale/offset. The bounds are in stored units, cast to
 //      the stored type. No range is derived from _FillValue.
-// Deviations: xarray turns masked booleans and strings into object arrays; here those keep
-// their dtype and only the fill attributes move to the encoding. xarray's boolean coding
+// Strings: `_Encoding` decodes fixed-length bytes to text ('U' here; str objects through the
+// xarray engine), and a string _FillValue marks masked elements (masks_strings(): the Python
+// binding returns object arrays with NaN there, as xarray). Character arrays and CF coordinate
+// attributes are decided for the whole dataset (dataset.cpp decode_dataset, cf_coordinates.cpp).
+// Deviation: xarray turns masked booleans into object arrays; here those keep their dtype and
+// only the fill attributes move to the encoding. xarray's boolean coding
 // (int8 + attribute dtype="bool") is decoded by the Python backend (xarray_backend.py).
 // Writing: the inverse of these rules is cf_encode.cpp (CfEncoding).
 #include "lazycube/dataset/cf.hpp"
