@@ -13,6 +13,17 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
+// A variable's codecs as one list: the v3 chain, or a Zarr v2 array's filters then compressor
+// (numcodecs configurations, as `.zarray` spells them).
+ordered_json codec_list(const nlohmann::json& codecs) {
+  if (!codecs.is_object()) return ordered_json::parse(codecs.dump());
+  ordered_json out = ordered_json::array();
+  if (auto f = codecs.find("filters"); f != codecs.end() && f->is_array())
+    for (const auto& c : *f) out.push_back(ordered_json::parse(c.dump()));
+  if (auto c = codecs.find("compressor"); c != codecs.end() && !c->is_null()) out.push_back(ordered_json::parse(c->dump()));
+  return out;
+}
+
 std::string join_dims(const std::vector<std::string>& dims) {
   std::string out = "(";
   for (std::size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + dims[i];
@@ -41,7 +52,7 @@ ordered_json to_json(const Dataset& ds) {
     j["shape"] = v.shape();
     j["dtype"] = v.dtype().numpy_str();
     j["chunks"] = v.chunks();
-    j["codecs"] = ordered_json::parse(v.array()->codecs_json().dump());
+    j["codecs"] = codec_list(v.array()->codecs_json());
     j["attrs"] = ordered_json::parse(v.attrs().dump());
     out["variables"][name] = std::move(j);
   }

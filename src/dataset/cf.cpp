@@ -471,6 +471,9 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
   // bytes to text (numpy 'U'; a bytes _FillValue then equals no value); otherwise a _FillValue of
   // fixed-length bytes or text masks (string_fill(): the Python binding turns such a variable
   // into an object array with NaN where masked, as xarray's maybe_promote does).
+  // Text that arrives decoded (GDAL shows NetCDF character arrays as strings): `_Encoding` has
+  // done its work, as in xarray's EncodedStringCoder.
+  if (stored.kind == DTypeKind::String && inputs.decode_text) move_attr(attrs, enc, "_Encoding");
   if (stored.kind == DTypeKind::Bytes || stored.kind == DTypeKind::Unicode) {
     const nlohmann::json text = inputs.decode_text ? move_attr(attrs, enc, "_Encoding") : nlohmann::json();
     if (stored.kind == DTypeKind::Bytes && text.is_string()) {

@@ -18,6 +18,9 @@ namespace lazycube::netcdf {
 namespace {
 
 const char* const kShowAll[] = {"SHOW_ALL=YES", nullptr};
+// Every variable, as netCDF4-python lists them: the netCDF driver hides 0-d variables (CF
+// grid_mapping and formula-term scalars, for instance) unless asked; other drivers ignore it.
+const char* const kAllArrays[] = {"SHOW_ZERO_DIM=YES", nullptr};
 
 // The CF view of what some drivers keep outside the attributes (units, scale, offset, nodata).
 void add_driver_metadata(const GDALMDArray& array, const std::string& driver, GdalArrayInfo& info) {
@@ -56,7 +59,7 @@ struct Walker {
   std::vector<std::string> skipped;
 
   void walk(const std::shared_ptr<GDALGroup>& group, const std::string& prefix) {
-    for (const auto& name : group->GetMDArrayNames()) {
+    for (const auto& name : group->GetMDArrayNames(kAllArrays)) {
       const std::string full = prefix + name;
       auto array = group->OpenMDArray(name);
       if (!array) throw MetadataError("GDAL cannot open variable '" + full + "' of " + source->url());

@@ -335,6 +335,54 @@ def test_netcdf_unsigned_and_coordinates_match_netcdf4_engine(tmp_path):
     assert mine.v.encoding["_Unsigned"] == "true" and "lat" in mine.coords
 
 
+def _netcdf_pair(path, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = xr.open_dataset(path, engine="netcdf4", **kwargs).load()
+    mine = xr.open_dataset(path, engine="lazycube", **kwargs).load()
+    return theirs, mine
+
+
+@pytest.mark.parametrize("decode_coords", [True, "all"])
+def test_netcdf_bounds_and_zero_dim_grid_mapping_match_netcdf4_engine(tmp_path, decode_coords):
+    pytest.importorskip("netCDF4")
+    ds = xr.Dataset({"a": (("x",), np.arange(3.0)), "x_bnds": (("x", "nv"), np.zeros((3, 2))), "crs": ((), 0)},
+                    coords={"x": [1.0, 2, 3]})
+    ds.x.attrs["bounds"] = "x_bnds"
+    ds.a.attrs["grid_mapping"] = "crs"
+    path = str(tmp_path / "b.nc")
+    ds.to_netcdf(path)
+    theirs, mine = _netcdf_pair(path, decode_coords=decode_coords)
+    xr.testing.assert_identical(theirs, mine)
+    assert ("crs" in mine.coords) == (decode_coords == "all")
+
+
+@pytest.mark.parametrize("use_cftime", [None, True])
+def test_netcdf_times_outside_ns_match_netcdf4_engine(tmp_path, use_cftime):
+    pytest.importorskip("netCDF4")
+    t = xr.Variable("t", np.array([0, 365, 730], "i8"), {"units": "days since 0001-01-01", "calendar": "standard"})
+    path = str(tmp_path / "t.nc")
+    xr.Dataset({"time": t, "v": ("t", np.arange(3.0))}).to_netcdf(path)
+    theirs, mine = _netcdf_pair(path, use_cftime=use_cftime)
+    xr.testing.assert_identical(theirs, mine)
+    assert mine.time.dtype == object
+
+
+def test_netcdf_character_array_with_encoding_matches_netcdf4_engine(tmp_path):
+    netCDF4 = pytest.importorskip("netCDF4")
+    path = str(tmp_path / "c.nc")
+    with netCDF4.Dataset(path, "w") as f:
+        f.createDimension("x", 2)
+        f.createDimension("n", 3)
+        v = f.createVariable("c", "S1", ("x", "n"))
+        v._Encoding = "utf-8"
+        v.set_auto_chartostring(False)
+        v[:] = np.array([[b"a", b"b", b""], [b"\xc3", b"\xa9", b"e"]], "S1")
+    theirs, mine = _netcdf_pair(path)
+    xr.testing.assert_identical(theirs, mine)
+    assert list(mine.c.values) == ["ab", "\u00e9e"] and "_Encoding" not in mine.c.attrs
+
+
 def test_batch_dataset_gives_the_engines_unsigned_values(unsigned_store):
     torch = pytest.importorskip("torch")
     import lazycube.torch as lt

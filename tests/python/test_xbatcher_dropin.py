@@ -309,7 +309,9 @@ def test_stacked_mode_takes_other_engines(data):
     x, dims = batch.numpy(), list(batch.arrays[0].dims)
     assert x.shape[0] == 5 and list(batch.channels) == ["foo"]
     window = obj["foo"].isel(y=slice(0, 10), x=slice(0, 20))
-    np.testing.assert_array_equal(x[0, 0], window.transpose(*dims[2:]).values)
+    # Stacked batches are float32 unless dtype= says otherwise (batch.py, issue 31).
+    assert x.dtype == np.float32
+    np.testing.assert_array_equal(x[0, 0], window.transpose(*dims[2:]).values.astype(np.float32))
 
 
 @pytest.mark.parametrize("form", ["memory", "zarr"])
