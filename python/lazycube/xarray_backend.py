@@ -202,6 +202,16 @@ def _split_attrs_encoding(var, decode_coords: bool):
     attrs = {k: _json_value(v) for k, v in dict(var.attrs).items()}
     encoding = {k: _json_value(v) for k, v in dict(var.encoding).items()}
     stored = np.dtype(var.stored_dtype)
+    if decode_coords is None:  # undecoded: the attributes as stored (zarr's fill_value as _FillValue)
+        if "_FillValue" in attrs:
+            attrs["_FillValue"] = _stored_scalar(attrs["_FillValue"], stored)
+        encoding["dtype"] = stored
+        chunks = tuple(int(c) for c in var.chunks)
+        if len(chunks) == len(var.dims):
+            encoding["chunks"] = chunks
+            encoding["preferred_chunks"] = dict(zip(var.dims, chunks))
+        encoding.update(_codec_encoding(var))
+        return attrs, encoding
     if "char_dim_name" in encoding:
         stored = np.dtype("S1")  # the character array as stored
     encoding["dtype"] = stored

@@ -417,6 +417,12 @@ double as_stored(double v, const DataType& t) {
 
 }  // namespace
 
+nlohmann::json fill_value_json(const Buffer& bytes, const DataType& t) {
+  if (t.kind == DTypeKind::Bytes || t.kind == DTypeKind::Unicode)
+    return bytes.size() == t.itemsize ? string_fill_json(bytes, t) : nlohmann::json();
+  return fill_bytes_json(bytes, t);
+}
+
 CfDecoding CfDecoding::identity(const DataType& stored, nlohmann::json attrs) {
   CfDecoding d;
   d.stored_ = stored;

@@ -46,6 +46,9 @@ Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, i
   attrs.erase("_ARRAY_DIMENSIONS");
   std::vector<std::string> dims = dims_of(*array);
   if (!decode_cf) {
+    // Undecoded, as xarray's zarr engine: a Zarr v2 fill value shows as the _FillValue attribute.
+    if (zarr_format == 2 && array->has_fill_value() && !array->dtype().is_variable_length() && !attrs.contains("_FillValue"))
+      if (auto fill = fill_value_json(array->fill_value_bytes(), array->dtype()); !fill.is_null()) attrs["_FillValue"] = fill;
     CfDecoding plan = CfDecoding::identity(array->dtype(), std::move(attrs));
     return Variable(std::move(name), std::move(array), std::move(dims), std::move(plan));
   }
@@ -157,8 +160,7 @@ Dataset decode_dataset(const std::vector<std::pair<std::string, ArrayPtr>>& arra
   return Dataset(std::move(variables), std::move(attrs), coords.global);
 }
 
-Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs, const std::vector<std::string>& coords)
-    : coord_names_() {
+Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs, const std::vector<std::string>& coords) {
   if (attrs.is_object()) attrs_ = std::move(attrs);
   for (auto& v : variables) {
     if (variables_.count(v.name()) != 0)
@@ -171,16 +173,8 @@ Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs, const st
   build();
 }
 
-Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs) {
-  if (attrs.is_object()) attrs_ = std::move(attrs);
-  for (auto& v : variables) {
-    if (variables_.count(v.name()) != 0)
-      throw MetadataError("duplicate variable name '" + v.name() + "'");
-    order_.push_back(v.name());
-    variables_.emplace(v.name(), std::move(v));
-  }
-  build();
-}
+Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs)
+    : Dataset(std::move(variables), std::move(attrs), {}) {}
 
 void Dataset::build() {
   // Dims: ordered union, sizes must agree.

@@ -268,6 +268,22 @@ def test_encoding_round_trips_through_to_zarr(tmp_path, compressor, filters):
     xr.testing.assert_identical(theirs2, xr.open_dataset(path, engine="zarr"))
 
 
+@pytest.mark.parametrize("store", ["unsigned", "coords", "strings"])
+def test_undecoded_open_matches_zarr_engine(tmp_path, unsigned_store, store):
+    """decode_cf=False: the attributes as stored, the v2 fill value as _FillValue, the same
+    encodings (xarray's zarr engine shows them whether or not it decodes)."""
+    if store == "unsigned":
+        path = unsigned_store
+    else:
+        ds = (xr.Dataset({"a": (("x",), np.arange(3.0))}, coords={"lat": ("x", np.arange(3.0))})
+              if store == "coords" else xr.Dataset({"s": ("x", np.array([b"ab", b"zz"]))}))
+        if store == "strings":
+            ds.s.encoding["_FillValue"] = b"zz"
+        path = str(tmp_path / "raw.zarr")
+        ds.to_zarr(path)
+    check_identical(path, decode_cf=False)
+
+
 # ---- randomized round trip ----------------------------------------------------------------------
 
 def _random_case(rng):

@@ -17,6 +17,10 @@
 
 namespace lazycube {
 
+// A fill value's native bytes as a CF attribute value in JSON: a number (zarr-python's "NaN" /
+// "Infinity" strings when not finite), bytes (binary) or text; null when `bytes` is not one item.
+nlohmann::json fill_value_json(const Buffer& bytes, const DataType& t);
+
 // Inputs of the plan besides the stored dtype and attributes.
 struct CfInputs {
   // The array's fill value acting as _FillValue (Zarr v2: xarray's zarr backend puts it in
