@@ -39,7 +39,7 @@ import numpy as np
 
 from . import _core
 from .dataset import Dataset
-from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, resolve_source
+from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, resolve_source, scrub
 from .statistics import normalize_document
 from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batch, cached_batch,
                               placeholder, relayout as _relayout, stack_levels)
@@ -446,10 +446,12 @@ class BatchGenerator:
         return (b.to_xarray() for b in self.batches())
 
     def __repr__(self) -> str:
-        return ("lazycube.BatchGenerator(mode=%r, reader=%r, input_dims=%r, input_overlap=%r, "
+        text = ("lazycube.BatchGenerator(mode=%r, reader=%r, input_dims=%r, input_overlap=%r, "
                 "batch_dims=%r, concat_input_dims=%r, batches=%d)"
                 % (self.mode, self.reader, self._input_dims, self._input_overlap,
                    self._batch_dims, self._concat_input_dims, len(self)))
+        # never a secret of the source (lazycube.pipeline.scrub), whatever is shown above
+        return scrub(text) if self._pipeline is None else self._pipeline.scrub(text)
 
     def __reduce__(self):
         if self._windows is not None:  # the object itself travels (in memory, or dask)

@@ -27,28 +27,81 @@ threads live in the parent): they are kept in ``_FOREIGN`` until the child exits
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
+from urllib.parse import unquote
 
 from . import _core, _errors
 from ._options import normalize_storage_options
 
 __all__ = ["StorageOptions", "Source", "MultiSource", "MemorySource", "OPEN_ARGS", "Pipeline", "resolve_shard",
-           "resolve_source"]
+           "resolve_source", "scrub"]
 
-# Storage option keys whose values are secrets: a key containing one of these words.
+# What is secret, defined once for every repr, str and message of this package (the C++ side,
+# http_util's redact_url and the stores' secret lists, drops the same from its own messages):
+# * a storage option, a URL query parameter or a connection-string field whose name contains one
+#   of these words (or is "sig", an Azure SAS signature) holds a secret value;
+# * a URL's userinfo password (the whole userinfo when it has no ':': a token used as user name);
+# * a source URL's whole query string (a signed URL -- S3 presigned X-Amz-Signature, Azure SAS
+#   sig=, GCS X-Goog-Signature, token= -- carries its signature there).
 _SECRET_WORDS = ("secret", "key", "token", "password", "passwd", "credential", "sas", "signature",
-                 "session", "private", "auth", "connection_string")
+                 "session", "private", "auth", "connection_string", "header", "cookie", "bearer")
+_SECRET_NAMES = ("sig",)
 _MASK = "***"
+
+# userinfo of a URL anywhere in a text: SCHEME://USERINFO@
+_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#@\s\"'\[\],]+)@")
+# NAME=VALUE fields of a query string or connection string anywhere in a text
+_FIELD = re.compile(r"(?:^|(?<=[?&;\s\"']))([A-Za-z][A-Za-z0-9_.-]*)=([^&;\s\"'#]+)")
 
 
 def _is_secret(key: str) -> bool:
-    k = key.lower()
-    return any(w in k for w in _SECRET_WORDS)
+    k = str(key).lower()
+    return k in _SECRET_NAMES or any(w in k for w in _SECRET_WORDS)
 
 
 def _is_key_file(key: str, value: str) -> bool:
     return key == "token" and (value.endswith(".json") or os.path.isfile(value))
+
+
+def _embedded_secrets(text: str):
+    """The secrets written inside `text` (a URL, a list of URLs, a query or connection string,
+    a message): userinfo passwords and the values of secret-named fields, as written and
+    percent-decoded."""
+    found = []
+    for m in _USERINFO.finditer(text):
+        userinfo = m.group(1)
+        found.append(userinfo.partition(":")[2] if ":" in userinfo else userinfo)
+    for m in _FIELD.finditer(text):
+        if _is_secret(m.group(1)):
+            found.append(m.group(2))
+    out = []
+    for value in found:
+        for form in (value, unquote(value)):
+            if len(form) >= 3 and form not in out:
+                out.append(form)
+    return out
+
+
+def _url_secrets(url: str):
+    """The secrets of a source URL: its query string (whole) and what _embedded_secrets finds."""
+    query = url.partition("?")[2]
+    return ([query] if query else []) + _embedded_secrets(url)
+
+
+def scrub(text: str, secrets=()) -> str:
+    """`text` with every one of `secrets` (longest first) and every secret written in it
+    (userinfo passwords, secret-named query and connection-string fields) replaced by ***: the
+    one scrubbing of every repr, str and error message of sources, pipelines, datasets and
+    generators."""
+    text = str(text)
+    for value in sorted({v for v in secrets if v}, key=len, reverse=True):
+        text = text.replace(value, _MASK)
+    for value in sorted(_embedded_secrets(text), key=len, reverse=True):
+        if value != _MASK:
+            text = text.replace(value, _MASK)
+    return text
 
 
 class StorageOptions(Mapping):
@@ -78,19 +131,25 @@ class StorageOptions(Mapping):
         return dict(self._items) or None
 
     def secrets(self):
-        """The secret values (to keep them out of messages). A gs:// ``token`` naming a
-        service-account key file is a path, not a secret: messages about the file name it."""
-        return [v for k, v in self._items.items() if _is_secret(k) and v and not _is_key_file(k, v)]
+        """The secret values (to keep them out of messages): those of secret options, with the
+        secret fields inside them (a SAS token's sig, a connection string's AccountKey), and the
+        secrets written in other values (a password in endpoint_url or allowed_prefixes). A
+        gs:// ``token`` naming a service-account key file is a path, not a secret: messages
+        about the file name it."""
+        out = []
+        for k, v in self._items.items():
+            if _is_secret(k) and v and not _is_key_file(k, v):
+                out.append(v)
+            out.extend(_embedded_secrets(v))
+        return out
 
     def scrub(self, text: str) -> str:
-        """`text` with every secret value replaced by ***."""
-        for value in self.secrets():
-            text = text.replace(value, _MASK)
-        return text
+        """`text` with every secret value replaced by *** (:func:`scrub`)."""
+        return scrub(text, self.secrets())
 
     def __repr__(self):
-        return "StorageOptions({%s})" % ", ".join(
-            "%r: %r" % (k, _MASK if _is_secret(k) else v) for k, v in self._items.items())
+        return self.scrub("StorageOptions({%s})" % ", ".join(
+            "%r: %r" % (k, _MASK if _is_secret(k) else v) for k, v in self._items.items()))
 
     __str__ = __repr__
 
@@ -153,7 +212,9 @@ class _Recipe:
         return self.replace(variables=None if variables is None else list(variables))
 
     def _opened(self, open_core):
-        """``open_core()`` with the selection applied; errors never show a secret."""
+        """``open_core()`` with the selection applied; errors never show a secret (the scrubbed
+        error is raised outside the handler, so not even its ``__context__`` holds the
+        original)."""
         try:
             core = open_core()
             for step in self.selection:
@@ -164,7 +225,8 @@ class _Recipe:
             scrubbed = self.scrub(message)
             if scrubbed == message:
                 raise
-            raise type(exc)(scrubbed) from None
+            clean = type(exc)(scrubbed)
+        raise clean
 
     def __eq__(self, other):
         return type(other) is type(self) and self._fields() == other._fields()
@@ -216,14 +278,18 @@ class Source(_Recipe):
         fields.update(changes)
         return Source(**fields)
 
+    def secrets(self):
+        """Every secret this source holds: its storage options' and its virtual chunk
+        containers' (StorageOptions.secrets), its URL's (query string, userinfo password, secret
+        query fields) and those written in the container prefixes."""
+        out = list(self.storage_options.secrets()) + _url_secrets(self.url)
+        for prefix, options in (self.virtual_chunk_containers or {}).items():
+            out += list(options.secrets()) + _url_secrets(prefix)
+        return out
+
     def scrub(self, text: str) -> str:
-        """`text` without the secrets: storage option secrets and the URL's query string (a
-        signed URL carries its signature there)."""
-        text = self.storage_options.scrub(text)
-        for options in (self.virtual_chunk_containers or {}).values():
-            text = options.scrub(text)
-        query = self.url.partition("?")[2]
-        return text.replace(query, _MASK) if query else text
+        """`text` without the secrets (:meth:`secrets`, :func:`scrub`)."""
+        return scrub(text, self.secrets())
 
     def open(self):
         """The ``_core.Dataset`` (with the selection applied). Errors never show a secret."""
@@ -258,7 +324,7 @@ class Source(_Recipe):
             parts.append("selection=%r" % (self.selection,))
         if self.variables is not None:
             parts.append("variables=%r" % (self.variables,))
-        return "lazycube.pipeline.Source(%s)" % ", ".join(parts)
+        return self.scrub("lazycube.pipeline.Source(%s)" % ", ".join(parts))
 
     __str__ = __repr__
 
@@ -316,10 +382,12 @@ class MultiSource(_Recipe):
             fields["parts"] = tuple(p.replace(**opening) for p in fields["parts"])
         return MultiSource(**fields)
 
+    def secrets(self):
+        return [v for part in self.parts for v in part.secrets()]
+
     def scrub(self, text: str) -> str:
-        for part in self.parts:
-            text = part.scrub(text)
-        return text
+        """`text` without any part's secrets (:func:`scrub`)."""
+        return scrub(text, self.secrets())
 
     def open(self):
         """The combined ``_core.Dataset`` (with the selection applied); errors name the parts by
@@ -346,7 +414,7 @@ class MultiSource(_Recipe):
             parts.append("selection=%r" % (self.selection,))
         if self.variables is not None:
             parts.append("variables=%r" % (self.variables,))
-        return "lazycube.pipeline.MultiSource(%s)" % ", ".join(parts)
+        return self.scrub("lazycube.pipeline.MultiSource(%s)" % ", ".join(parts))
 
     __str__ = __repr__
 
@@ -374,8 +442,11 @@ class MemorySource:
     def url(self):
         return "<in-memory xarray.Dataset>"
 
+    def secrets(self):
+        return []
+
     def scrub(self, text: str) -> str:
-        return text
+        return scrub(text)
 
     def open(self):
         return memory_dataset(self.obj)
@@ -629,9 +700,13 @@ class Pipeline:
         return (_pipeline_from_fields, (self.source, self.generator, self.rank, self.world_size,
                                         self.state, inherited, self._fork_cache_bytes))
 
+    def scrub(self, text: str) -> str:
+        """`text` without the secrets of this pipeline's source (:func:`scrub`)."""
+        return scrub(text) if self.source is None else self.source.scrub(text)
+
     def __repr__(self):
         shard = "" if not self.explicit_shard else ", rank=%r, world_size=%r" % (self.rank, self.world_size)
-        return "lazycube.pipeline.Pipeline(%r, %r%s)" % (self.source, self.generator, shard)
+        return self.scrub("lazycube.pipeline.Pipeline(%r, %r%s)" % (self.source, self.generator, shard))
 
     __str__ = __repr__
 

@@ -74,7 +74,7 @@ import torch.utils.data
 
 from . import _core, _errors
 from .batch import generator_arguments
-from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, keep_foreign, resolve_source
+from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, keep_foreign, resolve_source, scrub
 from .statistics import Stats, is_stats_argument, normalize_document
 
 __all__ = ["BatchDataset", "WindowDataset"]
@@ -542,6 +542,11 @@ class BatchDataset(torch.utils.data.IterableDataset):
         """This process's C++ generator (built on first use)."""
         return self._generator()
 
+    def __repr__(self):
+        # the pipeline (source, arguments, shard), never a secret (lazycube.pipeline.scrub)
+        text = "lazycube.torch.BatchDataset(%r)" % (self._pipeline,)
+        return scrub(text) if self._pipeline is None else self._pipeline.scrub(text)
+
     def __len__(self):
         """Batches per epoch of this rank: of this worker's shard inside a DataLoader worker,
         otherwise the sum over `num_workers` (default 1) worker shards."""
@@ -726,6 +731,10 @@ class WindowDataset(torch.utils.data.Dataset):
             self._gen = self._pipeline.build()
             self._gen_pid = os.getpid()
         return self._gen
+
+    def __repr__(self):
+        # the pipeline (source, arguments, shard), never a secret (lazycube.pipeline.scrub)
+        return self._pipeline.scrub("lazycube.torch.WindowDataset(%r, windows=%d)" % (self._pipeline, self._len))
 
     def __len__(self):
         return self._len

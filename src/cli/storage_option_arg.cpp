@@ -1,5 +1,6 @@
 // --option KEY=VALUE → storage options; --virtual/--virtual-option → virtual chunk containers;
 // the open flags → OpenOptions.
+#include "../store/storage_options.hpp"
 #include "commands.hpp"
 #include "lazycube/util/text.hpp"
 
@@ -15,6 +16,13 @@ void add_key_value(const std::string& text, const std::string& flag, const std::
   if (eq == std::string::npos || eq == 0) throw UsageProblem(flag + " needs " + form + ", got '" + shown + "'");
   if (!out.emplace(text.substr(0, eq), text.substr(eq + 1)).second)
     throw UsageProblem(flag + " " + shown.substr(0, shown.size() - (text.size() - eq)) + " given twice");
+  // A list-valued option (allowed_prefixes) parses now, by the one list parser, or the command
+  // stops with a usage error naming it.
+  try {
+    check_list_options({{text.substr(0, eq), text.substr(eq + 1)}});
+  } catch (const UsageError& e) {
+    throw UsageProblem(flag + ": " + e.what());
+  }
 }
 
 }  // namespace

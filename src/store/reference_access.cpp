@@ -9,6 +9,8 @@
 
 #include "backend_registry.hpp"
 #include "lazycube/error.hpp"
+#include "reference_store.hpp"
+#include "storage_options.hpp"
 #include "url_scheme.hpp"
 
 namespace lazycube::refs {
@@ -152,12 +154,9 @@ TargetUrl resolve_target(std::string_view target, const TargetUrl& base_dir, con
 
 AccessPolicy::AccessPolicy(const TargetUrl& reference_dir, std::string_view allowed_prefixes) {
   prefixes_.push_back(reference_dir);
-  std::size_t pos = 0;
-  while (pos < allowed_prefixes.size()) {
-    const std::size_t end = allowed_prefixes.find_first_of(", \t\r\n", pos);
-    const std::string_view item = allowed_prefixes.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
-    pos = end == std::string_view::npos ? allowed_prefixes.size() : end + 1;
-    if (item.empty()) continue;
+  // The one list parser (storage_options.hpp): comma form or JSON list; UsageError otherwise.
+  for (const std::string& entry : parse_list_option(kAllowedPrefixesOption, allowed_prefixes)) {
+    const std::string_view item = entry;
     if (item == "*") {
       allow_all_ = true;
       continue;

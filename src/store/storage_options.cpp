@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "backend_registry.hpp"
 #include "lazycube/error.hpp"
 #include "reference_store.hpp"
@@ -98,7 +100,7 @@ const Entry kCommon[] = {
      [](const Arg& a, StorageOptions& o) { o.cache_size = static_cast<std::uint64_t>(a.integer(1, kMaxBytes * 1024)); }},
     {{refs::kAllowedPrefixesOption, "list",
       "extra prefixes a kerchunk reference set may read (other stores ignore it)"},
-     [](const Arg&, StorageOptions&) {}},
+     [](const Arg& a, StorageOptions&) { parse_list_option(a.name, a.value); }},
 };
 
 // Shared by several backends, each naming those it takes (Backend::shared_options).
@@ -164,7 +166,81 @@ bool known_anywhere(std::string_view name) {
   return false;
 }
 
+// List options whose items are URL prefixes (or local paths): checked item by item.
+bool takes_url_prefixes(std::string_view name) { return name == refs::kAllowedPrefixesOption; }
+
+[[noreturn]] void bad_list(std::string_view name, std::string_view value, const std::string& why) {
+  throw UsageError("storage option '" + std::string(name) + "': " + why + " (got '" + std::string(value) +
+                   "'; give items separated by commas, e.g. a,b, or a JSON list of strings, e.g. [\"a\",\"b\"])");
+}
+
+// Why `item` is not a URL prefix or local path; "" when it is one.
+std::string not_a_prefix(std::string_view item) {
+  if (item == "*") return "";
+  if (item.find_first_of("[]\"") != std::string_view::npos)
+    return "item '" + std::string(item) + "' is not a URL prefix or path (it holds '[', ']' or '\"': a malformed JSON list?)";
+  const ParsedUrl url = parse_url_scheme(item);
+  if (!url.scheme.empty()) {
+    if (url.rest.empty()) return "item '" + std::string(item) + "' is a scheme without a location";
+    return "";
+  }
+  // A plain path: refuse "scheme:/..." and "scheme:..." (a URL missing its "//").
+  const auto colon = item.find(':');
+  if (colon != std::string_view::npos && colon > 1) {
+    bool scheme_like = std::isalpha(static_cast<unsigned char>(item[0])) != 0;
+    for (std::size_t i = 1; scheme_like && i < colon; ++i) {
+      const auto c = static_cast<unsigned char>(item[i]);
+      scheme_like = std::isalnum(c) || c == '+' || c == '-' || c == '.';
+    }
+    if (scheme_like)
+      return "item '" + std::string(item) + "' is not a URL prefix (a URL is SCHEME://..., e.g. " +
+             std::string(item.substr(0, colon)) + "://host/path/)";
+  }
+  return "";
+}
+
 }  // namespace
+
+std::vector<std::string> parse_list_option(std::string_view name, std::string_view value) {
+  std::vector<std::string> items;
+  std::size_t first = value.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && value[first] == '[') {
+    const nlohmann::json j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_array()) bad_list(name, value, "malformed JSON list");
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      if (!j[i].is_string())
+        bad_list(name, value, "JSON list element " + std::to_string(i) + " is " + j[i].dump() + ", not a string");
+      if (j[i].get_ref<const std::string&>().empty()) bad_list(name, value, "JSON list element " + std::to_string(i) + " is empty");
+      items.push_back(j[i].get<std::string>());
+    }
+  } else {
+    std::size_t pos = 0;
+    while (pos < value.size()) {
+      const std::size_t end = value.find_first_of(", \t\r\n", pos);
+      const std::string_view item = value.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+      pos = end == std::string_view::npos ? value.size() : end + 1;
+      if (!item.empty()) items.emplace_back(item);
+    }
+  }
+  if (takes_url_prefixes(name))
+    for (const auto& item : items)
+      if (const std::string why = not_a_prefix(item); !why.empty()) bad_list(name, value, why);
+  return items;
+}
+
+bool is_list_option(std::string_view name) {
+  const Entry* e = find_entry(kCommon, name);
+  if (!e) e = find_entry(kShared, name);
+  if (e) return e->spec.value == "list";
+  for (const auto& b : backend_registry().backends())
+    if (const StorageOptionSpec* spec = own_spec(b, name)) return spec->value == "list";
+  return false;
+}
+
+void check_list_options(const StoreOptions& options) {
+  for (const auto& [name, value] : options)
+    if (is_list_option(name)) parse_list_option(name, value);
+}
 
 std::span<const StorageOptionSpec> common_option_table() {
   static const auto specs = specs_of(kCommon);

@@ -16,6 +16,7 @@
 #include "../../src/store/storage_options.hpp"
 #include "../../src/store/url_scheme.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/store/reference_access.hpp"
 #include "lazycube/store/store.hpp"
 #include "moto_fixture.hpp"
 #include "nginx_server.hpp"
@@ -183,6 +184,51 @@ TEST(StorageOptionTable, BadValuesNameTheOptionButNeverASecret) {
     const std::string msg = message_of<StoreError>([&] { parse_storage_options({{k, v}}, "s3"); });
     EXPECT_NE(msg.find("'" + k + "'"), std::string::npos) << msg;
   }
+}
+
+// List options (allowed_prefixes): one parser, the comma form or a JSON list; anything else that
+// does not parse is a UsageError naming the option -- never a local path made of JSON debris.
+TEST(StorageOptionLists, CommaFormAndJsonListGiveTheSameItems) {
+  const std::vector<std::string> want{"http://h/", "s3://b/c/", "/data", "*"};
+  EXPECT_EQ(parse_list_option("allowed_prefixes", "http://h/,s3://b/c/,/data,*"), want);
+  EXPECT_EQ(parse_list_option("allowed_prefixes", "http://h/, s3://b/c/ /data\t*,"), want);
+  EXPECT_EQ(parse_list_option("allowed_prefixes", R"(["http://h/","s3://b/c/","/data","*"])"), want);
+  EXPECT_EQ(parse_list_option("allowed_prefixes", R"(  [ "http://h/" , "s3://b/c/", "/data", "*" ] )"), want);
+  // A JSON item keeps commas and spaces (the comma form cannot carry them).
+  EXPECT_EQ(parse_list_option("allowed_prefixes", R"(["/a b,c/"])"), std::vector<std::string>{"/a b,c/"});
+  EXPECT_TRUE(parse_list_option("allowed_prefixes", "").empty());
+  EXPECT_TRUE(parse_list_option("allowed_prefixes", "[]").empty());
+  EXPECT_TRUE(is_list_option("allowed_prefixes"));
+  EXPECT_FALSE(is_list_option("timeout"));
+  EXPECT_NO_THROW(check_list_options({{"allowed_prefixes", R"(["http://h/"])"}, {"timeout", "[x"}}));
+}
+
+TEST(StorageOptionLists, WhatDoesNotParseIsAUsageErrorNamingTheOption) {
+  for (const std::string bad : {R"(["http://h/")", R"([http://h/])", R"(["a",])", R"([1])", R"(["a", null])",
+                                R"([["a"]])", R"([""])", R"({"a": 1})", R"("http://h/")", R"(http://h/"])",
+                                "http:/h/", "s3:bucket/x", "http://", R"(/data,["x"])"}) {
+    const std::string msg = message_of<UsageError>([&] { parse_list_option("allowed_prefixes", bad); });
+    EXPECT_NE(msg.find("storage option 'allowed_prefixes'"), std::string::npos) << bad << " -> " << msg;
+    const std::string checked = message_of<UsageError>([&] { check_list_options({{"allowed_prefixes", bad}}); });
+    EXPECT_EQ(checked, msg);
+  }
+  // Through parse_storage_options too (every network backend accepts the option).
+  const std::string msg =
+      message_of<UsageError>([&] { parse_storage_options({{"allowed_prefixes", R"(["http://h/")"}}, "s3"); });
+  EXPECT_NE(msg.find("'allowed_prefixes'"), std::string::npos) << msg;
+  EXPECT_NO_THROW(parse_storage_options({{"allowed_prefixes", R"(["http://h/"])"}}, "s3"));
+}
+
+TEST(StorageOptionLists, AccessPolicyTakesTheJsonForm) {
+  const refs::TargetUrl dir = refs::parse_absolute("/refs", "dir");
+  const refs::AccessPolicy json(dir, R"(["http://h/data/", "s3://b/"])");
+  const refs::AccessPolicy comma(dir, "http://h/data/,s3://b/");
+  EXPECT_EQ(json.describe(), comma.describe());
+  EXPECT_EQ(json.describe(), "/refs, http://h/data, s3://b/");
+  EXPECT_NO_THROW(json.check(refs::parse_absolute("http://h/data/x.nc", "t"), "k"));
+  EXPECT_THROW(json.check(refs::parse_absolute("http://other/x.nc", "t"), "k"), StoreError);
+  const std::string msg = message_of<UsageError>([&] { refs::AccessPolicy(dir, R"(["http://h/")"); });
+  EXPECT_NE(msg.find("'allowed_prefixes'"), std::string::npos) << msg;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -34,8 +34,9 @@ TargetUrl resolve_target(std::string_view target, const TargetUrl& base_dir, con
 class AccessPolicy {
  public:
   // `reference_dir`: the reference file's directory (the default allowed prefix).
-  // `allowed_prefixes`: the storage option (entries separated by commas or whitespace; "*"
-  // allows everything). Relative local prefixes resolve against the working directory.
+  // `allowed_prefixes`: the storage option (entries separated by commas or whitespace, or a JSON
+  // list of strings: parse_list_option, a UsageError naming the option when it does not parse;
+  // "*" allows everything). Relative local prefixes resolve against the working directory.
   AccessPolicy(const TargetUrl& reference_dir, std::string_view allowed_prefixes);
 
   // The target to open when `target` is allowed for `key` (local targets: the real path, symlinks
