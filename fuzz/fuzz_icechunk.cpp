@@ -1,7 +1,9 @@
 // Icechunk files: the metadata envelope (header, zstd, FlatBuffer verification) of snapshot,
 // manifest and repo files, each parsed by its reader; a spec 2 `repo` file and a spec 1
 // refs/*/ref.json + config.yaml read as a repository's state from a memory store; the
-// configuration's FlexBuffers and YAML on their own.
+// configuration's FlexBuffers and YAML on their own. Each snapshot and manifest file that parses
+// also goes through the integrity check: read as the id it carries it parses again, read as any
+// other id (or as the other file type) it is a MetadataError.
 //
 // Input: one selector byte, then the file's bytes.
 //   0 snapshot file   1 manifest file (then every array's chunks looked up)   2 `repo` file
@@ -21,17 +23,36 @@ namespace {
 
 ByteView bytes_of(std::string_view s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
 
+// `file` (parsed from `bytes` with no id to check) is accepted under the id it carries and
+// refused under another; as the other file type it is refused whatever the id.
+void check_integrity(std::string_view bytes, FileType type, const MetadataFile& file) {
+  fuzz::check(file.id.has_value(), "a verified snapshot or manifest carries no id");
+  fuzz::check(fuzz::typed_or_valid([&] { (void)parse_file(bytes_of(bytes), type, file.name, file.id); }),
+              "a file is refused under the id it carries");
+  Id12 other = *file.id;
+  other[11] ^= 1;
+  fuzz::check(!fuzz::typed_or_valid([&] { (void)parse_file(bytes_of(bytes), type, file.name, other); }),
+              "a file is accepted under an id it does not carry");
+  const FileType wrong = type == FileType::Snapshot ? FileType::Manifest : FileType::Snapshot;
+  fuzz::check(!fuzz::typed_or_valid([&] { (void)parse_file(bytes_of(bytes), wrong, file.name, file.id); }),
+              "a file is accepted as the other file type");
+}
+
 void fuzz_snapshot(std::string_view bytes) {
   fuzz::typed_or_valid([&] {
-    const Snapshot snap(parse_file(bytes_of(bytes), FileType::Snapshot, "snapshots/fuzz"));
+    MetadataFile file = parse_file(bytes_of(bytes), FileType::Snapshot, "snapshots/fuzz", std::nullopt);
+    check_integrity(bytes, FileType::Snapshot, file);
+    const Snapshot snap(std::move(file));
     for (const auto& [path, node] : snap.nodes()) (void)node.zarr_json.size();
   });
 }
 
 void fuzz_manifest(std::string_view bytes) {
   fuzz::typed_or_valid([&] {
-    const Manifest manifest(parse_file(bytes_of(bytes), FileType::Manifest, "manifests/fuzz"));
-    MetadataFile again = parse_file(bytes_of(bytes), FileType::Manifest, "manifests/fuzz");
+    MetadataFile parsed = parse_file(bytes_of(bytes), FileType::Manifest, "manifests/fuzz", std::nullopt);
+    check_integrity(bytes, FileType::Manifest, parsed);
+    const Manifest manifest(std::move(parsed));
+    MetadataFile again = parse_file(bytes_of(bytes), FileType::Manifest, "manifests/fuzz", std::nullopt);
     const auto* file = fb::GetManifestFile(again.payload.data());
     for (const auto* array : *file->arrays()) {
       Id8 node{};

@@ -1,5 +1,6 @@
 #include "file_cache.hpp"
 
+#include "lazycube/error.hpp"
 #include "repository_state.hpp"
 
 namespace lazycube::icechunk {
@@ -33,13 +34,18 @@ void FileCache::keep(std::shared_ptr<const void> file, std::uint64_t bytes) {
   }
 }
 
+// Each file is checked against the id it is fetched as (read_file): a snapshot or manifest renamed
+// over another's name is a MetadataError, never data.
 std::shared_ptr<const Snapshot> FileCache::snapshot(const std::string& id) {
-  return get<Snapshot>(key_in(root_, "snapshots/" + id), [&](const std::string& key) { return read_snapshot(*root_.store, key); });
+  const std::string key = key_in(root_, "snapshots/" + id);
+  const auto bytes = decode_id12(id);
+  if (!bytes) throw MetadataError(root_.store->describe(key) + ": '" + id + "' is not an Icechunk snapshot id");
+  return get<Snapshot>(key, [&](const std::string& k) { return read_snapshot(*root_.store, k, *bytes); });
 }
 
 std::shared_ptr<const Manifest> FileCache::manifest(const Id12& id) {
   return get<Manifest>(key_in(root_, "manifests/" + encode_id(id)), [&](const std::string& key) {
-    return std::make_shared<const Manifest>(read_file(*root_.store, key, FileType::Manifest));
+    return std::make_shared<const Manifest>(read_file(*root_.store, key, FileType::Manifest, id));
   });
 }
 

@@ -111,7 +111,7 @@ std::unique_ptr<RepositoryState> read_repository_state(const Location& root) {
   const std::string repo_key = key_in(root, "repo");
   std::unique_ptr<RepositoryState> state;
   if (auto bytes = root.store->get(repo_key)) {  // a `repo` file: spec 2, whatever its bytes
-    state = read_v2_state(parse_file(bytes->view(), FileType::RepoInfo, root.store->describe(repo_key)));
+    state = read_v2_state(parse_file(bytes->view(), FileType::RepoInfo, root.store->describe(repo_key), std::nullopt));
   } else if (repository_layout(root) == 1) {
     state = read_v1_state(root);
   }

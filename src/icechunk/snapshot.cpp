@@ -56,8 +56,8 @@ Snapshot::Snapshot(MetadataFile file) : file_(std::move(file)) {
   }
 }
 
-std::shared_ptr<const Snapshot> read_snapshot(Store& store, const std::string& key) {
-  return std::make_shared<const Snapshot>(read_file(store, key, FileType::Snapshot));
+std::shared_ptr<const Snapshot> read_snapshot(Store& store, const std::string& key, const Id12& id) {
+  return std::make_shared<const Snapshot>(read_file(store, key, FileType::Snapshot, id));
 }
 
 }  // namespace lazycube::icechunk

@@ -48,7 +48,7 @@ class Snapshot {
   std::map<std::string, NodeInfo, std::less<>> nodes_;
 };
 
-// snapshots/<id> of the repository at `root`.
-std::shared_ptr<const Snapshot> read_snapshot(Store& store, const std::string& key);
+// snapshots/<id> of the repository at `root` (`key`), which must carry `id` (read_file).
+std::shared_ptr<const Snapshot> read_snapshot(Store& store, const std::string& key, const Id12& id);
 
 }  // namespace lazycube::icechunk

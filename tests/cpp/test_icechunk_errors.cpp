@@ -1,10 +1,19 @@
 // Icechunk bad input: hand-made corrupt copies of the spec 2 fixture repository (truncated,
 // wrong magic, spec version, file type or compression, garbage FlatBuffers, missing snapshot,
 // manifest or chunk files, chunk files shorter than their references). Each is a typed error
-// naming the file, never a crash or fill values. Also the object id names (Crockford base32).
+// naming the file, never a crash or fill values. Also the object id names (Crockford base32),
+// and integrity (issue 32): a snapshot or manifest file replaced by another file of the same
+// repository (swapped, renamed over, a manifest under a snapshot's name) is a MetadataError naming
+// the file and both ids, while every snapshot the replacement does not touch reads as before.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+
 #include "../../src/icechunk/object_id.hpp"
+#include "icechunk_test_writer.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/icechunk/repository.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
@@ -64,6 +73,110 @@ class IcechunkCorrupt : public ::testing::Test {
     auto store = icechunk::make_icechunk_store(open_repo(), options);
     // The third commit ("fill data"): native chunks only.
     return zarr::Hierarchy::open(Location{store, "group1/big_chunks"}).array("")->read_all();
+  }
+
+  // Everything snapshot `id` presents, by key: the bytes of each key its store lists, or the
+  // StoreError reading it gives (the virtual chunk: no container is authorised here). A
+  // MetadataError (a replaced snapshot or manifest) propagates.
+  std::map<std::string, std::string> content(const std::string& id) const {
+    icechunk::IcechunkOptions options;
+    options.version.snapshot = id;
+    auto store = icechunk::make_icechunk_store(open_repo(), options);
+    std::map<std::string, std::string> out;
+    for (const auto& key : store->list("")) {
+      try {
+        const auto b = store->get(key);
+        out[key] = b ? std::string(reinterpret_cast<const char*>(b->data()), b->size()) : "<absent>";
+      } catch (const StoreError& e) {
+        out[key] = std::string("StoreError: ") + e.what();
+      }
+    }
+    return out;
+  }
+
+  std::vector<std::string> files_in(const std::string& sub) const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir_ / sub)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // The content of every snapshot of the repository, by id.
+  std::map<std::string, std::map<std::string, std::string>> all_content() const {
+    std::map<std::string, std::map<std::string, std::string>> out;
+    for (const auto& id : files_in("snapshots")) out[id] = content(id);
+    return out;
+  }
+
+  // With files under `sub` replaced (`replaced`: name -> the id the file under that name now
+  // carries): every snapshot reads as `before`, or is a MetadataError naming one replaced file,
+  // the id it was read as and the id it carries; returns how many snapshots raised it.
+  int check_replaced(const std::map<std::string, std::map<std::string, std::string>>& before, const std::string& sub,
+                     const std::map<std::string, std::string>& replaced) const {
+    int refused = 0;
+    for (const auto& [id, expected] : before) {
+      SCOPED_TRACE(sub + ": " + testing::PrintToString(replaced) + ", reading snapshot " + id);
+      try {
+        EXPECT_EQ(content(id), expected);
+      } catch (const MetadataError& e) {
+        const std::string m = e.what();
+        bool named = false;
+        for (const auto& [name, carried] : replaced)
+          named = named || (m.find((dir_ / sub / name).string() + ": ") != std::string::npos &&
+                            m.find("carries id " + carried + ", not the id " + name + " it was read as") != std::string::npos);
+        EXPECT_TRUE(named) << m;
+        ++refused;
+      }
+    }
+    return refused;
+  }
+
+  // Every ordered pair of files under `sub` (manifests, snapshots): the first copied over the
+  // second's name, then (`swap`) the two exchanged. Never other values: a MetadataError or the
+  // same content.
+  void check_replacements(const std::string& sub) {
+    const auto before = all_content();
+    const auto names = files_in(sub);
+    ASSERT_GE(names.size(), 2u);
+    std::map<std::string, std::string> original;
+    for (const auto& n : names) original[n] = test::read_file(dir_ / sub / n);
+    int refused = 0;
+    for (const auto& a : names)
+      for (const auto& b : names) {
+        if (a == b) continue;
+        test::write_file(dir_ / sub / b, original[a]);
+        refused += check_replaced(before, sub, {{b, a}});
+        test::write_file(dir_ / sub / b, original[b]);
+      }
+    EXPECT_GE(refused, static_cast<int>(names.size()));  // each file is read by some snapshot
+    // A swap (each renamed over the other): both refused.
+    fs::rename(dir_ / sub / names[0], dir_ / "tmp");
+    fs::rename(dir_ / sub / names[1], dir_ / sub / names[0]);
+    fs::rename(dir_ / "tmp", dir_ / sub / names[1]);
+    EXPECT_GE(check_replaced(before, sub, {{names[0], names[1]}, {names[1], names[0]}}), 2);
+    fs::rename(dir_ / sub / names[0], dir_ / "tmp");
+    fs::rename(dir_ / sub / names[1], dir_ / sub / names[0]);
+    fs::rename(dir_ / "tmp", dir_ / sub / names[1]);
+    EXPECT_EQ(all_content(), before);  // restored: the same values
+  }
+
+  // Each manifest under each snapshot's name: the file type is checked before anything else.
+  void check_manifest_as_snapshot() {
+    const auto before = all_content();
+    for (const auto& s : files_in("snapshots")) {
+      const std::string original = test::read_file(dir_ / "snapshots" / s);
+      for (const auto& m : files_in("manifests")) {
+        SCOPED_TRACE("manifest " + m + " under snapshots/" + s);
+        test::write_file(dir_ / "snapshots" / s, test::read_file(dir_ / "manifests" / m));
+        const std::string msg = message_of<MetadataError>([&] { content(s); });
+        EXPECT_NE(msg.find((dir_ / "snapshots" / s).string() +
+                           ": an Icechunk manifest file (id " + m + ") where the snapshot file " + s + " was expected"),
+                  std::string::npos)
+            << msg;
+      }
+      test::write_file(dir_ / "snapshots" / s, original);
+    }
+    EXPECT_EQ(all_content(), before);
   }
 
   std::string fill_data_snapshot() const {
@@ -162,7 +275,7 @@ TEST_F(IcechunkCorrupt, ManifestFileBytes) {
       {"truncated header", [](std::string& b) { b.resize(30); }, "shorter than the 39-byte header"},
       {"wrong magic", [](std::string& b) { b[3] = 'X'; }, "wrong magic bytes"},
       {"spec version", [](std::string& b) { b[36] = 3; }, "unsupported Icechunk spec version 3"},
-      {"file type", [](std::string& b) { b[37] = 1; }, "an Icechunk snapshot file where a manifest file was expected"},
+      {"file type", [](std::string& b) { b[37] = 1; }, "an Icechunk snapshot file (id "},
       {"compression", [](std::string& b) { b[38] = 2; }, "unknown Icechunk compression 2"},
       {"truncated payload", [](std::string& b) { b.resize(b.size() / 2); }, "cannot decompress"},
       {"not zstd", [](std::string& b) { b[38] = 0; }, "FlatBuffer verification failed"},
@@ -176,11 +289,28 @@ TEST_F(IcechunkCorrupt, ManifestFileBytes) {
   }
 }
 
+TEST_F(IcechunkCorrupt, ReplacedManifestsAreRefused) { check_replacements("manifests"); }
+TEST_F(IcechunkCorrupt, ReplacedSnapshotsAreRefused) { check_replacements("snapshots"); }
+TEST_F(IcechunkCorrupt, ManifestUnderASnapshotNameIsRefused) { check_manifest_as_snapshot(); }
+
 // Spec 1: refs, snapshots and config.yaml as separate files.
 class IcechunkCorruptV1 : public IcechunkCorrupt {
  protected:
   std::string source() const override { return "test-repo-v1"; }
 };
+
+// Icechunk 1.x files carry their ids too: the same checks hold (and the unmodified copy reads).
+TEST_F(IcechunkCorruptV1, ReplacedManifestsAreRefused) { check_replacements("manifests"); }
+TEST_F(IcechunkCorruptV1, ReplacedSnapshotsAreRefused) { check_replacements("snapshots"); }
+TEST_F(IcechunkCorruptV1, ManifestUnderASnapshotNameIsRefused) { check_manifest_as_snapshot(); }
+
+// Spec 2 migrated from 1: old snapshots keep the v1 encoding.
+class IcechunkCorruptMigrated : public IcechunkCorrupt {
+ protected:
+  std::string source() const override { return "test-repo-v2-migrated"; }
+};
+
+TEST_F(IcechunkCorruptMigrated, ReplacedSnapshotsAreRefused) { check_replacements("snapshots"); }
 
 TEST_F(IcechunkCorruptV1, RefAndConfigFiles) {
   ASSERT_EQ(open_repo()->spec_version(), 1);
@@ -197,6 +327,68 @@ TEST_F(IcechunkCorruptV1, RefAndConfigFiles) {
   const std::string tip = repo->resolve({.branch = "my-branch"});
   edit("snapshots/" + tip, [](std::string& b) { b.resize(b.size() - 7); });
   EXPECT_MESSAGE(CodecError, open_repo()->history(tip), "snapshots/" + tip);
+}
+
+// Without shared data: a repository of lazycube's test writer (two arrays, a manifest each,
+// uncompressed payloads) with its manifests swapped, a manifest under the snapshot's name, and a
+// snapshot whose stored id was changed.
+TEST(IcechunkIdsGenerated, ReplacedFilesAreRefused) {
+  namespace w = test::icechunk_writer;
+  test::TempDir tmp;
+  const fs::path dir = tmp.path() / "repo";
+  auto array = [](int fill) {
+    return R"({"zarr_format": 3, "node_type": "array", "shape": [2], "data_type": "int8",
+      "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+      "chunk_key_encoding": {"name": "default"}, "fill_value": )" + std::to_string(fill) +
+           R"(, "codecs": [{"name": "bytes"}]})";
+  };
+  w::ManifestSpec ma{{{0, 1}}, {{w::Ref::Kind::Inline, {0}, std::string("\1\2", 2)}}, ""};
+  w::ManifestSpec mb{{{0, 1}}, {{w::Ref::Kind::Inline, {0}, std::string("\3\4", 2)}}, ""};
+  w::write_repository(dir, {{"/", R"({"zarr_format": 3, "node_type": "group"})"},
+                            {"/a", array(0), true, {ma}},
+                            {"/b", array(0), true, {mb}}});
+  auto read = [&](const std::string& path) {
+    auto store = icechunk::make_icechunk_store(icechunk::Repository::open(open_location(dir.string())));
+    const NDArray a = zarr::Hierarchy::open(Location{store, path}).array("")->read_all();
+    const auto v = a.values<std::int8_t>();
+    return std::vector<std::int8_t>(v.begin(), v.end());
+  };
+  EXPECT_EQ(read("a"), (std::vector<std::int8_t>{1, 2}));
+  EXPECT_EQ(read("b"), (std::vector<std::int8_t>{3, 4}));
+  const std::string m1 = w::crockford(w::id12(1)), m2 = w::crockford(w::id12(2)), s = w::crockford(w::id12(100));
+  const fs::path f1 = dir / "manifests" / m1, f2 = dir / "manifests" / m2, fs_ = dir / "snapshots" / s;
+  const std::string b1 = test::read_file(f1), b2 = test::read_file(f2), bs = test::read_file(fs_);
+  // Swapped manifests: both arrays would read the other's values; both are refused.
+  test::write_file(f1, b2);
+  test::write_file(f2, b1);
+  EXPECT_MESSAGE(MetadataError, read("a"),
+                 f1.string() + ": the Icechunk manifest file carries id " + m2 + ", not the id " + m1 + " it was read as");
+  EXPECT_MESSAGE(MetadataError, read("b"),
+                 f2.string() + ": the Icechunk manifest file carries id " + m1 + ", not the id " + m2 + " it was read as");
+  test::write_file(f1, b1);
+  test::write_file(f2, b2);
+  // A manifest under the snapshot's name.
+  test::write_file(fs_, b1);
+  EXPECT_MESSAGE(MetadataError, read("a"),
+                 fs_.string() + ": an Icechunk manifest file (id " + m1 + ") where the snapshot file " + s + " was expected");
+  // A snapshot carrying another id (its 12 id bytes changed in the uncompressed payload).
+  std::string other = bs;
+  const auto sid = w::id12(100);
+  const std::string id_bytes(reinterpret_cast<const char*>(sid.bytes()->data()), 12);
+  const auto at = other.find(id_bytes);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(other.find(id_bytes, at + 1), std::string::npos);
+  other[at + 11] = static_cast<char>(other[at + 11] ^ 0x01);
+  std::array<std::uint8_t, 12> changed{};
+  std::memcpy(changed.data(), other.data() + at, 12);
+  test::write_file(fs_, other);
+  EXPECT_MESSAGE(MetadataError, read("a"),
+                 fs_.string() + ": the Icechunk snapshot file carries id " + icechunk::encode_id(changed) +
+                     ", not the id " + s + " it was read as");
+  // Restored: the same values.
+  test::write_file(fs_, bs);
+  EXPECT_EQ(read("a"), (std::vector<std::int8_t>{1, 2}));
+  EXPECT_EQ(read("b"), (std::vector<std::int8_t>{3, 4}));
 }
 
 }  // namespace

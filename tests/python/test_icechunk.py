@@ -427,3 +427,83 @@ def test_zarr_group_selection(lazycube_cli, grouped_zarr, tmp_path):
     assert r.returncode == 1 and "g1/nope" in r.stderr
     with pytest.raises(lazycube.UsageError, match="'..' is not a node name"):
         lazycube.open_dataset(path, group="g1/..")
+
+
+# ---- integrity: files checked against the ids they are read as (issue 32) -------------------
+
+def _small_chunks(path, engine=None, **version):
+    if engine == "xarray":
+        return xr.open_dataset(str(path), engine="lazycube", group="group1/small_chunks", **version)["small_chunks"].values
+    return lazycube.open_dataset(str(path), group="group1/small_chunks", **version)["small_chunks"].read()
+
+
+@pytest.mark.parametrize("engine", ["lazycube", "xarray"])
+@pytest.mark.parametrize("name", ["test-repo-v1", "test-repo-v2"])
+def test_replaced_files_are_refused(fixtures, tmp_path, name, engine):
+    """A copy of a fixture with its manifests swapped, snapshots swapped and a manifest under a
+    snapshot's name: a MetadataError naming the file and both ids, never other values; the
+    unmodified copy reads the same values."""
+    import shutil
+
+    repo = tmp_path / name
+    shutil.copytree(fixtures / name, repo)
+    for p in repo.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    main = [84] * 5
+    np.testing.assert_array_equal(_small_chunks(repo, engine), main)
+
+    def swap(a, b):
+        tmp = a.with_name("swapping")
+        a.rename(tmp)
+        b.rename(a)
+        tmp.rename(b)
+
+    # (1) every pair of manifests swapped: main reads the same, or is refused naming one of them
+    manifests = sorted((repo / "manifests").iterdir())
+    refused = 0
+    for i, a in enumerate(manifests):
+        for b in manifests[i + 1:]:
+            swap(a, b)
+            try:
+                np.testing.assert_array_equal(_small_chunks(repo, engine), main)
+            except lazycube.MetadataError as e:
+                msg = str(e)
+                assert any(str(x) + ": the Icechunk manifest file carries id %s, not the id %s it was read as"
+                           % (y.name, x.name) in msg for x, y in ((a, b), (b, a))), msg
+                refused += 1
+            swap(a, b)
+    assert refused >= 1
+    np.testing.assert_array_equal(_small_chunks(repo, engine), main)
+
+    # (2) main's snapshot swapped with another snapshot
+    if name == "test-repo-v1":
+        tip = json.loads((repo / "refs" / "branch.main" / "ref.json").read_text())["snapshot"]
+    else:  # spec 2: main is in the repo file; the error names it
+        with pytest.raises(lazycube.NotFoundError, match=r"snapshots/([0-9A-Z]{20})") as info:
+            shutil.move(str(repo / "snapshots"), str(repo / "gone"))
+            try:
+                _small_chunks(repo, engine)
+            finally:
+                shutil.move(str(repo / "gone"), str(repo / "snapshots"))
+        tip = re.search(r"snapshots/([0-9A-Z]{20})", str(info.value)).group(1)
+    snap = repo / "snapshots" / tip
+    other = next(p for p in sorted((repo / "snapshots").iterdir()) if p.name != tip)
+    swap(snap, other)
+    with pytest.raises(lazycube.MetadataError) as info:
+        _small_chunks(repo, engine)
+    assert ("%s: the Icechunk snapshot file carries id %s, not the id %s it was read as"
+            % (snap, other.name, tip)) in str(info.value)
+    swap(snap, other)
+
+    # (3) a manifest under the snapshot's name: the header's file type is checked first
+    original = snap.read_bytes()
+    snap.write_bytes(manifests[0].read_bytes())
+    with pytest.raises(lazycube.MetadataError) as info:
+        _small_chunks(repo, engine)
+    assert ("%s: an Icechunk manifest file (id %s) where the snapshot file %s was expected"
+            % (snap, manifests[0].name, tip)) in str(info.value)
+    snap.write_bytes(original)
+
+    # the unmodified copy again: the same values, at main and at another snapshot
+    np.testing.assert_array_equal(_small_chunks(repo, engine), main)
+    np.testing.assert_array_equal(_small_chunks(repo, engine, branch="my-branch"), [84, 84, 84, 84, 8])
