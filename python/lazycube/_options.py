@@ -1,9 +1,12 @@
 """Storage options as the compiled core takes them: a dict of strings."""
 
+import json
+
 
 def normalize_storage_options(options):
     """``{key: value}`` with every value a string: booleans as ``true``/``false``, a list or
-    tuple (``allowed_prefixes=[...]``) joined with commas; None stays None."""
+    tuple (``allowed_prefixes=[...]``) as a JSON list (the core's list options take it, so an
+    entry holding a comma stays one entry); None stays None."""
     if options is None:
         return None
     out = {}
@@ -13,7 +16,7 @@ def normalize_storage_options(options):
         elif isinstance(value, bool):
             out[str(key)] = str(value).lower()
         elif isinstance(value, (list, tuple)):
-            out[str(key)] = ",".join(str(v) for v in value)
+            out[str(key)] = json.dumps([str(v) for v in value])
         else:
             out[str(key)] = str(value)
     return out

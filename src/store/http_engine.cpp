@@ -68,6 +68,14 @@ struct Transfer {
   std::size_t len = 0;
   std::map<std::string, std::string> resp_headers;
   int attempts = 0;
+  // Where this attempt goes: the request's URL, or the target of a redirect hop.
+  std::string url;
+  int hops = 0;
+  // The current reply's status and the most body bytes it may carry (set from its status line:
+  // Request::max_body, the range's length, EngineOptions::max_response_bytes, kMaxErrorBody).
+  long status = 0;
+  std::uint64_t bound = 0;
+  std::string refused;  // why the body was refused (too large, no memory): the request fails
   Clock::time_point started;
   std::string last_error;  // why the previous attempt failed (for the final message)
   char errbuf[CURL_ERROR_SIZE] = {};
@@ -129,6 +137,28 @@ bool retryable_status(long s) {
   return s == 408 || s == 429 || s == 500 || s == 502 || s == 503 || s == 504;
 }
 
+// What bounds a reply's body, for messages.
+std::string bound_reason(const Transfer& t) {
+  const Request& r = *t.req;
+  if (t.status >= 300) return "read of an error reply";
+  if (t.status == 206 && (r.range.kind == ByteRange::Kind::Range || r.range.kind == ByteRange::Kind::Suffix))
+    return "asked for (" + r.range.describe() + ")";
+  if (r.max_body != 0 && !(t.status == 200 && r.range.kind != ByteRange::Kind::Full)) return "the object may hold";
+  return "a reply may carry (storage option max_response_bytes)";
+}
+
+// The body bound of a reply with status `status` (see Transfer::bound).
+std::uint64_t body_bound(const Transfer& t, long status) {
+  const Request& r = *t.req;
+  const std::uint64_t cap = t.batch->options.max_response_bytes;
+  if (status >= 300) return std::min<std::uint64_t>(cap, kMaxErrorBody);
+  if (status == 206 && (r.range.kind == ByteRange::Kind::Range || r.range.kind == ByteRange::Kind::Suffix))
+    return std::min<std::uint64_t>(cap, r.range.length);
+  // A 200 to a range request is the whole object (the server ignored Range): only the cap bounds it.
+  if (r.max_body != 0 && !(status == 200 && r.range.kind != ByteRange::Kind::Full)) return std::min(cap, r.max_body);
+  return cap;
+}
+
 std::size_t on_body(char* data, std::size_t, std::size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   if (t->receive == Transfer::Receive::Idle && t->gate->limit != 0) {
@@ -140,7 +170,18 @@ std::size_t on_body(char* data, std::size_t, std::size_t n, void* user) {
     t->receive = Transfer::Receive::Receiving;
     ++t->gate->receiving;
   }
-  if (t->len + n > t->body.size()) t->body.resize(std::max(t->len + n, 2 * t->body.size()));
+  if (t->len + n > t->bound) {  // stop at once: never buffer past what was asked
+    t->refused = "the server sent more than the " + std::to_string(t->bound) + " bytes " + bound_reason(*t) +
+                 " (" + std::to_string(t->len + n) + " bytes received so far)";
+    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  try {
+    if (t->len + n > t->body.size())
+      t->body.resize(std::min<std::uint64_t>(t->bound, std::max<std::uint64_t>(t->len + n, 2 * t->body.size())));
+  } catch (const std::bad_alloc&) {
+    t->refused = "out of memory receiving " + std::to_string(t->len + n) + " bytes";
+    return 0;
+  }
   std::memcpy(t->body.data() + t->len, data, n);
   t->len += n;
   return n;
@@ -149,8 +190,11 @@ std::size_t on_body(char* data, std::size_t, std::size_t n, void* user) {
 std::size_t on_header(char* data, std::size_t, std::size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   std::string_view line(data, n);
-  if (line.rfind("HTTP/", 0) == 0) {  // a new response (after 100-continue or a redirect)
+  if (line.rfind("HTTP/", 0) == 0) {  // a new response (after 100-continue)
     t->resp_headers.clear();
+    const auto sp = line.find(' ');
+    t->status = sp == std::string_view::npos ? 0 : std::strtol(std::string(line.substr(sp + 1, 3)).c_str(), nullptr, 10);
+    t->bound = body_bound(*t, t->status);
     return n;
   }
   auto colon = line.find(':');
@@ -162,9 +206,19 @@ std::size_t on_header(char* data, std::size_t, std::size_t n, void* user) {
   while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
     value.remove_suffix(1);
   t->resp_headers[name] = std::string(value);
-  if (name == "content-length" && t->req->method != "HEAD") {
-    std::uint64_t cl = std::strtoull(std::string(value).c_str(), nullptr, 10);
-    if (cl > t->body.size() && cl < (std::uint64_t(1) << 34)) t->body.resize(cl);
+  if (name == "content-length" && t->req->method != "HEAD" && t->status != 100) {
+    const std::uint64_t cl = std::strtoull(std::string(value).c_str(), nullptr, 10);
+    if (cl > t->bound) {  // refused before a byte of the body is read
+      t->refused = "the server announced " + std::to_string(cl) + " bytes (Content-Length), more than the " +
+                   std::to_string(t->bound) + " bytes " + bound_reason(*t) + " (0 bytes received)";
+      return 0;  // aborts the transfer
+    }
+    try {
+      if (cl > t->body.size()) t->body.resize(cl);
+    } catch (const std::bad_alloc&) {
+      t->refused = "out of memory for a body of " + std::to_string(cl) + " bytes";
+      return 0;
+    }
   }
   return n;
 }
@@ -419,7 +473,8 @@ class CurlEngine final : public Engine {
       return;
     }
     // A signer sees (and signs) the final URL and headers, Range included.
-    std::string url = r.url;
+    if (t->url.empty()) t->url = r.url;
+    std::string url = t->url;
     std::vector<std::string> signed_headers;
     if (r.signer && !r.sigv4) {
       signed_headers = r.headers;
@@ -442,6 +497,9 @@ class CurlEngine final : public Engine {
     }
     ++t->attempts;
     t->len = 0;
+    t->status = 0;
+    t->bound = b.options.max_response_bytes;
+    t->refused.clear();
     t->resp_headers.clear();
     t->errbuf[0] = 0;
     t->started = now;
@@ -457,7 +515,7 @@ class CurlEngine final : public Engine {
     // Waiting to multiplex only pays where HTTP/2 can be negotiated (TLS): over plain http it
     // made every request to a new host wait for the first one's response (an open's metadata
     // probes went one round trip after another).
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, r.url.starts_with("https://") ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, url.starts_with("https://") ? 1L : 0L);
     // 128 KiB reads instead of 16 KiB: a quarter fewer CPU cycles per byte on a fast link.
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 128L * 1024);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(b.options.connect_timeout_s * 1000));
@@ -494,10 +552,9 @@ class CurlEngine final : public Engine {
       t->headers = curl_slist_append(t->headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
       if (!s.session_token.empty())
         t->headers = curl_slist_append(t->headers, ("x-amz-security-token: " + s.session_token).c_str());
-    } else {
-      curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-      curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
     }
+    // Redirects are followed by on_done, one checked hop at a time (never by libcurl, which
+    // would check none of them).
     if (t->headers) curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
     curl_multi_add_handle(multi_, e);
     ++in_flight_;
@@ -537,11 +594,21 @@ class CurlEngine final : public Engine {
   void on_done(Transfer* t, CURLcode rc) {
     long status = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    std::string location;
+    if (char* target = nullptr; curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &target) == CURLE_OK && target)
+      location = target;
     release(t);
     Batch& b = *t->batch;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t->started).count();
     if (b.counters) b.counters->attempt(t->len, ms);
     const Request& r = *t->req;
+    if (!t->refused.empty()) {  // a hostile or broken reply: never retried, never buffered further
+      t->body = Buffer();
+      return fail(t, describe_request(r) + ": " + t->refused);
+    }
+    if (rc == CURLE_OK && !location.empty() && (status == 301 || status == 302 || status == 303 || status == 307 ||
+                                                status == 308) && (r.method == "GET" || r.method == "HEAD") && !r.sigv4)
+      return follow(t, location);
     if (rc != CURLE_OK) {
       std::string what = std::string("curl error ") + std::to_string(static_cast<int>(rc)) + " (" +
                          (t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc)) + ")";
@@ -578,6 +645,38 @@ class CurlEngine final : public Engine {
     }
     b.cv.notify_all();
     finish(t);
+  }
+
+  // A redirect hop, checked as the first URL was: http(s) only, a signed request stays on its
+  // host (its signature or token is not for another), the caller's check (kerchunk
+  // allowed_prefixes), at most kMaxRedirects hops. A refused hop fails the request naming the
+  // original URL and the target.
+  void follow(Transfer* t, const std::string& target) {
+    const Request& r = *t->req;
+    const std::string refused = describe_request(r) + ": redirect to " + redact_url(target) + " refused: ";
+    if (t->hops >= kMaxRedirects) return fail(t, refused + "more than " + std::to_string(kMaxRedirects) + " redirects");
+    if (!(target.starts_with("http://") || target.starts_with("https://")))
+      return fail(t, refused + "only http and https targets are followed");
+    const auto host_of = [](const std::string& url) {
+      const auto start = url.find("://") + 3;
+      return url.substr(0, url.find('/', start));
+    };
+    if (r.signer && host_of(target) != host_of(t->url.empty() ? r.url : t->url))
+      return fail(t, refused + "a signed request is not sent to another host");
+    if (r.redirect_check) {
+      std::string why;
+      try {
+        why = r.redirect_check(target);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (!why.empty()) return fail(t, refused + why);
+    }
+    t->url = target;
+    ++t->hops;
+    --t->attempts;  // a hop is not a failed attempt
+    t->body = Buffer();
+    t->batch->ready.push_front(t);
   }
 
   // "" when the body is what the headers promised; a retryable description otherwise, or one

@@ -50,6 +50,13 @@ struct Request {
   ByteRange range;                   // sent as a Range header unless Full
   std::optional<SigV4> sigv4;
   std::shared_ptr<const Signer> signer;  // per-attempt signing (see Signer); with sigv4: unused
+  // The most body bytes a successful reply may carry when the caller knows it (an object's
+  // declared size, a metadata bound); 0: the range's length for a range, else the engine's
+  // max_response_bytes. Past it the transfer stops at once and the request fails.
+  std::uint64_t max_body = 0;
+  // Checks each redirect hop before it is followed: "" allows it, anything else is why not
+  // (kerchunk allowed_prefixes). Empty: hops are checked by the engine's own rules only.
+  std::function<std::string(const std::string& target_url)> redirect_check;
 };
 
 struct Response {
@@ -77,6 +84,17 @@ inline constexpr std::size_t kEngineMaxInFlight = 256;
 // for the process-wide engine; 0 lifts the limit.
 inline constexpr std::size_t kEngineMaxReceiving = 32;
 
+// Default cap of one reply's body (1 GiB, the codecs' own bound on a chunk without a declared
+// size): far above any chunk, shard range or metadata document read whole.
+inline constexpr std::uint64_t kDefaultMaxResponseBytes = std::uint64_t{1} << 30;
+
+// Error replies (status >= 300) are read for their message only: at most this much.
+inline constexpr std::uint64_t kMaxErrorBody = std::uint64_t{1} << 20;
+
+// Redirect hops followed per request (each checked: http/https only; a signed request stays on
+// its host; Request::redirect_check).
+inline constexpr int kMaxRedirects = 5;
+
 struct EngineOptions {
   // One read's cap. As many as the engine admits: with freed transfer bodies recycled (the
   // buffer pool), more requests in flight no longer cost fresh memory per wave, and a read of
@@ -87,6 +105,9 @@ struct EngineOptions {
   double low_speed_time_s = 30.0;   // abort a transfer slower than 1 byte/s for this long
   double timeout_s = 0;             // whole-transfer timeout per attempt, 0 = none
   std::string ca_file;              // PEM bundle to verify TLS peers with ("" = system default)
+  // The most bytes any reply may carry when nothing smaller bounds it (the `max_response_bytes`
+  // storage option): an endless or lying body fails the request instead of exhausting memory.
+  std::uint64_t max_response_bytes = kDefaultMaxResponseBytes;
 };
 
 // Per-store counters (thread-safe), exposed through Store::stats().

@@ -96,6 +96,24 @@ class HttpStore final : public Store {
                      " (attempts: " + std::to_string(res.attempts) + ")");
   }
 
+  // The redirect check of the requests for `key` (they name one object, so one check), in the
+  // engine's form: "" allows a hop, anything else says why not.
+  static std::function<std::string(const std::string&)> redirect_check_of(const std::vector<ByteRequest>& requests,
+                                                                         const std::string& key) {
+    for (const auto& r : requests) {
+      if (r.key != key || !r.check_redirect) continue;
+      return [check = r.check_redirect](const std::string& target) -> std::string {
+        try {
+          check(target);
+        } catch (const Error& e) {
+          return e.what();
+        }
+        return {};
+      };
+    }
+    return {};
+  }
+
   // A 416 for a range starting exactly at the object's end ("bytes */N" with offset N).
   static bool starts_at_end(const http::Response& res, const ByteRange& range) {
     if (range.kind != ByteRange::Kind::Range && range.kind != ByteRange::Kind::Offset) return false;
@@ -114,6 +132,7 @@ class HttpStore final : public Store {
       reqs[i].url = url_of(plan.fetches[i].key);
       reqs[i].range = plan.fetches[i].range;
       reqs[i].headers = http::condition_headers(plan.fetches[i].condition);
+      reqs[i].redirect_check = redirect_check_of(requests, plan.fetches[i].key);
     }
     const auto name = [this](std::string_view key) { return describe(key); };
     http::Engine::global().perform_each(reqs, options_.retry, options_.engine, &counters_,

@@ -90,7 +90,13 @@ class ReferenceStore final : public Store {
       }
       auto [g, fresh] = group_of.emplace(t.store.get(), groups.size());
       if (fresh) groups.push_back({t.store, {}, {}, {}});
-      groups[g->second].requests.push_back({t.key, range});
+      ByteRequest forwarded{t.key, range};
+      // A redirect is checked as the reference's own URL was (an open redirect on an allowed
+      // host must not reach other services).
+      forwarded.check_redirect = [this, key = req.key](const std::string& target) {
+        policy_.check(parse_absolute(target, "redirect of key '" + key + "'"), key);
+      };
+      groups[g->second].requests.push_back(std::move(forwarded));
       groups[g->second].slots.push_back(i);
       groups[g->second].expected.push_back(expected);
     }

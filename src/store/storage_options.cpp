@@ -84,6 +84,11 @@ const Entry kCommon[] = {
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.initial_backoff_s = a.seconds(); }},
     {{"max_backoff", "seconds", "cap of the retry backoff (default 5)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.max_backoff_s = a.seconds(); }},
+    {{"max_response_bytes", "bytes",
+      "the most bytes one reply may carry when nothing smaller bounds it; more fails the read (default 1073741824)"},
+     [](const Arg& a, StorageOptions& o) {
+       o.transfer.engine.max_response_bytes = static_cast<std::uint64_t>(a.integer(1, kMaxBytes * 1024));
+     }},
     {{"ca_file", "path", "PEM bundle to verify HTTPS servers with (default: the system's)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.ca_file = a.value; }},
     {{"coalesce_gap", "bytes", "ranges of one object this close are merged into one request (default 65536)"},

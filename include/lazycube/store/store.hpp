@@ -50,6 +50,10 @@ struct ByteRequest {
   // chunks, manifests and snapshots are named by their ids). Caches keep it without asking the
   // store for its version.
   bool immutable = false;
+  // Called with the target of each redirect an HTTP store is answered with, before following
+  // it: throws (StoreError, saying why) to refuse it. Kerchunk reference sets check hops against
+  // their allowed prefixes, as they check the reference's own URL.
+  std::function<void(const std::string& target_url)> check_redirect{};
 };
 
 // What a store can tell of an object's current version (Store::version).
