@@ -121,11 +121,10 @@ class IcechunkStore final : public Store {
     if (r.kind == Resolved::Bytes) return Buffer::copy_of(r.bytes.subspan(off, len));
     // Through get_many where the request says more than a key and range: a read condition, or
     // (network stores, which a persistent cache may wrap) that the object is immutable.
-    auto got = r.condition.empty() && !(r.immutable && r.store->prefers_batches())
+    // (Virtual chunks too: their redirects are checked against the authorised containers.)
+    auto got = r.condition.empty() && !(r.immutable && r.store->prefers_batches()) && !r.is_virtual
                    ? r.store->get(r.key, read_range(r, off, len))
-                   : std::move(r.store->get_many({{r.key, r.condition.empty() ? read_range(r, off, len)
-                                                                             : ByteRange::range(r.offset + off, len),
-                                                  r.condition, r.immutable}})[0]);
+                   : std::move(r.store->get_many({read_request(r, key, off, len)})[0]);
     trim(got, len);
     check_read(r, key, got, len);
     return got;
@@ -167,8 +166,7 @@ class IcechunkStore final : public Store {
         continue;
       }
       lengths[i] = len;
-      reads[i] = {r.key, r.condition.empty() ? read_range(r, off, len) : ByteRange::range(r.offset + off, len), r.condition,
-                  r.immutable};
+      reads[i] = read_request(r, requests[i].key, off, len);
       groups[r.store.get()].push_back(i);
     }
     for (auto& [store, group] : groups) {
@@ -341,6 +339,18 @@ class IcechunkStore final : public Store {
   // the whole object: Icechunk writes one object per native chunk, and a plain GET is cheaper
   // for the server than a range (over HTTP: no 206). trim() then keeps the chunk's bytes should
   // the object hold more (chunks packed into one object, which the format allows).
+  // The request reading bytes [off, off + len) of resolved chunk `r`: a conditional read by
+  // its recorded version, or its range; a virtual chunk's redirects checked against the
+  // authorised containers.
+  ByteRequest read_request(const Resolved& r, std::string_view key, std::uint64_t off, std::uint64_t len) {
+    ByteRequest out{r.key, r.condition.empty() ? read_range(r, off, len) : ByteRange::range(r.offset + off, len),
+                    r.condition, r.immutable};
+    if (r.is_virtual)
+      out.check_redirect = [this, what = "chunk '" + std::string(key) + "' of Icechunk repository " + url()](
+                               const std::string& target) { virtual_.check_redirect(target, what); };
+    return out;
+  }
+
   static ByteRange read_range(const Resolved& r, std::uint64_t off, std::uint64_t len) {
     if (!r.is_virtual && r.offset == 0 && off == 0 && len == r.length && len > 0) return ByteRange::full();
     return ByteRange::range(r.offset + off, len);

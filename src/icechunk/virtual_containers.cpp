@@ -58,6 +58,17 @@ const VirtualContainers::Declared* VirtualContainers::declared_for(const refs::T
   return best;
 }
 
+void VirtualContainers::check_redirect(const std::string& url, const std::string& what) const {
+  const refs::TargetUrl target = refs::parse_absolute(url, what + " (redirect to '" + url + "')");
+  std::vector<std::string> names;
+  for (const auto& c : containers_) {
+    if (under(target, c.url)) return;
+    names.push_back(c.prefix);
+  }
+  throw StoreError(what + ": the redirect to '" + url + "' lies outside the authorised virtual chunk containers (" +
+                   (names.empty() ? std::string("none") : "authorised: " + join_names(names)) + ")");
+}
+
 VirtualContainers::Target VirtualContainers::open(const std::string& url, const std::string& what) {
   const refs::TargetUrl target = refs::parse_absolute(url, what + " (virtual chunk at '" + url + "')");
   Container* best = nullptr;

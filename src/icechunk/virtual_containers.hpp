@@ -27,6 +27,9 @@ class VirtualContainers {
   };
   // The store and key of `url`; `what` names the chunk for messages.
   Target open(const std::string& url, const std::string& what);
+  // A redirect hop of a virtual chunk's read: allowed only under an authorised container, as
+  // the chunk's own URL is; otherwise a StoreError naming the target and the containers.
+  void check_redirect(const std::string& url, const std::string& what) const;
 
  private:
   struct Container {

@@ -7,8 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "icechunk_test_writer.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/icechunk/repository.hpp"
+#include "lazycube/zarr/hierarchy.hpp"
 #include "lazycube/store/store.hpp"
 #include "script_server.hpp"
 #include "test_support.hpp"
@@ -128,4 +131,35 @@ TEST(HttpHostile, RedirectToFileAndEndlessRedirectsAreRefused) {
   const auto got = loc.store->get("redirect/" + std::to_string(server.port()) + "/files/a.bin");
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->size(), 16u);
+}
+
+TEST(HttpHostile, IcechunkVirtualChunkRedirectOutsideTheContainersIsRefused) {
+  namespace w = lazycube::test::icechunk_writer;
+  TempDir root, internal_root, repo;
+  const std::vector<std::int32_t> values{1, 2, 3, 4};
+  write_file(internal_root.path() / "chunk.bin", values.data(), 16);
+  HostileServer server(root.path());
+  HostileServer internal(internal_root.path());
+  // The virtual chunk lies on `server`, which redirects it to `internal` (another service).
+  const std::string chunk_url = server.url() + "/redirect/" + std::to_string(internal.port()) + "/files/chunk.bin";
+  w::ManifestSpec m{{{0, 1}}, {}, ""};
+  m.refs.push_back({w::Ref::Kind::Virtual, {0}, "", chunk_url, 0, 16});
+  const std::string array = nlohmann::json{{"zarr_format", 3}, {"node_type", "array"}, {"shape", {4}}, {"data_type", "int32"},
+                                           {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", {4}}}}}},
+                                           {"chunk_key_encoding", {{"name", "default"}}}, {"fill_value", -1},
+                                           {"codecs", {{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}}}}
+                                .dump();
+  w::write_repository(repo.path(), {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/v", array, true, {m}}});
+  const auto read = [&](const std::map<std::string, StoreOptions>& containers) {
+    icechunk::IcechunkOptions options;
+    options.virtual_chunk_containers = containers;
+    auto store = icechunk::make_icechunk_store(icechunk::Repository::open(open_location(repo.str())), options);
+    const NDArray a = zarr::Hierarchy::open(Location{store, "v"}).array("")->read_all();
+    auto v = a.values<std::int32_t>();
+    return std::vector<std::int32_t>(v.begin(), v.end());
+  };
+  const std::string m1 = message_of<StoreError>([&] { read({{server.url() + "/", {{"retries", "0"}}}}); });
+  EXPECT_NE(m1.find("redirect to " + internal.url() + "/files/chunk.bin refused"), std::string::npos) << m1;
+  EXPECT_NE(m1.find("outside the authorised virtual chunk containers"), std::string::npos) << m1;
+  EXPECT_EQ(read({{server.url() + "/", {}}, {internal.url() + "/files/", {}}}), values);
 }
