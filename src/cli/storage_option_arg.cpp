@@ -1,7 +1,7 @@
 // --option KEY=VALUE → storage options; --virtual/--virtual-option → virtual chunk containers;
 // the open flags → OpenOptions.
-#include "../store/storage_options.hpp"
 #include "commands.hpp"
+#include "lazycube/store/list_options.hpp"
 #include "lazycube/util/text.hpp"
 
 namespace lazycube::cli {
