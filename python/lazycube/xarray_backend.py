@@ -206,11 +206,7 @@ def _split_attrs_encoding(var, decode_coords: bool):
         if "_FillValue" in attrs:
             attrs["_FillValue"] = _stored_scalar(attrs["_FillValue"], stored)
         encoding["dtype"] = stored
-        chunks = tuple(int(c) for c in var.chunks)
-        if len(chunks) == len(var.dims):
-            encoding["chunks"] = chunks
-            encoding["preferred_chunks"] = dict(zip(var.dims, chunks))
-        encoding.update(_codec_encoding(var))
+        _add_storage_encoding(var, encoding)
         return attrs, encoding
     if "char_dim_name" in encoding:
         stored = np.dtype("S1")  # the character array as stored
@@ -234,6 +230,13 @@ def _split_attrs_encoding(var, decode_coords: bool):
             np.dtype(var.dtype).kind in "iu":
         # xarray's BooleanCoder (applied whenever it decodes): int8 + dtype="bool" -> bool.
         attrs.pop("dtype")
+    _add_storage_encoding(var, encoding)
+    return attrs, encoding
+
+
+def _add_storage_encoding(var, encoding):
+    """``chunks``, ``preferred_chunks``, ``compressor`` and ``filters`` as xarray's zarr engine
+    sets them, decoded or not."""
     chunks = tuple(int(c) for c in var.chunks)
     dims = tuple(var.dims)
     char_chunk = encoding.pop("char_dim_chunk", None)
@@ -244,7 +247,6 @@ def _split_attrs_encoding(var, decode_coords: bool):
         encoding["chunks"] = chunks
         encoding["preferred_chunks"] = dict(zip(dims, chunks))
     encoding.update(_codec_encoding(var))
-    return attrs, encoding
 
 
 def _times_for_xarray(var, attrs, use_cftime) -> bool:

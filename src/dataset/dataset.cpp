@@ -40,6 +40,18 @@ std::vector<std::string> dims_of(const Array& array) {
   return names;
 }
 
+namespace {
+
+// The fill value that acts as _FillValue (xarray's zarr engine puts a Zarr v2 array's fill value
+// in the attributes; v3 arrays and other formats only have an explicit _FillValue attribute).
+std::optional<Buffer> acting_fill(const Array& array, int zarr_format) {
+  if (zarr_format == 2 && array.has_fill_value() && !array.dtype().is_variable_length())
+    return array.fill_value_bytes();
+  return std::nullopt;
+}
+
+}  // namespace
+
 Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, int zarr_format,
                              bool mask_valid_range) {
   nlohmann::json attrs = array->attrs().is_object() ? array->attrs() : nlohmann::json::object();
@@ -47,16 +59,15 @@ Variable variable_from_array(std::string name, ArrayPtr array, bool decode_cf, i
   std::vector<std::string> dims = dims_of(*array);
   if (!decode_cf) {
     // Undecoded, as xarray's zarr engine: a Zarr v2 fill value shows as the _FillValue attribute.
-    if (zarr_format == 2 && array->has_fill_value() && !array->dtype().is_variable_length() && !attrs.contains("_FillValue"))
-      if (auto fill = fill_value_json(array->fill_value_bytes(), array->dtype()); !fill.is_null()) attrs["_FillValue"] = fill;
+    if (const auto fill = acting_fill(*array, zarr_format); fill && !attrs.contains("_FillValue"))
+      if (auto json = fill_value_json(*fill, array->dtype()); !json.is_null()) attrs["_FillValue"] = json;
     CfDecoding plan = CfDecoding::identity(array->dtype(), std::move(attrs));
     return Variable(std::move(name), std::move(array), std::move(dims), std::move(plan));
   }
   CfInputs inputs;
   inputs.mask_valid_range = mask_valid_range;
   inputs.name = name;
-  if (zarr_format == 2 && array->has_fill_value() && !array->dtype().is_variable_length())
-    inputs.array_fill_bytes = array->fill_value_bytes();
+  inputs.array_fill_bytes = acting_fill(*array, zarr_format);
   CfDecoding plan = CfDecoding::plan(array->dtype(), attrs, inputs);
   return Variable(std::move(name), std::move(array), std::move(dims), std::move(plan));
 }
@@ -147,8 +158,7 @@ Dataset decode_dataset(const std::vector<std::pair<std::string, ArrayPtr>>& arra
       array = std::make_shared<CharArray>(array, vdims);
       vdims.pop_back();
     }
-    if (zarr_format == 2 && array->has_fill_value() && !array->dtype().is_variable_length())
-      inputs.array_fill_bytes = array->fill_value_bytes();
+    inputs.array_fill_bytes = acting_fill(*array, zarr_format);
     const nlohmann::json& a = var_attrs[name];
     Variable v(name, array, vdims, CfDecoding::plan(array->dtype(), a, inputs));
     if (v.cf().decodes_datetime() && !ends_fit(v)) {

@@ -24,14 +24,6 @@ std::string base64url(std::string_view bytes) {
   return s;
 }
 
-// "oauth2.googleapis.com" of "https://oauth2.googleapis.com/token" (with its port, if any).
-std::string host_of(const std::string& url) {
-  auto start = url.find("://");
-  start = start == std::string::npos ? 0 : start + 3;
-  const auto end = url.find_first_of("/?#", start);
-  return url.substr(start, end == std::string::npos ? std::string::npos : end - start);
-}
-
 // RS256: an RSASSA-PKCS1-v1_5 signature over SHA-256 of `data` with the PEM private key.
 std::string rs256_sign(const GcsServiceAccountKey& key, const std::string& data) {
   const auto unusable = [&](const char* why) {
@@ -138,7 +130,7 @@ void GcsTokenSource::exchange() {
   req.headers = {"Content-Type: application/x-www-form-urlencoded", "Accept: application/json"};
   req.body = "grant_type=" + http::percent_encode("urn:ietf:params:oauth:grant-type:jwt-bearer", false) +
              "&assertion=" + http::percent_encode(gcs_jwt_assertion(key_, scope_, now), false);
-  const std::string where = "GCS token exchange at " + host_of(key_.token_uri) + " for " + describe();
+  const std::string where = "GCS token exchange at " + http::host_of(key_.token_uri) + " for " + describe();
   const auto started = Clock::now();
   http::Response r;
   try {

@@ -657,10 +657,6 @@ class CurlEngine final : public Engine {
     if (t->hops >= kMaxRedirects) return fail(t, refused + "more than " + std::to_string(kMaxRedirects) + " redirects");
     if (!(target.starts_with("http://") || target.starts_with("https://")))
       return fail(t, refused + "only http and https targets are followed");
-    const auto host_of = [](const std::string& url) {
-      const auto start = url.find("://") + 3;
-      return url.substr(0, url.find('/', start));
-    };
     if (r.signer && host_of(target) != host_of(t->url.empty() ? r.url : t->url))
       return fail(t, refused + "a signed request is not sent to another host");
     if (r.redirect_check) {

@@ -75,6 +75,13 @@ std::string server_error(std::string_view body) {
   return message.empty() ? code : code + ": " + message;
 }
 
+std::string host_of(std::string_view url) {
+  auto start = url.find("://");
+  start = start == std::string_view::npos ? 0 : start + 3;
+  const auto end = url.find_first_of("/?#", start);
+  return std::string(url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+}
+
 std::string redact_url(std::string_view url) {
   std::string u(url.substr(0, url.find_first_of("?#")));
   auto scheme = u.find("://");

@@ -27,6 +27,10 @@ std::optional<double> parse_retry_after(std::string_view value);
 std::string server_error(std::string_view body);
 // The URL without credentials or query string (presigned URLs carry signatures there).
 std::string redact_url(std::string_view url);
+
+// The host of a URL, with its port if any: "oauth2.googleapis.com" of
+// "https://oauth2.googleapis.com/token".
+std::string host_of(std::string_view url);
 // RFC 3986 percent-encoding: unreserved characters kept, '/' kept when `keep_slash` (store keys
 // in URL paths); query values and SigV4 canonical strings use keep_slash = false.
 std::string percent_encode(std::string_view text, bool keep_slash = true);

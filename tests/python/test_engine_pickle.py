@@ -57,12 +57,8 @@ def _roundtrip(obj):
 
 def _backend_of(da):
     """The LazycubeBackendArray under xarray's lazy wrappers of `da`, or None (values loaded)."""
-    data = da.variable._data
-    for _ in range(10):
-        if isinstance(data, LazycubeBackendArray):
-            return data
-        data = getattr(data, "array", None)
-    return None
+    found = xarray_backend._backend_of(da.variable._data)
+    return None if found is None else found[0]
 
 
 # ---- pickle.dumps / pickle.loads ------------------------------------------------------------
