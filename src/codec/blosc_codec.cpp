@@ -51,6 +51,9 @@ class BloscCodec final : public BytesToBytesCodec {
     return out;
   }
 
+  // Blosc 1's documented worst case is n + BLOSC_MAX_OVERHEAD (16); 32 covers Blosc 2's too.
+  std::optional<std::uint64_t> max_encoded_size(std::uint64_t n) const override { return n + 32; }
+
   nlohmann::json to_json() const override {
     nlohmann::json c{{"cname", cname_}, {"clevel", clevel_}, {"blocksize", blocksize_}};
     if (v3_) {

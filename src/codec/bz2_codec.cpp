@@ -60,6 +60,9 @@ class Bz2Codec final : public BytesToBytesCodec {
     return scratch.view();
   }
 
+  // bzip2's documented worst case: 1% larger plus 600 bytes (rounded up).
+  std::optional<std::uint64_t> max_encoded_size(std::uint64_t n) const override { return n + n / 100 + 601; }
+
   Buffer encode(ByteView in) const override {
     if (in.size() > UINT_MAX / 2) fail("bz2: input too large to compress in one piece");
     // bzip2's documented worst case: 1% larger plus 600 bytes.

@@ -57,6 +57,8 @@ class ChecksumCodec final : public BytesToBytesCodec {
     return payload;
   }
 
+  std::optional<std::uint64_t> max_encoded_size(std::uint64_t n) const override { return n + 4; }
+
   Buffer encode(ByteView in) const override {
     Buffer out(in.size() + 4);
     std::byte* payload = out.data() + (prefix_ ? 4 : 0);

@@ -10,6 +10,12 @@
 namespace lazycube::codec::detail {
 namespace {
 
+// zlib's compressBound (stored blocks at worst) with room for other deflaters' smaller blocks,
+// and for a gzip header's optional name, comment and extra fields (64 KiB).
+std::uint64_t deflate_bound(std::uint64_t n) {
+  return n + (n >> 12) + (n >> 14) + (n >> 25) + 13 + n / 256 + 18 + (64u << 10);
+}
+
 class GzipCodec final : public BytesToBytesCodec {
  public:
   GzipCodec(std::string name, int level) : name_(std::move(name)), level_(level) {}
@@ -48,6 +54,8 @@ class GzipCodec final : public BytesToBytesCodec {
     BytesToBytesCodec::decode_into(in, dest);  // multi-member: stream through scratch
   }
 
+  std::optional<std::uint64_t> max_encoded_size(std::uint64_t n) const override { return deflate_bound(n); }
+
   Buffer encode(ByteView in) const override { return zlib_deflate("gzip", in, level_, 31); }
 
   nlohmann::json to_json() const override {
@@ -84,6 +92,8 @@ class ZlibCodec final : public BytesToBytesCodec {
     limits.exact_size = dest.size();
     check_exact("zlib", r.produced, limits);
   }
+
+  std::optional<std::uint64_t> max_encoded_size(std::uint64_t n) const override { return deflate_bound(n); }
 
   Buffer encode(ByteView in) const override { return zlib_deflate("zlib", in, level_, 15); }
 

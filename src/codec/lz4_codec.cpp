@@ -31,6 +31,9 @@ class Lz4Codec final : public BytesToBytesCodec {
     run(in, dest);
   }
 
+  // LZ4_COMPRESSBOUND after numcodecs' 4-byte size header.
+  std::optional<std::uint64_t> max_encoded_size(std::uint64_t n) const override { return 4 + n + n / 255 + 16; }
+
   Buffer encode(ByteView in) const override {
     if (in.size() > LZ4_MAX_INPUT_SIZE) fail("lz4: input of " + std::to_string(in.size()) + " bytes is too large");
     const int bound = LZ4_compressBound(static_cast<int>(in.size()));

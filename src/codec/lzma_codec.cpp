@@ -142,6 +142,10 @@ class LzmaCodec final : public BytesToBytesCodec {
     return scratch.view();
   }
 
+  // No single documented figure for every container: xz's lzma_stream_buffer_bound is n plus a
+  // few bytes per 64 KiB and headers; this allows n / 32 and 64 KiB more.
+  std::optional<std::uint64_t> max_encoded_size(std::uint64_t n) const override { return n + n / 32 + (64u << 10); }
+
   Buffer encode(ByteView in) const override {
     lzma_stream strm = LZMA_STREAM_INIT;
     struct Guard {

@@ -66,6 +66,12 @@ class ZstdCodec final : public BytesToBytesCodec {
     check_exact("zstd", one_shot(in, dest), limits);
   }
 
+  // ZSTD_COMPRESSBOUND (one frame, header and checksum included), with room for a streaming
+  // writer's extra block headers.
+  std::optional<std::uint64_t> max_encoded_size(std::uint64_t n) const override {
+    return n + (n >> 8) + (n < (128u << 10) ? ((128u << 10) - n) >> 11 : 0) + (n >> 10) + 1024;
+  }
+
   Buffer encode(ByteView in) const override {
     Buffer out(ZSTD_compressBound(in.size()));
     std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);

@@ -43,9 +43,9 @@ std::shared_ptr<const Snapshot> FileCache::snapshot(const std::string& id) {
   return get<Snapshot>(key, [&](const std::string& k) { return read_snapshot(*root_.store, k, *bytes); });
 }
 
-std::shared_ptr<const Manifest> FileCache::manifest(const Id12& id) {
+std::shared_ptr<const Manifest> FileCache::manifest(const Id12& id, std::uint64_t size_bytes) {
   return get<Manifest>(key_in(root_, "manifests/" + encode_id(id)), [&](const std::string& key) {
-    return std::make_shared<const Manifest>(read_file(*root_.store, key, FileType::Manifest, id));
+    return std::make_shared<const Manifest>(read_file(*root_.store, key, FileType::Manifest, id, size_bytes));
   });
 }
 

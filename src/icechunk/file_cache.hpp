@@ -26,7 +26,8 @@ class FileCache {
   // snapshots/<id> and manifests/<id>: NotFound naming the file when missing, MetadataError /
   // CodecError when malformed (a failed load is retried by the next caller).
   std::shared_ptr<const Snapshot> snapshot(const std::string& id);
-  std::shared_ptr<const Manifest> manifest(const Id12& id);
+  // A manifest is fetched bounded by `size_bytes`, the size its snapshot records (0: none).
+  std::shared_ptr<const Manifest> manifest(const Id12& id, std::uint64_t size_bytes = 0);
 
  private:
   struct Slot {

@@ -149,8 +149,11 @@ MetadataFile parse_file(ByteView file, FileType expected, const std::string& nam
   return f;
 }
 
-MetadataFile read_file(Store& store, const std::string& key, FileType expected, const Id12& id) {
-  auto got = store.get(key);
+MetadataFile read_file(Store& store, const std::string& key, FileType expected, const Id12& id,
+                       std::uint64_t max_bytes) {
+  ByteRequest request{key, ByteRange::full()};
+  request.max_bytes = max_bytes;
+  auto got = std::move(store.get_many({request})[0]);
   const std::string name = store.describe(key);
   if (!got) throw NotFound("Icechunk " + std::string(type_name(expected)) + " file not found: " + name);
   return parse_file(got->view(), expected, name, id);

@@ -50,6 +50,9 @@ void check_id(const MetadataFile& file, FileType type, const Id12& fetched_as);
 // Reads `key` (snapshots/ID, manifests/ID, transactions/ID) from `store` and parses it, checking
 // the header's file type and that the file carries `id`; NotFound naming the file when it does
 // not exist. Every snapshot and manifest lazycube reads comes through here (FileCache).
-MetadataFile read_file(Store& store, const std::string& key, FileType expected, const Id12& id);
+// `max_bytes`: the file's size as recorded by whoever points to it (a snapshot's manifest
+// list); a larger file is a StoreError naming it, raised as its bytes arrive (0: no bound).
+MetadataFile read_file(Store& store, const std::string& key, FileType expected, const Id12& id,
+                       std::uint64_t max_bytes = 0);
 
 }  // namespace lazycube::icechunk

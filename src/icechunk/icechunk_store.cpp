@@ -119,28 +119,32 @@ class IcechunkStore final : public Store {
     if (r.kind == Resolved::Missing) return std::nullopt;
     const auto [off, len] = slice(r.size(), range, describe(key));
     if (r.kind == Resolved::Bytes) return Buffer::copy_of(r.bytes.subspan(off, len));
-    // Through get_many where the request says more than a key and range: a read condition, or
-    // (network stores, which a persistent cache may wrap) that the object is immutable.
-    // (Virtual chunks too: their redirects are checked against the authorised containers.)
-    auto got = r.condition.empty() && !(r.immutable && r.store->prefers_batches()) && !r.is_virtual
-                   ? r.store->get(r.key, read_range(r, off, len))
-                   : std::move(r.store->get_many({read_request(r, key, off, len)})[0]);
+    // Through get_many: the request says more than a key and range (a read condition, that the
+    // object is immutable, a virtual chunk's redirect check, a native chunk's bound).
+    auto got = std::move(r.store->get_many({read_request(r, key, off, len)})[0]);
     trim(got, len);
     check_read(r, key, got, len);
     return got;
   }
 
-  // The Zarr reader's per-thread buffer path: native chunks read straight into `out`.
   bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
+    return read_into(ByteRequest{std::string(key), range}, out);
+  }
+
+  // The Zarr reader's per-thread buffer path: native chunks read straight into `out`.
+  bool read_into(const ByteRequest& request, Buffer& out) override {
+    const std::string_view key = request.key;
+    const ByteRange range = request.range;
     Resolved r = resolve(key);
     if (r.kind != Resolved::Read || !r.condition.empty() || r.store->prefers_batches()) {
-      auto got = get(key, range);
-      if (!got) return false;
-      out = std::move(*got);
+      auto got = get_many({request});
+      if (!got[0]) return false;
+      out = std::move(*got[0]);
       return true;
     }
     const auto [off, len] = slice(r.size(), range, describe(key));
-    const bool found = r.store->get_into(r.key, read_range(r, off, len), out);
+    check_bound(key, len, request.max_bytes);
+    const bool found = r.store->read_into(read_request(r, key, off, len), out);
     if (found) trim(out, len);
     check_read(r, key, found ? std::optional<std::uint64_t>(out.size()) : std::nullopt, len);
     return true;
@@ -161,6 +165,7 @@ class IcechunkStore final : public Store {
         continue;
       }
       const auto [off, len] = slice(r.size(), requests[i].range, describe(requests[i].key));
+      check_bound(requests[i].key, len, requests[i].max_bytes);
       if (r.kind == Resolved::Bytes) {
         sink(i, Buffer::copy_of(r.bytes.subspan(off, len)));
         continue;
@@ -275,7 +280,7 @@ class IcechunkStore final : public Store {
       std::shared_lock lock(mutex_);
       if (auto it = manifests_.find(id); it != manifests_.end()) return it->second;
     }
-    auto m = state_of(*repo_).files->manifest(id);
+    auto m = state_of(*repo_).files->manifest(id, snapshot_->manifest_size(id));
     std::unique_lock lock(mutex_);
     return manifests_.emplace(id, std::move(m)).first->second;
   }
@@ -345,10 +350,21 @@ class IcechunkStore final : public Store {
   ByteRequest read_request(const Resolved& r, std::string_view key, std::uint64_t off, std::uint64_t len) {
     ByteRequest out{r.key, r.condition.empty() ? read_range(r, off, len) : ByteRange::range(r.offset + off, len),
                     r.condition, r.immutable};
+    // A native chunk asked for as its whole object: the object may hold its recorded length.
+    if (out.range.kind == ByteRange::Kind::Full) out.max_bytes = len;
     if (r.is_virtual)
       out.check_redirect = [this, what = "chunk '" + std::string(key) + "' of Icechunk repository " + url()](
                                const std::string& target) { virtual_.check_redirect(target, what); };
     return out;
+  }
+
+  // The reader's bound (ByteRequest::max_bytes) against the chunk's recorded length, before
+  // any read: the manifest says how many bytes the read returns.
+  void check_bound(std::string_view key, std::uint64_t len, std::uint64_t max_bytes) const {
+    if (max_bytes != 0 && len > max_bytes)
+      throw StoreError("chunk '" + std::string(key) + "' of Icechunk repository " + url() + ": its manifest records " +
+                       std::to_string(len) + " bytes, more than the " + std::to_string(max_bytes) +
+                       " bytes the chunk may hold by its array metadata");
   }
 
   static ByteRange read_range(const Resolved& r, std::uint64_t off, std::uint64_t len) {

@@ -31,6 +31,10 @@ Snapshot::Snapshot(MetadataFile file) : file_(std::move(file)) {
   if (s->parent()) parent_ = encode_id(s->parent()->bytes()->data(), 12);
   message_ = s->message()->str();
   written_at_us_ = s->written_at_us();
+  for (const auto* m : *s->manifests_v1()) manifest_sizes_[copy_id<Id12>(m->id().bytes()->data())] = m->size();
+  if (s->manifests_v2())
+    for (const auto* m : *s->manifests_v2())
+      if (m->id()) manifest_sizes_[copy_id<Id12>(m->id()->bytes()->data())] = m->size();
   for (const auto* n : *s->nodes()) {
     const std::string_view path = n->path()->string_view();
     if (path.empty() || path.front() != '/')

@@ -40,12 +40,19 @@ class Snapshot {
   const std::string& message() const { return message_; }
   // Nodes by store path ("" = root).
   const std::map<std::string, NodeInfo, std::less<>>& nodes() const { return nodes_; }
+  // The size in bytes the snapshot records for manifest file `id` (ManifestFileInfo
+  // size_bytes, the stored file's size); 0 when it records none. Bounds the manifest's fetch.
+  std::uint64_t manifest_size(const Id12& id) const {
+    auto it = manifest_sizes_.find(id);
+    return it == manifest_sizes_.end() ? 0 : it->second;
+  }
 
  private:
   MetadataFile file_;
   std::string id_, parent_, message_;
   std::uint64_t written_at_us_ = 0;
   std::map<std::string, NodeInfo, std::less<>> nodes_;
+  std::map<Id12, std::uint64_t> manifest_sizes_;
 };
 
 // snapshots/<id> of the repository at `root` (`key`), which must carry `id` (read_file).

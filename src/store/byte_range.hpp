@@ -36,4 +36,12 @@ inline ResolvedRange resolve_range(const ByteRange& r, std::uint64_t size, const
   return {0, size};
 }
 
+// Refuses `size` bytes for a read bounded by `max_bytes` (ByteRequest::max_bytes; 0: no bound),
+// in the words of the HTTP engine's bound errors; `what` names the object.
+inline void check_read_bound(std::uint64_t size, std::uint64_t max_bytes, const std::string& what) {
+  if (max_bytes != 0 && size > max_bytes)
+    throw StoreError(what + ": the read would return " + std::to_string(size) + " bytes, more than the " +
+                     std::to_string(max_bytes) + " bytes the object may hold by its metadata");
+}
+
 }  // namespace lazycube::detail

@@ -57,12 +57,14 @@ class FileStore final : public Store {
   }
 
   bool get_into(std::string_view key, ByteRange range, Buffer& out) override { return read(key, range, {}, out); }
+  bool read_into(const ByteRequest& r, Buffer& out) override { return read(r.key, r.range, r.condition, out, r.max_bytes); }
 
   // Reads with their conditions checked on the opened file (see ReadCondition).
   void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
     for (std::size_t i = 0; i < requests.size(); ++i) {
       Buffer out;
-      if (read(requests[i].key, requests[i].range, requests[i].condition, out)) sink(i, std::move(out));
+      const ByteRequest& r = requests[i];
+      if (read(r.key, r.range, r.condition, out, r.max_bytes)) sink(i, std::move(out));
       else sink(i, std::nullopt);
     }
   }
@@ -163,8 +165,10 @@ class FileStore final : public Store {
   }
 
  private:
-  // `key`'s bytes in `out`; false when it does not exist.
-  bool read(std::string_view key, const ByteRange& range, const ReadCondition& condition, Buffer& out) {
+  // `key`'s bytes in `out`; false when it does not exist. More than `max_bytes` (0: no bound)
+  // is refused from the file's size, before reading.
+  bool read(std::string_view key, const ByteRange& range, const ReadCondition& condition, Buffer& out,
+            std::uint64_t max_bytes = 0) {
     const std::string path = path_of(key);
     Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0) {
@@ -177,6 +181,7 @@ class FileStore final : public Store {
     if (S_ISDIR(st.st_mode)) return false;
     check_condition(st, condition, path);
     auto r = detail::resolve_range(range, static_cast<std::uint64_t>(st.st_size), path);
+    detail::check_read_bound(r.length, max_bytes, path);
     out.resize(r.length);
     std::uint64_t done = 0;
     while (done < r.length) {

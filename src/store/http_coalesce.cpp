@@ -17,7 +17,7 @@ CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t ga
       ranges_by_key[r.key].push_back(i);
     } else {
       plan.parts[i].fetch = plan.fetches.size();
-      plan.fetches.push_back({r.key, r.range, r.condition});
+      plan.fetches.push_back({r.key, r.range, r.condition, r.max_bytes});
     }
   }
   for (auto& [key, idx] : ranges_by_key) {
@@ -39,7 +39,8 @@ CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t ga
       }
       const std::size_t f = plan.fetches.size();
       if (run_end - run_begin == 1) {
-        plan.fetches.push_back({std::string(key), requests[idx[run_begin]].range, requests[idx[run_begin]].condition});
+        const ByteRequest& only = requests[idx[run_begin]];
+        plan.fetches.push_back({std::string(key), only.range, only.condition, only.max_bytes});
         plan.parts[idx[run_begin]].fetch = f;
       } else {
         plan.fetches.push_back({std::string(key), ByteRange::range(start, end - start), requests[idx[run_begin]].condition});
@@ -57,6 +58,11 @@ CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t ga
   plan.requests_of.resize(plan.fetches.size());
   for (std::size_t i = 0; i < requests.size(); ++i) plan.requests_of[plan.parts[i].fetch].push_back(i);
   return plan;
+}
+
+std::uint64_t max_body_of(const CoalescePlan::Fetch& f) {
+  if (f.max_bytes == 0 || f.range.kind != ByteRange::Kind::Range) return f.max_bytes;
+  return std::min(f.max_bytes, f.range.length);
 }
 
 void deliver(const CoalescePlan& plan, std::size_t f, std::optional<Buffer>&& bytes,

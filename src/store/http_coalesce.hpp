@@ -17,6 +17,7 @@ struct CoalescePlan {
     std::string key;
     ByteRange range;
     ReadCondition condition;  // the requests' (only requests with equal conditions merge)
+    std::uint64_t max_bytes = 0;  // a request fetched as it is: its ByteRequest::max_bytes
   };
   struct Part {
     std::size_t fetch = 0;     // which fetch delivers this request
@@ -33,6 +34,10 @@ struct CoalescePlan {
 // merged request stays within `max_size` bytes and their read conditions are equal. Whole-object, offset and suffix requests are
 // fetched as they are.
 CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t gap, std::uint64_t max_size);
+
+// The body bound (http::Request::max_body) of fetch `f`: its max_bytes, for a range the smaller
+// of that and the range's length; 0: the engine's own bound.
+std::uint64_t max_body_of(const CoalescePlan::Fetch& f);
 
 // Hands the bytes of fetch `f` (nullopt: the object is missing) to `sink` once per request it
 // serves: whole when the fetch is exactly that request, else the request's slice, clipped where

@@ -36,6 +36,13 @@ class HttpStore final : public Store {
     return true;
   }
 
+  bool read_into(const ByteRequest& request, Buffer& out) override {
+    auto r = get_many({request});
+    if (!r[0]) return false;
+    out = std::move(*r[0]);
+    return true;
+  }
+
   std::optional<std::uint64_t> size(std::string_view key) override {
     auto res = head(key);
     if (!res) return std::nullopt;
@@ -133,6 +140,7 @@ class HttpStore final : public Store {
       reqs[i].range = plan.fetches[i].range;
       reqs[i].headers = http::condition_headers(plan.fetches[i].condition);
       reqs[i].redirect_check = redirect_check_of(requests, plan.fetches[i].key);
+      reqs[i].max_body = http::max_body_of(plan.fetches[i]);
     }
     const auto name = [this](std::string_view key) { return describe(key); };
     http::Engine::global().perform_each(reqs, options_.retry, options_.engine, &counters_,

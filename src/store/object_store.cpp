@@ -42,6 +42,13 @@ class ObjectStore final : public Store {
   }
 
   bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
+    ByteRequest request{std::string(key), range};
+    return read_into(request, out);
+  }
+
+  bool read_into(const ByteRequest& request, Buffer& out) override {
+    std::string_view key = request.key;
+    ByteRange range = request.range;
     if (!absolute_suffix(key, range)) return false;
     if (range.kind == ByteRange::Kind::Range && range.length == 0) {
       auto n = size(key);  // a zero-length range has no Range header form: check existence
@@ -50,7 +57,9 @@ class ObjectStore final : public Store {
       out.resize(0);
       return true;
     }
-    auto responses = perform({object_request("GET", key, range)});
+    auto req = object_request("GET", key, range);
+    req.max_body = http::max_body_of({std::string(key), range, {}, request.max_bytes});
+    auto responses = perform({std::move(req)});
     const Got got = finish_get(key, range, responses[0], out);
     return got == Got::CheckEnd ? read_at_end(key, range, out) : got == Got::Bytes;
   }
@@ -76,6 +85,7 @@ class ObjectStore final : public Store {
     std::vector<http::Request> fetches;
     for (const auto& f : plan.fetches) {
       fetches.push_back(object_request("GET", f.key, f.range));
+      fetches.back().max_body = http::max_body_of(f);
       for (auto& h : http::condition_headers(f.condition)) fetches.back().headers.push_back(std::move(h));
     }
     const auto name = [this](std::string_view key) { return describe(key); };

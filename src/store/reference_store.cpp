@@ -91,6 +91,7 @@ class ReferenceStore final : public Store {
       auto [g, fresh] = group_of.emplace(t.store.get(), groups.size());
       if (fresh) groups.push_back({t.store, {}, {}, {}});
       ByteRequest forwarded{t.key, range};
+      forwarded.max_bytes = req.max_bytes;
       // A redirect is checked as the reference's own URL was (an open redirect on an allowed
       // host must not reach other services).
       forwarded.check_redirect = [this, key = req.key](const std::string& target) {

@@ -3,8 +3,7 @@
 #include <atomic>
 #include <ctime>
 
-#include "lazycube/error.hpp"
-
+#include "byte_range.hpp"
 #include "lazycube/error.hpp"
 
 namespace lazycube {
@@ -20,7 +19,17 @@ void Store::get_each(const std::vector<ByteRequest>& requests, const ByteSink& s
     if (!r.condition.empty())
       throw StoreError(describe(r.key) + ": this store cannot check that the object is unchanged (" +
                        r.condition.describe() + ")");
-  for (std::size_t i = 0; i < requests.size(); ++i) sink(i, get(requests[i].key, requests[i].range));
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    auto bytes = get(requests[i].key, requests[i].range);
+    if (bytes) detail::check_read_bound(bytes->size(), requests[i].max_bytes, describe(requests[i].key));
+    sink(i, std::move(bytes));
+  }
+}
+
+bool Store::read_into(const ByteRequest& request, Buffer& out) {
+  if (!get_into(request.key, request.range, out)) return false;
+  detail::check_read_bound(out.size(), request.max_bytes, describe(request.key));
+  return true;
 }
 
 std::string ReadCondition::describe() const {

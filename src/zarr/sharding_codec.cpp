@@ -175,6 +175,14 @@ std::optional<Buffer> ShardingCodec::encode_inner(ByteView fixed, const codec::C
   return out;
 }
 
+std::optional<std::uint64_t> ShardingCodec::max_encoded_size(const codec::ChunkSpec& spec) const {
+  const auto inner = inner_.max_encoded_size(codec::ChunkSpec{spec.dtype, inner_shape_});
+  if (!inner) return std::nullopt;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  if (num_inner_ != 0 && *inner > (kMax - index_size_) / num_inner_) return kMax;
+  return *inner * num_inner_ + index_size_;
+}
+
 json ShardingCodec::to_json() const {
   json c = config_;
   c["codecs"] = inner_.to_json();

@@ -42,6 +42,8 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   std::optional<std::uint64_t> encoded_size(const codec::ChunkSpec&) const override {
     return std::nullopt;
   }
+  // Every inner chunk at its bound, and the index.
+  std::optional<std::uint64_t> max_encoded_size(const codec::ChunkSpec& spec) const override;
   nlohmann::json to_json() const override;
 
  private:

@@ -60,6 +60,11 @@ ZarrArray::ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetada
     unit_shape_ = s->inner_chunk_shape();
     unit_codecs_ = &s->inner_codecs();
   }
+  try {
+    unit_max_bytes_ = unit_codecs_->max_encoded_size(codec::ChunkSpec{meta_.dtype, unit_shape_}).value_or(0);
+  } catch (const Error&) {
+    unit_max_bytes_ = 0;  // no bound rather than no array: decoding reports what is wrong
+  }
 }
 
 std::string ZarrArray::describe() const { return store_->describe(path_); }
@@ -131,7 +136,9 @@ std::optional<ByteRequest> ZarrArray::locate_unit(const std::vector<std::uint64_
   if (shard_levels_.empty()) {
     std::string key = chunk_key(unit);
     what = "chunk '" + key + "'";
-    return ByteRequest{std::move(key), ByteRange::full()};
+    ByteRequest request{std::move(key), ByteRange::full()};
+    request.max_bytes = unit_max_bytes_;
+    return request;
   }
   // Outer shard grid index, then walk down the levels.
   std::string key = shard_key(unit);
@@ -155,7 +162,12 @@ std::optional<ByteRequest> ZarrArray::locate_unit(const std::vector<std::uint64_
     length = entry->nbytes;
     level_shape = codec.inner_chunk_shape();
   }
-  return ByteRequest{std::move(key), ByteRange::range(offset, length)};
+  if (unit_max_bytes_ != 0 && length > unit_max_bytes_)
+    throw CodecError(what + ": the shard index gives it " + std::to_string(length) + " bytes, more than the " +
+                     std::to_string(unit_max_bytes_) + " bytes its encoded-size bound from the array metadata allows");
+  ByteRequest request{std::move(key), ByteRange::range(offset, length)};
+  request.max_bytes = unit_max_bytes_;
+  return request;
 }
 
 std::string ZarrArray::shard_key(const std::vector<std::uint64_t>& unit) const {
@@ -174,7 +186,7 @@ void ZarrArray::check_unit_bytes(const ByteRequest& where, const std::string& wh
 bool ZarrArray::fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what, Buffer& out) const {
   auto where = locate_unit(unit, what);
   if (!where) return false;
-  if (!store_->get_into(where->key, where->range, out)) {
+  if (!store_->read_into(*where, out)) {
     if (shard_levels_.empty()) return false;
     throw StoreError(store_->describe(where->key) + " disappeared while reading");
   }

@@ -115,6 +115,9 @@ class ZarrArray final : public Array {
   Shape unit_shape_;
   std::vector<const ShardingCodec*> shard_levels_;  // outermost first
   const codec::CodecPipeline* unit_codecs_;
+  // The most bytes a stored read unit may hold (codec::CodecPipeline::max_encoded_size of the
+  // unit's decoded size); 0: unknown (variable-length types). Bounds every unit's read.
+  std::uint64_t unit_max_bytes_ = 0;
   mutable std::mutex index_mutex_;
   mutable std::unordered_map<std::string, std::shared_ptr<const ShardIndex>> index_cache_;
 };

@@ -58,6 +58,9 @@ struct WriteOptions {
   std::vector<std::uint8_t> config;  // the repo file's configuration (FlexBuffers bytes), none when empty
   bool compress = false;             // zstd-compress the metadata files (as Icechunk does)
   bool chunk_per_file = false;       // each native chunk in a file of its own (as Icechunk does)
+  // Added to each manifest file's size as the snapshot records it (ManifestFileInfo size_bytes):
+  // negative, the manifest is longer than recorded.
+  std::int64_t manifest_size_delta = 0;
 };
 
 // The 39-byte header and the payload (zstd-compressed when `compress`).
@@ -100,6 +103,7 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
   std::string chunk_file = "padding";  // native chunks share one file, at offsets
   const fb::Id12 chunk_id = id12(200);
   std::vector<flatbuffers::Offset<fb::Node>> node_offsets;
+  std::vector<fb::ManifestInfoV1> manifest_infos;  // the snapshot's manifest list, sizes recorded
   flatbuffers::FlatBufferBuilder sb;
   std::uint8_t node_seed = 1;
   for (const auto& node : nodes) {
@@ -148,6 +152,9 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
       std::vector<std::uint8_t> dict(m.location_dictionary.begin(), m.location_dictionary.end());
       mb.Finish(fb::CreateManifestFileDirect(mb, &mid, &arrays, dict.empty() ? nullptr : &dict, dict.empty() ? 0 : 1));
       write_metadata(dir / "manifests" / crockford(mid), 2, mb, options.compress);
+      const auto size = static_cast<std::int64_t>(std::filesystem::file_size(dir / "manifests" / crockford(mid)));
+      manifest_infos.emplace_back(mid, static_cast<std::uint64_t>(size + options.manifest_size_delta),
+                                  static_cast<std::uint32_t>(m.refs.size()));
       std::vector<fb::Extent> extents;
       for (const auto& [b, e] : m.extents) extents.emplace_back(b, e);
       pointers.push_back(fb::CreateManifestPointerDirect(sb, &mid, &extents));
@@ -165,9 +172,8 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
   }
   const fb::Id12 sid = id12(100);
   std::vector<flatbuffers::Offset<fb::MetaEntry>> no_meta;
-  std::vector<fb::ManifestInfoV1> no_v1;
   sb.Finish(fb::CreateSnapshotFileDirect(sb, &sid, nullptr, &node_offsets, 1'700'000'000'000'000, "generated", &no_meta,
-                                         &no_v1));
+                                         &manifest_infos));
   write_metadata(dir / "snapshots" / crockford(sid), 1, sb, options.compress);
   write_file(dir / "chunks" / crockford(chunk_id), chunk_file);
 

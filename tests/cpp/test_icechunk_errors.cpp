@@ -126,6 +126,16 @@ class IcechunkCorrupt : public ::testing::Test {
                             m.find("carries id " + carried + ", not the id " + name + " it was read as") != std::string::npos);
         EXPECT_TRUE(named) << m;
         ++refused;
+      } catch (const StoreError& e) {
+        // A replacement larger than the size the snapshot records for the file is refused before
+        // its id is read (issue 32: a manifest's fetch is bounded by its recorded size).
+        const std::string m = e.what();
+        bool named = false;
+        for (const auto& [name, carried] : replaced)
+          named = named || (m.find((dir_ / sub / name).string() + ": ") != std::string::npos &&
+                            m.find("bytes the object may hold") != std::string::npos);
+        EXPECT_TRUE(named) << m;
+        ++refused;
       }
     }
     return refused;

@@ -77,8 +77,9 @@ TEST(ZarrErrors, TruncatedAndOversizedChunksNameTheKey) {
   write_file(t.path() / "1", std::string(5, '\0'));  // 5 bytes for a 2 x float32 chunk
   auto a = open_dir(t);
   expect_error<CodecError>([&] { a->read_all(); }, {"chunk '1'"});
-  write_file(t.path() / "1", std::string(4096, '\0'));  // larger than expected
-  expect_error<CodecError>([&] { a->read_all(); }, {"chunk '1'"});
+  // Larger than its encoded-size bound (8 bytes): refused by the store before reading (issue 32).
+  write_file(t.path() / "1", std::string(4096, '\0'));
+  expect_error<StoreError>([&] { a->read_all(); }, {(t.path() / "1").string(), "4096 bytes", "the 8 bytes"});
 }
 
 TEST(ZarrErrors, CorruptCompressedStream) {

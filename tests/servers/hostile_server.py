@@ -2,6 +2,8 @@
 SIGTERM). Paths:
 
   /files/<path>          the file <root>/<path>, with Range (206) support
+  /mixed/<path>          as /files/ when <root>/<path> is a file, else as /endless/ (a Zarr
+                         array whose metadata is real and whose chunk bodies never end)
   /endless/<anything>    200 (206 to a Range request) with a body that never ends
   /liar/<anything>       200 announcing Content-Length: 10**15, then a body that never ends
   /redirect/<port>/<p>   302 to http://127.0.0.1:<port>/<p>
@@ -48,6 +50,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         path = self.path
         rng = self.headers.get("Range")
+        if path.startswith("/mixed/"):
+            file = os.path.normpath(os.path.join(ROOT, path[len("/mixed/"):]))
+            if file.startswith(ROOT) and os.path.isfile(file):
+                path = "/files/" + path[len("/mixed/"):]
+            else:
+                path = "/endless/" + path[len("/mixed/"):]
         if path.startswith("/endless/"):
             status = 206 if rng else 200
             headers = [("Content-Range", "bytes 0-1023/1024")] if rng else []

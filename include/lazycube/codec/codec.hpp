@@ -54,6 +54,14 @@ class BytesToBytesCodec {
   // decode() and copies; compressors override it to write in place.
   virtual void decode_into(ByteView in, MutableByteView dest) const;
   virtual Buffer encode(ByteView in) const = 0;
+  // The most bytes any encoder of this format (not only ours) makes of `decoded` bytes: the
+  // compressor's documented worst case, a checksum's 4 bytes. nullopt: no declared bound
+  // (CodecPipeline::max_encoded_size then allows a generous 2x + 1 MiB). A read bound derived
+  // from it must never refuse valid data, so err on the large side.
+  virtual std::optional<std::uint64_t> max_encoded_size(std::uint64_t decoded) const {
+    (void)decoded;
+    return std::nullopt;
+  }
   // When this codec changes the element type (numcodecs filters with `astype`), the type of
   // its encoded side given the decoded side's type; otherwise nullopt.
   virtual std::optional<DataType> encoded_dtype(const DataType& decoded) const {
@@ -90,6 +98,9 @@ class ArrayToBytesCodec {
   // The exact byte size this codec needs from the bytes->bytes stages for `spec`, when known
   // (fixed-size `bytes` codec); nullopt for variable-length encodings and sharding.
   virtual std::optional<std::uint64_t> encoded_size(const ChunkSpec& spec) const = 0;
+  // The most bytes encode() makes of a chunk of `spec` (sharding: its inner chunks' bounds and
+  // the index); nullopt when unknown (variable-length types). Default: encoded_size().
+  virtual std::optional<std::uint64_t> max_encoded_size(const ChunkSpec& spec) const { return encoded_size(spec); }
   virtual nlohmann::json to_json() const = 0;
 };
 
@@ -113,6 +124,11 @@ class CodecPipeline {
   Buffer encode_fixed(ByteView decoded, const ChunkSpec& spec) const;
   // The spec that reaches the array->bytes codec.
   ChunkSpec array_to_bytes_spec(const ChunkSpec& decoded) const;
+  // The most bytes a stored chunk of `decoded` may hold: its decoded size mapped through each
+  // stage's bound (BytesToBytesCodec::max_encoded_size, dtype-changing filters by their
+  // encoded dtype). nullopt for variable-length types, whose size the metadata does not fix.
+  // Readers bound whole-chunk reads with it (ByteRequest::max_bytes).
+  std::optional<std::uint64_t> max_encoded_size(const ChunkSpec& decoded) const;
   // Zarr v3 style list of every codec in encode order.
   nlohmann::json to_json() const;
 };

@@ -54,6 +54,11 @@ struct ByteRequest {
   // it: throws (StoreError, saying why) to refuse it. Kerchunk reference sets check hops against
   // their allowed prefixes, as they check the reference's own URL.
   std::function<void(const std::string& target_url)> check_redirect{};
+  // The most bytes this read may return when the reader knows a bound from metadata (a chunk's
+  // encoded-size bound, a manifest's recorded size, a native chunk's recorded length); 0: none
+  // beyond the store's own. An object past it is a StoreError naming it, the bound and the
+  // bytes, raised before reading (local stores) or as soon as the reply passes it (HTTP).
+  std::uint64_t max_bytes = 0;
 };
 
 // What a store can tell of an object's current version (Store::version).
@@ -98,6 +103,9 @@ class Store {
   // Like get(), but reads into `out` (reusing its capacity); false when the key does not exist.
   // The hot read path calls this with a per-thread buffer so chunks cost no fresh allocation.
   virtual bool get_into(std::string_view key, ByteRange range, Buffer& out);
+  // get_into for a whole request, honouring its max_bytes (the Zarr reader's per-thread buffer
+  // path); the default reads with get_into and then checks the size against the bound.
+  virtual bool read_into(const ByteRequest& request, Buffer& out);
   // Receives each result of get_each: the request's index and its bytes (nullopt: no such key).
   using ByteSink = std::function<void(std::size_t index, std::optional<Buffer>&& bytes)>;
   // Several reads at once (backends that can overlap requests do), each result handed to `sink`
