@@ -280,3 +280,22 @@ TEST(IcechunkReadBound, NativeChunkObjectLongerThanRecordedIsRefused) {
   EXPECT_NE(m1.find("/chunks/"), std::string::npos) << m1;
   EXPECT_NE(m1.find("more than the 16 bytes"), std::string::npos) << m1;
 }
+
+// A kerchunk reference naming a whole object ([url], no range): the chunk's bound from the array
+// metadata travels through the reference store to the target's store.
+TEST(ZarrReadBound, KerchunkWholeObjectTargetStopsAtTheChunkBound) {
+  TempDir root;
+  HostileServer server(root.path());
+  const json zarray = {{"chunks", {16}}, {"compressor", nullptr}, {"dtype", "<f4"}, {"fill_value", 0.0},
+                       {"filters", nullptr}, {"order", "C"}, {"shape", {16}}, {"zarr_format", 2}};
+  const json refs = {{".zgroup", R"({"zarr_format": 2})"},
+                     {"x/.zarray", zarray.dump()},
+                     {"x/0", json::array({server.url() + "/endless/x0"})}};
+  write_file(root.path() / "refs.json", json({{"version", 1}, {"refs", refs}}).dump());
+  const Location loc = open_location("reference://" + (root.path() / "refs.json").string(),
+                                     {{"allowed_prefixes", server.url() + "/endless/"}, {"retries", "0"}});
+  const auto array = zarr::open_array(loc.store, "x");
+  const std::string m = message_of<StoreError>([&] { array->read_all(); });
+  EXPECT_NE(m.find("/endless/x0"), std::string::npos) << m;
+  EXPECT_NE(m.find("the 64 bytes"), std::string::npos) << m;  // 16 float32 values, no compressor
+}
