@@ -76,7 +76,7 @@ const Entry kCommon[] = {
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.connect_timeout_s = a.seconds(); }},
     {{"low_speed_time", "seconds", "abort an attempt slower than 1 byte/s for this long (default 30)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.low_speed_time_s = a.seconds(); }},
-    {{"retries", "integer", "retries of a failed attempt (default 5)"},
+    {{"retries", "integer", "retries of a failed attempt (default 10)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.max_attempts = static_cast<int>(a.integer(0, 1000000)) + 1; }},
     {{"deadline", "seconds", "limit per request across all its attempts (default 300)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.retry.deadline_s = a.seconds(); }},
@@ -88,6 +88,11 @@ const Entry kCommon[] = {
       "the most bytes one reply may carry when nothing smaller bounds it; more fails the read (default 1073741824)"},
      [](const Arg& a, StorageOptions& o) {
        o.transfer.engine.max_response_bytes = static_cast<std::uint64_t>(a.integer(1, kMaxBytes * 1024));
+     }},
+    {{"max_idle_connections", "integer",
+      "keep-alive connections kept open after a second without transfers, all hosts together; more are closed (default 32)"},
+     [](const Arg& a, StorageOptions& o) {
+       o.transfer.engine.max_idle_connections = static_cast<std::size_t>(a.integer(1, 100000));
      }},
     {{"ca_file", "path", "PEM bundle to verify HTTPS servers with (default: the system's)"},
      [](const Arg& a, StorageOptions& o) { o.transfer.engine.ca_file = a.value; }},

@@ -20,7 +20,7 @@ std::string number(double v) {
 }
 
 // The transfer options that have a GDAL equivalent, as GDAL's HTTP options (only those given).
-// max_concurrency, low_speed_time, deadline, max_backoff, coalesce_*: no GDAL equivalent per
+// max_concurrency, low_speed_time, deadline, max_backoff, max_idle_connections, coalesce_*: no GDAL equivalent per
 // file; accepted so one options map serves both engines.
 void add_transfer_options(const StorageOptions& o, VsiLocation& loc) {
   const auto& e = o.transfer.engine;

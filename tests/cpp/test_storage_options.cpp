@@ -160,7 +160,7 @@ TEST(StorageOptionTable, TuningOptionsLandInTheSameFieldsForEveryBackend) {
   const StoreOptions tuning{{"max_concurrency", "7"}, {"timeout", "2.5"},   {"connect_timeout", "3"},
                             {"low_speed_time", "4"},  {"retries", "9"},     {"deadline", "12"},
                             {"backoff", "0.25"},      {"max_backoff", "1.5"}, {"ca_file", "/tmp/ca.pem"},
-                            {"coalesce_gap", "100"},  {"coalesce_max", "5000"}};
+                            {"coalesce_gap", "100"},  {"coalesce_max", "5000"}, {"max_idle_connections", "5"}};
   for (const Backend* b : network_backends()) {
     const TransferOptions t = parse_storage_options(tuning, *b).transfer;
     EXPECT_EQ(t.engine.max_in_flight, 7u);
@@ -172,6 +172,7 @@ TEST(StorageOptionTable, TuningOptionsLandInTheSameFieldsForEveryBackend) {
     EXPECT_DOUBLE_EQ(t.retry.initial_backoff_s, 0.25);
     EXPECT_DOUBLE_EQ(t.retry.max_backoff_s, 1.5);
     EXPECT_EQ(t.engine.ca_file, "/tmp/ca.pem");
+    EXPECT_EQ(t.engine.max_idle_connections, 5u);
     EXPECT_EQ(t.coalesce_gap, 100u);
     EXPECT_EQ(t.coalesce_max, 5000u);
   }
