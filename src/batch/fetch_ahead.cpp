@@ -58,6 +58,34 @@ std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& orde
   return round;
 }
 
+void FetchAhead::load_round(Round& r, ChunkCache& cache) {
+  // The arrays of a round load at once, each its own read: one slow request (a retry waiting
+  // out Retry-After or a backoff) then delays its own array's read only, where loading them
+  // one after another made every array of the round wait behind it in turn.
+  std::vector<std::vector<std::shared_ptr<const Buffer>>> got(r.units.size());
+  auto load = [&](std::size_t a) {
+    try {
+      got[a] = r.units[a].first->load_units(r.units[a].second, cache);
+    } catch (...) {
+      // A failed load reaches the readers waiting on it through the cache, and a reader that
+      // comes later loads (and reports) it itself: nothing to do here.
+    }
+  };
+  std::vector<std::thread> others;
+  for (std::size_t a = 1; a < r.units.size(); ++a) {
+    if (r.units[a].second.empty()) continue;
+    try {
+      others.emplace_back(load, a);
+    } catch (...) {  // no thread: load it here
+      load(a);
+    }
+  }
+  if (!r.units.empty()) load(0);
+  for (auto& t : others) t.join();
+  for (auto& chunks : got)
+    r.held.insert(r.held.end(), std::make_move_iterator(chunks.begin()), std::make_move_iterator(chunks.end()));
+}
+
 void FetchAhead::walk(const EpochOrder& order, std::uint64_t from) {
   // Fetch-ahead only saves time: whatever fails here (listing units, starting a thread) ends
   // the walk, and the producer reads (and reports) as it would without it.
@@ -92,17 +120,7 @@ void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
     held_ += round->bytes;
     Round* r = round.get();
     rounds_.push_back(std::move(round));
-    r->loader = std::thread([r, cache] {
-      for (const auto& [array, units] : r->units) {
-        try {
-          auto chunks = array->load_units(units, *cache);
-          r->held.insert(r->held.end(), std::make_move_iterator(chunks.begin()), std::make_move_iterator(chunks.end()));
-        } catch (...) {
-          // A failed load reaches the readers waiting on it through the cache, and a reader
-          // that comes later loads (and reports) it itself: nothing to do here.
-        }
-      }
-    });
+    r->loader = std::thread([r, cache] { load_round(*r, *cache); });
   }
 }
 

@@ -46,6 +46,7 @@ class FetchAhead {
   void walk(const EpochOrder& order, std::uint64_t from);
   void walk_rounds(const EpochOrder& order, std::uint64_t from);
   std::unique_ptr<Round> plan_round(const EpochOrder& order, std::uint64_t from, std::uint64_t bytes) const;
+  static void load_round(Round& r, ChunkCache& cache);
   void release(std::deque<std::unique_ptr<Round>>& rounds);
 
   const BatchSource& source_;
