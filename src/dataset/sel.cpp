@@ -7,6 +7,7 @@
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/dataset/variable.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/util/half.hpp"
 #include "lazycube/util/text.hpp"
 
 namespace lazycube {
@@ -66,8 +67,10 @@ Coordinate load(const Variable& coord, const std::string& dim) {
       double v = 0;
       switch (t.kind) {
         case DTypeKind::Float:
-          if (t.itemsize == 4) { float f; std::memcpy(&f, p, 4); v = f; }
+          if (t.itemsize == 2) { std::uint16_t h; std::memcpy(&h, p, 2); v = half_to_float(h); }
+          else if (t.itemsize == 4) { float f; std::memcpy(&f, p, 4); v = f; }
           else if (t.itemsize == 8) std::memcpy(&v, p, 8);
+          else throw SelectionError("cannot select by label on dimension '" + dim + "' of dtype " + t.name());
           break;
         case DTypeKind::Int: {
           std::int64_t x = 0;
