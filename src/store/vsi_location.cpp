@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backend_registry.hpp"
+#include "http_util.hpp"
 #include "lazycube/error.hpp"
 #include "storage_options.hpp"
 #include "vsi_mapping.hpp"
@@ -73,6 +74,12 @@ VsiLocation vsi_location(std::string_view url, const StoreOptions& options) {
     throw StoreError("unsupported URL scheme '" + parsed.scheme + "' in '" + std::string(url) +
                      "' for the gdal engine (" + registered_schemes_text() + ")");
   const StorageOptions o = parse_storage_options(options, *parsed.backend);
+  // GDAL fetches through its own network layer, which the disk cache does not sit under: a
+  // cache_dir given for it would be silently unused.
+  if (o.given.count("cache_dir") && !o.cache_dir.empty())
+    throw UsageError("storage option 'cache_dir' does not apply to the gdal engine (GDAL reads '" +
+                     http::redact_url(url) + "' through its own network layer, which lazycube's disk cache does not cover); "
+                     "drop the option, or read the data through a Zarr store or kerchunk references");
   VsiLocation loc = parsed.backend->vsi(parsed, o);
   loc.url = std::string(url);
   if (loc.options_path.empty()) loc.options_path = loc.path;

@@ -159,3 +159,13 @@ def test_cli_info_and_read(lazycube_cli, nc4, tmp_path):
     np.testing.assert_array_equal(got, netCDF4.Dataset(str(nc4))["w"][1:4, :, 5])
     raw = read_npy(lazycube_cli, str(nc4), tmp_path, variable="t", raw=True, name="raw.npy")
     np.testing.assert_array_equal(raw, netcdf4_fixture.packed_t())
+
+
+def test_cache_dir_with_the_gdal_engine_is_an_error_naming_it(tmp_path):
+    """GDAL reads remote files through its own network layer, which the disk cache does not
+    cover: a cache_dir given for it is refused (naming the option), never silently unused; the
+    URL in the message carries no credentials."""
+    for url in ("http://user:SECRET@127.0.0.1:9/data.nc", "s3://bucket/data.nc"):
+        with pytest.raises(lazycube.UsageError, match="cache_dir") as info:
+            lazycube.open_dataset(url, engine="gdal", storage_options={"cache_dir": str(tmp_path)})
+        assert "SECRET" not in str(info.value)
