@@ -127,21 +127,13 @@ class IcechunkStore final : public Store {
     return got;
   }
 
-  bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
-    return read_into(ByteRequest{std::string(key), range}, out);
-  }
-
   // The Zarr reader's per-thread buffer path: native chunks read straight into `out`.
   bool read_into(const ByteRequest& request, Buffer& out) override {
     const std::string_view key = request.key;
     const ByteRange range = request.range;
     Resolved r = resolve(key);
-    if (r.kind != Resolved::Read || !r.condition.empty() || r.store->prefers_batches()) {
-      auto got = get_many({request});
-      if (!got[0]) return false;
-      out = std::move(*got[0]);
-      return true;
-    }
+    if (r.kind != Resolved::Read || !r.condition.empty() || r.store->prefers_batches())
+      return Store::read_into(request, out);
     const auto [off, len] = slice(r.size(), range, describe(key));
     check_bound(key, len, request.max_bytes);
     const bool found = r.store->read_into(read_request(r, key, off, len), out);

@@ -141,15 +141,6 @@ class DiskCacheStore final : public Store {
     return std::move(r[0]);
   }
 
-  // Through get_each, so that the request's bound (ByteRequest::max_bytes) reaches the store
-  // that reads the bytes.
-  bool read_into(const ByteRequest& request, Buffer& out) override {
-    auto got = get_many({request});
-    if (!got[0]) return false;
-    out = std::move(*got[0]);
-    return true;
-  }
-
   void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
     resolve_versions(requests);
     std::vector<ByteRequest> fetch;

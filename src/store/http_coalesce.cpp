@@ -60,9 +60,9 @@ CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t ga
   return plan;
 }
 
-std::uint64_t max_body_of(const CoalescePlan::Fetch& f) {
-  if (f.max_bytes == 0 || f.range.kind != ByteRange::Kind::Range) return f.max_bytes;
-  return std::min(f.max_bytes, f.range.length);
+std::uint64_t max_body_of(const ByteRange& range, std::uint64_t max_bytes) {
+  if (max_bytes == 0 || range.kind != ByteRange::Kind::Range) return max_bytes;
+  return std::min(max_bytes, range.length);
 }
 
 void deliver(const CoalescePlan& plan, std::size_t f, std::optional<Buffer>&& bytes,

@@ -35,9 +35,9 @@ struct CoalescePlan {
 // fetched as they are.
 CoalescePlan coalesce(const std::vector<ByteRequest>& requests, std::uint64_t gap, std::uint64_t max_size);
 
-// The body bound (http::Request::max_body) of fetch `f`: its max_bytes, for a range the smaller
-// of that and the range's length; 0: the engine's own bound.
-std::uint64_t max_body_of(const CoalescePlan::Fetch& f);
+// The body bound (http::Request::max_body) of a read of `range` bounded by `max_bytes`
+// (ByteRequest::max_bytes): for a range the smaller of that and its length; 0: the engine's own.
+std::uint64_t max_body_of(const ByteRange& range, std::uint64_t max_bytes);
 
 // Hands the bytes of fetch `f` (nullopt: the object is missing) to `sink` once per request it
 // serves: whole when the fetch is exactly that request, else the request's slice, clipped where

@@ -29,20 +29,6 @@ class HttpStore final : public Store {
     return std::move(r[0]);
   }
 
-  bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
-    auto r = get(key, range);
-    if (!r) return false;
-    out = std::move(*r);
-    return true;
-  }
-
-  bool read_into(const ByteRequest& request, Buffer& out) override {
-    auto r = get_many({request});
-    if (!r[0]) return false;
-    out = std::move(*r[0]);
-    return true;
-  }
-
   std::optional<std::uint64_t> size(std::string_view key) override {
     auto res = head(key);
     if (!res) return std::nullopt;
@@ -140,7 +126,7 @@ class HttpStore final : public Store {
       reqs[i].range = plan.fetches[i].range;
       reqs[i].headers = http::condition_headers(plan.fetches[i].condition);
       reqs[i].redirect_check = redirect_check_of(requests, plan.fetches[i].key);
-      reqs[i].max_body = http::max_body_of(plan.fetches[i]);
+      reqs[i].max_body = http::max_body_of(plan.fetches[i].range, plan.fetches[i].max_bytes);
     }
     const auto name = [this](std::string_view key) { return describe(key); };
     http::Engine::global().perform_each(reqs, options_.retry, options_.engine, &counters_,

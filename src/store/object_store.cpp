@@ -41,14 +41,16 @@ class ObjectStore final : public Store {
     return out;
   }
 
-  bool get_into(std::string_view key, ByteRange range, Buffer& out) override {
-    ByteRequest request{std::string(key), range};
-    return read_into(request, out);
+  bool get_into(std::string_view key, ByteRange range, Buffer& out) override { return fetch_into(key, range, 0, out); }
+
+  // Straight into `out` unless the request asks what only get_each checks (a read condition).
+  bool read_into(const ByteRequest& request, Buffer& out) override {
+    if (!request.condition.empty()) return Store::read_into(request, out);
+    return fetch_into(request.key, request.range, request.max_bytes, out);
   }
 
-  bool read_into(const ByteRequest& request, Buffer& out) override {
-    std::string_view key = request.key;
-    ByteRange range = request.range;
+  // One GET into `out`, its body bounded by `max_bytes` (0: the engine's bound).
+  bool fetch_into(std::string_view key, ByteRange range, std::uint64_t max_bytes, Buffer& out) {
     if (!absolute_suffix(key, range)) return false;
     if (range.kind == ByteRange::Kind::Range && range.length == 0) {
       auto n = size(key);  // a zero-length range has no Range header form: check existence
@@ -58,7 +60,7 @@ class ObjectStore final : public Store {
       return true;
     }
     auto req = object_request("GET", key, range);
-    req.max_body = http::max_body_of({std::string(key), range, {}, request.max_bytes});
+    req.max_body = http::max_body_of(range, max_bytes);
     auto responses = perform({std::move(req)});
     const Got got = finish_get(key, range, responses[0], out);
     return got == Got::CheckEnd ? read_at_end(key, range, out) : got == Got::Bytes;
@@ -85,7 +87,7 @@ class ObjectStore final : public Store {
     std::vector<http::Request> fetches;
     for (const auto& f : plan.fetches) {
       fetches.push_back(object_request("GET", f.key, f.range));
-      fetches.back().max_body = http::max_body_of(f);
+      fetches.back().max_body = http::max_body_of(f.range, f.max_bytes);
       for (auto& h : http::condition_headers(f.condition)) fetches.back().headers.push_back(std::move(h));
     }
     const auto name = [this](std::string_view key) { return describe(key); };

@@ -56,15 +56,6 @@ class ReferenceStore final : public Store {
     return std::move(out[0]);
   }
 
-  // Through get_each, so that the request's bound (ByteRequest::max_bytes) reaches the store
-  // that reads the bytes.
-  bool read_into(const ByteRequest& request, Buffer& out) override {
-    auto got = get_many({request});
-    if (!got[0]) return false;
-    out = std::move(*got[0]);
-    return true;
-  }
-
   void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
     // Requests for target data, grouped by target store so each store batches (and, over
     // HTTP, coalesces) its own requests.

@@ -27,8 +27,9 @@ void Store::get_each(const std::vector<ByteRequest>& requests, const ByteSink& s
 }
 
 bool Store::read_into(const ByteRequest& request, Buffer& out) {
-  if (!get_into(request.key, request.range, out)) return false;
-  detail::check_read_bound(out.size(), request.max_bytes, describe(request.key));
+  auto got = get_many({request});
+  if (!got[0]) return false;
+  out = std::move(*got[0]);
   return true;
 }
 

@@ -103,8 +103,9 @@ class Store {
   // Like get(), but reads into `out` (reusing its capacity); false when the key does not exist.
   // The hot read path calls this with a per-thread buffer so chunks cost no fresh allocation.
   virtual bool get_into(std::string_view key, ByteRange range, Buffer& out);
-  // get_into for a whole request, honouring its max_bytes (the Zarr reader's per-thread buffer
-  // path); the default reads with get_into and then checks the size against the bound.
+  // get_into for a whole request, honouring all of it (max_bytes, condition, redirect check):
+  // the Zarr reader's per-thread buffer path. The default goes through get_each, so a store
+  // (or a wrapper passing requests on) overrides it only to read straight into `out`.
   virtual bool read_into(const ByteRequest& request, Buffer& out);
   // Receives each result of get_each: the request's index and its bytes (nullopt: no such key).
   using ByteSink = std::function<void(std::size_t index, std::optional<Buffer>&& bytes)>;
