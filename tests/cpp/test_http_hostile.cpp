@@ -13,7 +13,7 @@
 #include "lazycube/icechunk/repository.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 #include "lazycube/store/store.hpp"
-#include "script_server.hpp"
+#include "hostile_server.hpp"
 #include "test_support.hpp"
 
 using namespace lazycube;
@@ -21,18 +21,6 @@ using namespace lazycube::test;
 using nlohmann::json;
 
 namespace {
-
-class HostileServer {
- public:
-  explicit HostileServer(const fs::path& root)
-      : server_({"/usr/bin/python3", std::string(LAZYCUBE_SOURCE_DIR) + "/tests/servers/hostile_server.py", root.string()},
-                "hostile_server.py") {}
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
-  int port() const { return server_.port(); }
-
- private:
-  ScriptServer server_;
-};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -15,7 +15,7 @@
 #include "lazycube/icechunk/repository.hpp"
 #include "lazycube/store/store.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
-#include "script_server.hpp"
+#include "hostile_server.hpp"
 #include "test_support.hpp"
 #include "zarr_test_writer.hpp"
 
@@ -24,17 +24,6 @@ using namespace lazycube::test;
 using nlohmann::json;
 
 namespace {
-
-class HostileServer {
- public:
-  explicit HostileServer(const fs::path& root)
-      : server_({"/usr/bin/python3", std::string(LAZYCUBE_SOURCE_DIR) + "/tests/servers/hostile_server.py", root.string()},
-                "hostile_server.py") {}
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
-
- private:
-  ScriptServer server_;
-};
 
 struct Chain {
   const char* name;
