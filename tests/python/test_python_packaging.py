@@ -33,6 +33,34 @@ print(json.dumps({
 """
 
 
+def exported_symbols(module):
+    """The defined dynamic symbols of a built module, as (name, binding) pairs from its .dynsym."""
+    out = subprocess.run(["readelf", "--dyn-syms", "-W", str(module)], check=True,
+                         capture_output=True, text=True).stdout
+    symbols = []
+    for line in out.splitlines():
+        f = line.split()
+        # Num: Value Size Type Bind Vis Ndx Name
+        if len(f) >= 8 and f[0].endswith(":") and f[0][:-1].isdigit() and f[6] != "UND":
+            symbols.append((f[7].split("@")[0], f[4]))
+    return symbols
+
+
+def check_exports_only_entry_point(module):
+    """_core exports PyInit__core and nothing else: no symbol of the static layers, no
+    GNU-unique symbol (issue 33: with 2,334 exported and 31 unique, the module corrupted the heap
+    beside a torch and pyarrow built by another toolchain)."""
+    symbols = [s for s in exported_symbols(module) if s[1] != "LOCAL"]
+    assert symbols == [("PyInit__core", "GLOBAL")], "%s exports %d symbols: %s" % (
+        module, len(symbols), symbols[:20])
+
+
+def test_built_module_exports_only_its_entry_point():
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) not on PATH")
+    check_exports_only_entry_point(lazycube._core.__file__)
+
+
 def check_installed(site, cwd):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
@@ -47,6 +75,8 @@ def check_installed(site, cwd):
     assert info["dims"] == {"time": 96, "latitude": 61, "longitude": 81}
     expected = float(lazycube.open_dataset(DATA / "era5_sample_v2.zarr")["t2m"].isel(time=0).values.sum())
     assert info["t2m_sum"] == expected
+    if shutil.which("readelf") is not None:
+        check_exports_only_entry_point(info["core"])
     return info
 
 
