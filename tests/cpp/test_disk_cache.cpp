@@ -153,7 +153,7 @@ TEST_F(DiskCacheFixture, DiskCacheRefetchesATruncatedOrCorruptFile) {
 // Threads sharing a store, and two stores (two opens: as two processes would) on one directory,
 // under a budget that evicts on every whole-object publish: every read gets its own bytes,
 // every request is counted once (hit or miss), and the directory ends within its budget plus
-// what each store may publish between its checks (1/16 of the budget, README "cache_dir").
+// what each store may publish between its checks (1/16 of the budget, docs/disk_cache.md "Using it").
 TEST_F(DiskCacheFixture, DiskCacheThreadsAndOpensShareOneDirectory) {
   const std::uint64_t budget = 45000;  // four of the eight 10 kB entries fit
   const std::array<std::shared_ptr<Store>, 2> stores{open(budget), open(budget)};

@@ -98,7 +98,7 @@ std::string sample_value(std::string_view type) {
   return "x";
 }
 
-// The network backends in listing order (the README table's columns: http(s), s3, gs, az).
+// The network backends in listing order (the docs/stores.md table's columns: http(s), s3, gs, az).
 std::vector<const Backend*> network_backends() {
   std::vector<const Backend*> out;
   for (const auto& b : backend_registry().backends())
@@ -142,17 +142,18 @@ TEST(StorageOptionTable, EveryOptionParsesForItsBackendsOnly) {
   EXPECT_EQ(az.own_option("sas_token"), "");
 }
 
-// The README's "Storage options" table is the registry's options, row for row.
-TEST(StorageOptionTable, ReadmeTableMatches) {
-  const std::string readme = read_file(fs::path(LAZYCUBE_SOURCE_DIR) / "README.md");
+// The "Storage options" table of docs/stores.md (the guide to stores and credentials) is the
+// registry's options, row for row.
+TEST(StorageOptionTable, DocsTableMatches) {
+  const std::string readme = read_file(fs::path(LAZYCUBE_SOURCE_DIR) / "docs" / "stores.md");
   std::string header = "| Option |";
   for (const Backend* b : network_backends()) header += " " + std::string(b->name() == "http" ? "http(s)" : b->name()) + " |";
-  EXPECT_NE(readme.find(header + " Value | Meaning |"), std::string::npos) << "README.md lacks the header\n" << header;
+  EXPECT_NE(readme.find(header + " Value | Meaning |"), std::string::npos) << "docs/stores.md lacks the header\n" << header;
   for (const auto& spec : every_option()) {
     std::string row = "| `" + std::string(spec.name) + "` |";
     for (const Backend* b : network_backends()) row += takes_option(*b, spec.name) ? " yes |" : "  |";
     row += " " + std::string(spec.value) + " | " + std::string(spec.doc) + " |";
-    EXPECT_NE(readme.find(row), std::string::npos) << "README.md lacks the row\n" << row;
+    EXPECT_NE(readme.find(row), std::string::npos) << "docs/stores.md lacks the row\n" << row;
   }
 }
 
