@@ -24,6 +24,12 @@ from .dataset import Dataset, Variable, merge, open_dataset, open_mfdataset
 from .writing import convert, to_zarr
 from .prediction import PredictionWriter
 from .statistics import Stats, stats
+from . import pipeline as _pipeline, sources as _sources
+
+# resolve_source moved from lazycube.pipeline up to lazycube.sources (python/lazycube/_layers.py:
+# the picklable description imports nothing above it); the old spelling keeps working, as the
+# package always runs before any of its modules is imported.
+_pipeline.resolve_source = _sources.resolve_source
 
 __version__ = _core.__version__
 
@@ -51,7 +57,7 @@ except ModuleNotFoundError as exc:
 def __getattr__(name):
     # `lazycube.torch` / `lazycube.xarray_backend` without an explicit import; torch is only
     # imported here, on first use.
-    if name in ("torch", "xarray_backend", "batch", "accessor"):
+    if name in ("torch", "xarray_backend", "xarray_view", "batch", "accessor"):
         import importlib
 
         return importlib.import_module("." + name, __name__)

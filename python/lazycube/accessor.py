@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import xarray as xr
 
+from .batch import BatchGenerator
+from .sources import core_dataset_of
+
 __all__ = ["LazycubeAccessor"]
 
 
@@ -21,7 +24,6 @@ class LazycubeAccessor:
 
     def batches(self, *args, **kwargs):
         """``lazycube.BatchGenerator(obj, *args, **kwargs)`` for this Dataset or DataArray."""
-        from .batch import BatchGenerator
         return BatchGenerator(self._obj, *args, **kwargs)
 
     # xbatcher's accessor method name, for code moving over from ``ds.batch.generator``.
@@ -31,6 +33,5 @@ class LazycubeAccessor:
     def core(self):
         """The ``lazycube._core.Dataset`` this Dataset reads from (TypeError when lazycube does
         not back it)."""
-        from .xarray_backend import core_dataset_of
         obj = self._obj if isinstance(self._obj, xr.Dataset) else self._obj.to_dataset()
         return core_dataset_of(obj)[0]

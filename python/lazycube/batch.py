@@ -39,7 +39,8 @@ import numpy as np
 
 from . import _core
 from .dataset import Dataset
-from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, resolve_source, scrub
+from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, scrub
+from .sources import resolve_source
 from .statistics import normalize_document
 from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batch, cached_batch,
                               placeholder, relayout as _relayout, stack_levels)
@@ -467,7 +468,7 @@ class BatchGenerator:
         placeholder of its shape and the coordinates loaded: xbatcher's selection, renaming,
         concat and stacking are replayed on it to obtain the batch's coordinates and dims."""
         if self._template is None:
-            from .xarray_backend import to_xarray
+            from .xarray_view import to_xarray  # imports xarray
             base = self._xobj
             if base is None:
                 base = to_xarray(self._core_ds)

@@ -248,7 +248,7 @@ class Dataset:
 
     def to_xarray(self):
         """An ``xarray.Dataset`` whose variables stay lazy (backed by lazycube)."""
-        from .xarray_backend import to_xarray
+        from .xarray_view import to_xarray  # imports xarray
 
         return to_xarray(self)
 

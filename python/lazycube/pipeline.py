@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 from collections.abc import Mapping
 from urllib.parse import unquote
 
@@ -36,7 +37,7 @@ from . import _core, _errors
 from ._options import normalize_storage_options
 
 __all__ = ["StorageOptions", "Source", "MultiSource", "MemorySource", "OPEN_ARGS", "Pipeline", "resolve_shard",
-           "resolve_source", "scrub"]
+           "scrub"]
 
 # What is secret, defined once for every repr, str and message of this package (the C++ side,
 # http_util's redact_url and the stores' secret lists, drops the same from its own messages):
@@ -505,63 +506,24 @@ def memory_dataset(xds):
     return _core.memory_dataset(entries, attrs_of(xds.attrs))
 
 
-# ---- sources of what the user hands in ----------------------------------------------------
+# ---- opened sources ------------------------------------------------------------------------
 
-def resolve_source(obj, storage_options=None, memory=True, **open_args):
-    """(Source or None, core dataset or None, xarray Dataset or None) for what the user passed:
-    a URL or path (opened with `storage_options` / `open_args`), a ``lazycube.Dataset``, a
-    ``_core.Dataset`` (no Source: usable in this process only), or an xarray Dataset opened with
-    ``engine="lazycube"`` (possibly narrowed with isel/sel or to some variables) or opened by
-    another engine from a path lazycube reads (xarray_backend.foreign_source), or (`memory`) an
-    xarray Dataset in memory (MemorySource, read in place). TypeError for anything else
-    (dask-backed or lazily computed data)."""
-    if isinstance(obj, (str, os.PathLike)):
-        source = Source(obj, storage_options, **{k: v for k, v in open_args.items() if v is not None})
-        return source, None, None
-    xr = sys.modules.get("xarray")
-    if xr is not None and isinstance(obj, xr.Dataset) and storage_options is not None \
-            and not any(v is not None for v in open_args.values()):
-        # storage options reopen what another engine opened (xarray does not keep them)
-        from .xarray_backend import foreign_source, source_of
-        try:
-            source_of(obj)
-        except TypeError:
-            found = foreign_source(obj, storage_options)
-            if found is not None:
-                return found[1], found[0], obj
-            raise
-    given = sorted(k for k, v in dict(open_args, storage_options=storage_options).items()
-                   if v is not None)
-    if given:
-        raise ValueError("%s apply to opening a URL; this %s is already open (pass them to "
-                         "lazycube.open_dataset / xr.open_dataset instead)"
-                         % (", ".join(given), type(obj).__name__))
-    if isinstance(obj, _core.Dataset):
-        return None, obj, None
-    core = getattr(obj, "_core", None)
-    if isinstance(core, _core.Dataset):
-        return getattr(obj, "source", None), core, None
-    if xr is not None and isinstance(obj, xr.DataArray):
-        raise TypeError("lazycube takes a Dataset; for one variable pass ds[[name]] (a Dataset) "
-                        "or variables=[name]")
-    if xr is not None and isinstance(obj, xr.Dataset):
-        from .xarray_backend import foreign_source, multi_file_source, source_of
-        try:
-            core, source = source_of(obj)
-        except TypeError:
-            # xr.open_mfdataset(..., engine="lazycube"), or opened by another engine from a
-            # path lazycube reads: reopened by lazycube
-            found = multi_file_source(obj) or foreign_source(obj)
-            if found is None:
-                if not (memory and in_memory(obj)):
-                    raise
-                # in memory: read in place through the same engine
-                source = MemorySource(obj)
-                return source, source.open(), obj
-            core, source = found
-        return source, core, obj
-    raise TypeError("expected a URL, a lazycube Dataset or an xarray Dataset opened with "
-                    "engine='lazycube', got %s" % type(obj).__name__)
+# Source -> the _core.Dataset opened for it (metadata only; datasets on the same URL share the
+# chunk cache), so that repeated look-ups (lazycube.sources, unpickled xarray variables) do not
+# reopen.
+_REOPENED: list = []
+_REOPEN_LOCK = threading.Lock()
+
+
+def open_once(source):
+    """The _core.Dataset of `source`, opened once per process."""
+    with _REOPEN_LOCK:
+        core = next((c for s, c in _REOPENED if s == source), None)
+    if core is None:
+        core = source.open()
+        with _REOPEN_LOCK:
+            _REOPENED.append((source, core))
+    return core
 
 
 # ---- shards --------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import _core
 from ._errors import UsageError
+from .dataset import Dataset, open_dataset
 from .pipeline import StorageOptions, resolve_shard
 
 __all__ = ["PredictionWriter", "blend_weights"]
@@ -59,8 +60,6 @@ def _xarray_template(template):
     with lazycube.open_dataset as it is (storage options: pass the opened Dataset)."""
     import xarray as xr
 
-    from .dataset import Dataset, open_dataset
-    from .xarray_backend import to_xarray
     if isinstance(template, xr.DataArray):
         return template.to_dataset(name=template.name or "__xarray_dataarray_variable__")
     if isinstance(template, xr.Dataset):
@@ -68,7 +67,7 @@ def _xarray_template(template):
     if isinstance(template, str) or hasattr(template, "__fspath__"):
         template = open_dataset(str(template))
     if isinstance(template, Dataset):
-        return to_xarray(template)
+        return template.to_xarray()
     raise TypeError("template must be an xarray Dataset/DataArray, a lazycube Dataset or a URL, "
                     "not %s" % type(template).__name__)
 

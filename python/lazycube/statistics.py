@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _core
-from .pipeline import resolve_source
+from .sources import resolve_source
 
 __all__ = ["Stats", "stats"]
 

@@ -74,7 +74,8 @@ import torch.utils.data
 
 from . import _core, _errors
 from .batch import generator_arguments
-from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, keep_foreign, resolve_source, scrub
+from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, keep_foreign, scrub
+from .sources import resolve_source
 from .statistics import Stats, is_stats_argument, normalize_document
 
 __all__ = ["BatchDataset", "WindowDataset"]
