@@ -17,6 +17,9 @@ there too. A block that cannot run here carries a marker on the line before its 
   <!-- doctest: skip (REASON) -->       reported as skipped with REASON
   <!-- doctest: cwd repo -->            run in the repository root instead (for blocks that
                                          only read files under it)
+  <!-- doctest: needs shared-data -->   the shared test data (../shared/data, or
+                                         LAZYCUBE_SHARED_DATA) linked as `shared`; skipped,
+                                         with the reason, where it is absent
 
 A block without a language is an error: name one.
 """
@@ -111,6 +114,8 @@ def _wrap_cpp(code):
 @pytest.mark.parametrize("doc,line,lang,code,markers", _cases())
 def test_doc_block(doc, line, lang, code, markers, tmp_path):
     for marker in markers:
+        if not (marker.startswith("skip") or marker in ("cwd repo", "needs shared-data")):
+            pytest.fail("%s:%d: unknown doctest marker %r" % (doc, line, marker))
         if marker.startswith("skip"):
             reason = marker[4:].strip().strip("()") or "marked skip"
             pytest.skip("%s:%d: %s" % (doc, line, reason))
@@ -126,6 +131,12 @@ def test_doc_block(doc, line, lang, code, markers, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     (work / "data").symlink_to(REPO / "data")
+    if "needs shared-data" in markers:
+        shared = Path(os.environ.get("LAZYCUBE_SHARED_DATA") or REPO.parent / "shared" / "data")
+        if not shared.is_dir():
+            pytest.skip("%s:%d: needs the shared data, not found at %s (set LAZYCUBE_SHARED_DATA)"
+                        % (doc, line, shared))
+        (work / "shared").symlink_to(shared.resolve())
     env = _env(work)
     cwd = REPO if "cwd repo" in markers else work
     what = "%s:%d (%s block)" % (doc, line, lang)
