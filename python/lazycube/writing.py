@@ -9,7 +9,9 @@ source again and writes its own regions (a retried task rewrites the same keys w
 bytes: each key is replaced whole), and the coordinator writes the metadata once every task has
 succeeded."""
 
-from . import _core
+from . import _core, _errors
+from ._errors import UsageError
+from .dataset import Dataset
 from .pipeline import Source, StorageOptions
 
 __all__ = ["convert", "to_zarr"]
@@ -143,8 +145,6 @@ def to_zarr(ds, url, chunks=None, shards=None, codec=None, storage_options=None,
     cannot count in, or an integer ``dtype`` that cannot hold the numbers exactly (xarray rounds
     those silently). ``chunks``/``shards``/``codec``/``format``/``overwrite``/``resume`` as in
     :func:`convert`; ``storage_options`` are the destination's."""
-    from .dataset import Dataset
-
     options = _output_options(chunks, shards, codec, format, resume, overwrite, storage_options)
     if isinstance(ds, Dataset):
         core = ds._core
@@ -222,7 +222,6 @@ def _encode_cftime(name, values, attrs, encoding):
         import cftime
     except ModuleNotFoundError:  # pragma: no cover - xarray's cftime dates need cftime
         return None
-    from ._errors import UsageError
 
     flat = values.ravel()
     dates = [v for v in flat if isinstance(v, cftime.datetime)]
@@ -290,7 +289,6 @@ def _main(argv):
     import json
     import sys
 
-    from . import _errors
     # Run as `-m`, this file is __main__: its functions would reach the workers as
     # __main__._write_regions, which they cannot import. The package's module is used instead.
     from lazycube import writing
