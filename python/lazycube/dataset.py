@@ -290,8 +290,8 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
     repository.
 
     ``cache_dir``: keep the bytes read from network stores in this local directory, shared by
-    processes (the storage option ``cache_dir``; default: ``LAZYCUBE_CACHE_DIR``; README
-    "Persistent chunk cache"). It travels in the storage options, so pickled copies (DataLoader
+    processes (the storage option ``cache_dir``; default: ``LAZYCUBE_CACHE_DIR``;
+    docs/disk_cache.md). It travels in the storage options, so pickled copies (DataLoader
     workers) read through the same directory."""
     if cache_dir is not None:
         storage_options = dict(storage_options or {}, cache_dir=str(cache_dir))
