@@ -142,7 +142,7 @@ def test_doc_block(doc, line, lang, code, markers, tmp_path):
     what = "%s:%d (%s block)" % (doc, line, lang)
 
     if lang == "python":
-        if _staged_package_root() is None and "import lazycube" in code:
+        if _staged_package_root() is None and "lazycube" in code:
             if os.environ.get("LAZYCUBE_PYTHON_PACKAGE"):
                 pytest.fail("LAZYCUBE_PYTHON_PACKAGE is set but the package was not found")
             pytest.skip("the lazycube Python package is not built")
