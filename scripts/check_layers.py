@@ -5,7 +5,9 @@
 
 A file may include
   * headers of its own layer and of the layers below it (the layers its CMake target links),
-  * private headers (src/<folder>/*.hpp) of its own folder only.
+  * private headers (src/<folder>/*.hpp) of its own folder only, except the core layer's
+    internal helpers in src/util/, included as "util/<name>.hpp" from any layer (every layer is
+    above core); they are not installed, so no public header may include them.
 Everything else fails with file:line, the include and the rule it breaks. Exit 0 when clean,
 1 on a violation, 2 when the layer map itself is inconsistent.
 
@@ -111,11 +113,23 @@ class LayerMap:
         return None
 
 
+# The core layer's internal helpers: shared with every layer above (src/ is on the build tree's
+# include path) but not installed.
+SHARED_PRIVATE = "src/util"
+
+
 def private_folder(rel):
     """For a private header (src/.../x.hpp), the folder that owns it; else None."""
     if rel.startswith("src/") and rel.endswith((".hpp", ".h", ".cuh")):
         return os.path.dirname(rel)
     return None
+
+
+def private_header_allowed(owner, includer):
+    if owner == os.path.dirname(includer):
+        return True
+    # A public header is installed without src/: it may not use a private one, util's included.
+    return owner == SHARED_PRIVATE and includer.startswith("src/")
 
 
 def resolve(includer, kind, name):
@@ -124,6 +138,8 @@ def resolve(includer, kind, name):
     if kind == '"':
         candidates.append(os.path.join(os.path.dirname(includer), name))
     candidates.append(os.path.join("include", name))
+    if name.startswith("util/"):
+        candidates.append(os.path.join("src", name))
     for c in candidates:
         c = os.path.normpath(c)
         if os.path.isfile(os.path.join(ROOT, c)):
@@ -164,7 +180,7 @@ def main():
                 problem = None
                 owner = private_folder(target)
                 target_layer = lm.layer_of(target)
-                if owner is not None and owner != os.path.dirname(rel):
+                if owner is not None and not private_header_allowed(owner, rel):
                     problem = (f"{target} is a private header of {owner}/ and only files there may include it "
                                f"(move it to include/lazycube/<layer>/ if it is that layer's interface)")
                 elif target_layer is not None and target_layer not in allowed:

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "lazycube/error.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 
 namespace lazycube {
 

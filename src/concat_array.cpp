@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "lazycube/error.hpp"
 
 namespace lazycube {
@@ -63,6 +65,8 @@ void read_pieces(const ConcatArray& a, const ArraySelection& selection, MutableB
 }
 
 }  // namespace
+
+nlohmann::json ConcatArray::codecs_json() const { return parts_.front()->codecs_json(); }
 
 ConcatArray::ConcatArray(std::vector<ArrayPtr> parts, std::size_t axis) : parts_(std::move(parts)), axis_(axis) {
   if (parts_.empty()) throw UsageError("ConcatArray needs at least one part");

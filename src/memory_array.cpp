@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
 

@@ -37,7 +37,7 @@ class ConcatArray final : public Array {
   const Buffer& fill_value_bytes() const override { return parts_.front()->fill_value_bytes(); }
   const std::string& fill_value_string() const override { return parts_.front()->fill_value_string(); }
   bool has_fill_value() const override { return parts_.front()->has_fill_value(); }
-  nlohmann::json codecs_json() const override { return parts_.front()->codecs_json(); }
+  nlohmann::json codecs_json() const override;
 
   void read(const ArraySelection& selection, MutableByteView dest) const override;
   void read_converted(const ArraySelection& selection, MutableByteView dest,

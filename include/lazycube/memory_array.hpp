@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>  // attrs_ is held by value
+
 #include "lazycube/array.hpp"
 
 namespace lazycube {

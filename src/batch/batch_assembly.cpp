@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "lazycube/util/chunk_copy.hpp"
-#include "lazycube/util/element_cast.hpp"
+#include "util/chunk_copy.hpp"
+#include "util/element_cast.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/util/buffer.hpp"
 

@@ -11,11 +11,12 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include "batch_source.hpp"
 #include "fetch_ahead.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 
 namespace lazycube::batch {
 

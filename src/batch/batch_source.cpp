@@ -6,12 +6,13 @@
 #include <future>
 #include <numeric>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "batch_assembly.hpp"
 #include "sample_order.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/text.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/text.hpp"
+#include "util/thread_pool.hpp"
 #include "lazycube/util/dim_vec.hpp"
 
 namespace lazycube::batch {

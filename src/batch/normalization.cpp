@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "lazycube/error.hpp"
-#include "lazycube/util/element_cast.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/element_cast.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::batch {
 

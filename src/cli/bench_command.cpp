@@ -21,8 +21,8 @@
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/diagnostics.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/diagnostics.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::cli {
 

@@ -9,11 +9,12 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "lazycube/dataset/zarr_output.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 #include "progress.hpp"
 
 namespace lazycube::cli {

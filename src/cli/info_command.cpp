@@ -3,6 +3,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "lazycube/dataset/dataset.hpp"

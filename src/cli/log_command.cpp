@@ -2,6 +2,7 @@
 // newest first; and the snapshot/time formatting info shares.
 #include <ctime>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 

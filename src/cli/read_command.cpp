@@ -4,8 +4,8 @@
 
 #include "commands.hpp"
 #include "lazycube/dataset/dataset.hpp"
-#include "lazycube/util/npy.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/npy.hpp"
+#include "util/text.hpp"
 #include "progress.hpp"
 
 namespace lazycube::cli {

@@ -5,7 +5,7 @@
 #include "commands.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/refs/hdf5_refs.hpp"
-#include "lazycube/util/local_file.hpp"
+#include "util/local_file.hpp"
 
 namespace lazycube::cli {
 

@@ -8,7 +8,7 @@
 #include "lazycube/dataset/zarr_output.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/netcdf/netcdf_write.hpp"
-#include "lazycube/util/local_file.hpp"
+#include "util/local_file.hpp"
 #include "progress.hpp"
 
 namespace lazycube::cli {

@@ -2,7 +2,7 @@
 // the open flags → OpenOptions.
 #include "commands.hpp"
 #include "lazycube/store/list_options.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::cli {
 

@@ -1,9 +1,10 @@
 // Where the CLI reports the library's warnings (GDAL/HDF5/netCDF diagnostics): stdout carries
 // only the command's result.
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "lazycube/util/diagnostics.hpp"
+#include "util/diagnostics.hpp"
 
 namespace lazycube::cli {
 

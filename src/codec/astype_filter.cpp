@@ -1,4 +1,6 @@
 // numcodecs AsType: stored as encode_dtype, decoded by casting to decode_dtype.
+#include <nlohmann/json.hpp>
+
 #include "codec_registry.hpp"
 #include "element_filter.hpp"
 

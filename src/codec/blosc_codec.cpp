@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "blosc_lz4_frame.hpp"
 #include "codec_registry.hpp"

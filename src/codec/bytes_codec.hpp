@@ -1,6 +1,8 @@
 // The fixed-size `bytes` array->bytes codec (internal view for the pipeline's fast path).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include "lazycube/codec/codec.hpp"
 
 namespace lazycube::codec::detail {

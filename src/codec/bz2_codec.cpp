@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <nlohmann/json.hpp>
 
 #include "codec_registry.hpp"
 #include "codec_util.hpp"

@@ -1,6 +1,7 @@
 // numcodecs Categorize: integer codes (astype) stand for labels; code i+1 is labels[i] and any
 // other code decodes to ''. Decoded data is fixed-width UTF-32 (a numpy 'U' dtype).
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "codec_registry.hpp"
 #include "element_filter.hpp"

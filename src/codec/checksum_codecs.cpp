@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "codec_registry.hpp"
 #include "codec_util.hpp"

@@ -3,6 +3,7 @@
 // is built once through the registry, so a bad parameter fails now, before anything is written.
 #include <charconv>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "codec_util.hpp"
 

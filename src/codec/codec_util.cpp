@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <nlohmann/json.hpp>
 
 namespace lazycube::codec::detail {
 

@@ -1,4 +1,6 @@
 // numcodecs Delta: encoded[0] = x[0], encoded[i] = x[i] - x[i-1]; decoding is a running sum.
+#include <nlohmann/json.hpp>
+
 #include "codec_registry.hpp"
 #include "element_filter.hpp"
 

@@ -1,3 +1,5 @@
+#include <nlohmann/json.hpp>
+
 #include "element_filter.hpp"
 
 #include "codec_factories.hpp"

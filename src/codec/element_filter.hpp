@@ -8,9 +8,10 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <nlohmann/json.hpp>
 
 #include "codec_util.hpp"
-#include "lazycube/util/element_cast.hpp"
+#include "util/element_cast.hpp"
 
 namespace lazycube::codec::detail {
 

@@ -3,6 +3,7 @@
 // here it sees native-order element bytes and its astype becomes the encoded spec's dtype.
 // It wraps codecs that registered themselves, so this file registers no codec.
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "codec_factories.hpp"
 #include "codec_util.hpp"

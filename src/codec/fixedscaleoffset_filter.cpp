@@ -1,6 +1,8 @@
 // numcodecs FixedScaleOffset: encoded = round((x - offset) * scale), decoded = encoded / scale
 // + offset, computed in float32 when the encoded type is float32 (numpy keeps float32 with
 // Python scalars) and in float64 otherwise, then cast to dtype.
+#include <nlohmann/json.hpp>
+
 #include "codec_registry.hpp"
 #include "element_filter.hpp"
 

@@ -1,6 +1,7 @@
 // gzip container (v2 id and v3 name "gzip"). libdeflate inflates single-member streams in one
 // call; multi-member streams (and a trailer size that does not fit) fall back to zlib.
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "codec_registry.hpp"
 #include "codec_util.hpp"

@@ -1,5 +1,7 @@
 // numcodecs PackBits: byte 0 holds the number of padding bits in the last byte, then the
 // booleans packed 8 per byte, most significant bit first.
+#include <nlohmann/json.hpp>
+
 #include "codec_registry.hpp"
 #include "codec_util.hpp"
 

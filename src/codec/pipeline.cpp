@@ -2,6 +2,7 @@
 // codecs in reverse. Intermediate stages use per-thread scratch buffers; with a plain `bytes`
 // codec and no array codecs the last stage writes straight into the caller's memory.
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "bytes_codec.hpp"
 #include "codec_factories.hpp"

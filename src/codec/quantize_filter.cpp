@@ -1,5 +1,7 @@
 // numcodecs Quantize: encoding rounds to a power-of-two grid fine enough for `digits` decimal
 // digits; decoding is only the cast from astype back to dtype (both floating point).
+#include <nlohmann/json.hpp>
+
 #include "codec_registry.hpp"
 #include "element_filter.hpp"
 

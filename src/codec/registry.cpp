@@ -2,6 +2,7 @@
 // codecs themselves register from their own files (codec_registry.hpp).
 #include <array>
 #include <stdexcept>
+#include <nlohmann/json.hpp>
 
 #include "codec_registry.hpp"
 #include "codec_util.hpp"

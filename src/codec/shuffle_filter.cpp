@@ -2,6 +2,8 @@
 // first bytes, then all second bytes, ...), elementsize bytes per element. Like HDF5, trailing
 // bytes that make no whole element are kept as they are at the end (HDF5 pipelines that run
 // fletcher32 before shuffle append a 4-byte checksum to 8-byte elements).
+#include <nlohmann/json.hpp>
+
 #include "byte_unshuffle.hpp"
 #include "codec_registry.hpp"
 #include "codec_util.hpp"

@@ -2,6 +2,7 @@
 // fixed-size elements (bytes) and variable-length ones (strings).
 #include <cstring>
 #include <numeric>
+#include <nlohmann/json.hpp>
 
 #include "codec_registry.hpp"
 #include "codec_util.hpp"

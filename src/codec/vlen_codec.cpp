@@ -1,6 +1,7 @@
 // vlen-utf8 / vlen-bytes: u32 LE element count, then per element a u32 LE byte length and the
 // bytes. The count must equal the chunk's element count (chunk shape, even at the array edge).
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "codec_registry.hpp"
 #include "codec_util.hpp"

@@ -1,6 +1,7 @@
 // Zstandard (v2 id and v3 name "zstd"). Frames with a content size decode in one call; frames
 // without one stream into a buffer that never grows past the limits.
 #include <zstd.h>
+#include <nlohmann/json.hpp>
 
 #include "codec_registry.hpp"
 #include "codec_util.hpp"

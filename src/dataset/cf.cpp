@@ -53,12 +53,13 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "cf_json.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/half.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/half.hpp"
+#include "util/text.hpp"
 
 namespace lazycube {
 

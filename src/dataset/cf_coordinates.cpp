@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
 

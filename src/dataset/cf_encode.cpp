@@ -35,12 +35,13 @@
 #include <cmath>
 #include <limits>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "cf_encode_time.hpp"
 #include "cf_json.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/half.hpp"
+#include "util/half.hpp"
 
 namespace lazycube {
 

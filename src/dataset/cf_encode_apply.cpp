@@ -5,14 +5,15 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <nlohmann/json.hpp>
 
 #include "cf_encode_time.hpp"
 #include "cf_json.hpp"
 #include "lazycube/dataset/cf_encode.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/element_cast.hpp"
-#include "lazycube/util/half.hpp"
+#include "util/element_cast.hpp"
+#include "util/half.hpp"
 
 namespace lazycube {
 

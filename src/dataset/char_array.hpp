@@ -5,6 +5,7 @@
 
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/array.hpp"
 

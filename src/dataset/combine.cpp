@@ -4,11 +4,12 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/concat_array.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/memory_array.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 
 namespace lazycube {
 

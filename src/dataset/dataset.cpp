@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "char_array.hpp"
 #include "cf_coordinates.hpp"

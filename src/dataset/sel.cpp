@@ -7,8 +7,8 @@
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/dataset/variable.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/half.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/half.hpp"
+#include "util/text.hpp"
 
 namespace lazycube {
 

@@ -9,9 +9,9 @@
 #include <mutex>
 
 #include "lazycube/error.hpp"
-#include "lazycube/util/element_cast.hpp"
-#include "lazycube/util/text.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/element_cast.hpp"
+#include "util/text.hpp"
+#include "util/thread_pool.hpp"
 
 namespace lazycube {
 

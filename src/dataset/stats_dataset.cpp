@@ -1,5 +1,6 @@
 // stats_dataset: statistics as in-memory variables (include/lazycube/dataset/stats.hpp).
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/dataset/stats.hpp"
 #include "lazycube/memory_array.hpp"

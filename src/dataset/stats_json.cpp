@@ -4,6 +4,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/dataset/stats.hpp"
 #include "lazycube/error.hpp"

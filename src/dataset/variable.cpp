@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/thread_pool.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/thread_pool.hpp"
+#include "util/text.hpp"
 
 namespace lazycube {
 

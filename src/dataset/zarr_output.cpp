@@ -6,10 +6,11 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 #include "lazycube/zarr/writer.hpp"
 
 namespace lazycube {

@@ -1,7 +1,7 @@
 #include "virtual_containers.hpp"
 
 #include "lazycube/error.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::icechunk {
 

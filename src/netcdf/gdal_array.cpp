@@ -4,12 +4,13 @@
 #include <map>
 
 #include <gdal_priv.h>
+#include <nlohmann/json.hpp>
 
-#include "lazycube/util/chunk_copy.hpp"
+#include "util/chunk_copy.hpp"
 #include "gdal_guard.hpp"
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 
 namespace lazycube::netcdf {
 

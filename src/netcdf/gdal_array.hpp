@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <cpl_port.h>
+#include <nlohmann/json.hpp>
 
 #include "gdal_source.hpp"
 #include "lazycube/array.hpp"

@@ -7,8 +7,8 @@
 #include <cpl_error.h>
 #include <gdal.h>
 
-#include "lazycube/util/hdf5_quiet.hpp"
-#include "lazycube/util/diagnostics.hpp"
+#include "util/hdf5_quiet.hpp"
+#include "util/diagnostics.hpp"
 
 namespace lazycube::netcdf {
 

@@ -6,6 +6,7 @@
 
 #include <cpl_vsi.h>
 #include <gdal_priv.h>
+#include <nlohmann/json.hpp>
 
 #include "gdal_array.hpp"
 #include "gdal_guard.hpp"

@@ -12,7 +12,7 @@
 #include "gdal_handle.hpp"
 #include "format_sniff.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/diagnostics.hpp"
+#include "util/diagnostics.hpp"
 #include "stdout_capture.hpp"
 
 namespace lazycube::netcdf {

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include <gdal_priv.h>
+#include <nlohmann/json.hpp>
 
 #include "gdal_guard.hpp"
 #include "lazycube/error.hpp"

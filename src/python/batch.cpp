@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "convert.hpp"
 #include "lazycube/adapters/cuda.hpp"

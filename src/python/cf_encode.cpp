@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "convert.hpp"
 #include "lazycube/dataset/cf_encode.hpp"

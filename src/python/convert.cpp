@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
 

@@ -2,6 +2,7 @@
 // statistics.py) over include/lazycube/dataset/stats.hpp. The GIL is released while reading.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/dataset/stats.hpp"
 #include "lazycube/error.hpp"

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "convert.hpp"
 #include "lazycube/error.hpp"

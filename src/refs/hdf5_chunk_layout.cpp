@@ -1,6 +1,7 @@
 #include "hdf5_chunk_layout.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "hdf5_handle.hpp"
 #include "lazycube/error.hpp"

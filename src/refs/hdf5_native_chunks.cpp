@@ -9,7 +9,7 @@
 #include "hdf5_handle.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
-#include "lazycube/util/hdf5_quiet.hpp"
+#include "util/hdf5_quiet.hpp"
 
 namespace lazycube::refs {
 

@@ -16,8 +16,8 @@
 #include "hdf5_chunk_layout.hpp"
 #include "hdf5_handle.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/text.hpp"
-#include "lazycube/util/hdf5_quiet.hpp"
+#include "util/text.hpp"
+#include "util/hdf5_quiet.hpp"
 
 namespace lazycube::refs {
 

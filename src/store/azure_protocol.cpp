@@ -10,7 +10,7 @@
 
 #include "http_util.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::azure {
 

@@ -34,7 +34,7 @@
 #include <unordered_set>
 
 #include "lazycube/error.hpp"
-#include "lazycube/util/diagnostics.hpp"
+#include "util/diagnostics.hpp"
 #include "storage_options.hpp"
 
 namespace lazycube {

@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "lazycube/error.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::refs {
 

@@ -1,4 +1,4 @@
-#include "lazycube/util/diagnostics.hpp"
+#include "util/diagnostics.hpp"
 
 #include <algorithm>
 #include <cstddef>

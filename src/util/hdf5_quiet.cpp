@@ -1,4 +1,4 @@
-#include "lazycube/util/hdf5_quiet.hpp"
+#include "util/hdf5_quiet.hpp"
 
 #include <hdf5.h>
 

@@ -1,4 +1,4 @@
-#include "lazycube/util/local_file.hpp"
+#include "util/local_file.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "lazycube/util/npy.hpp"
+#include "util/npy.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "lazycube/error.hpp"
-#include "lazycube/util/local_file.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/local_file.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::npy {
 

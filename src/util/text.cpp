@@ -1,4 +1,4 @@
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 
 #include <array>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 
 #include <pthread.h>
 

@@ -3,11 +3,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/half.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/half.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::zarr {
 

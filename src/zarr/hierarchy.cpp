@@ -4,11 +4,12 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/consolidated.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 #include "zarr_array.hpp"
 
 namespace lazycube::zarr {

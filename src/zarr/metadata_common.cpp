@@ -1,3 +1,5 @@
+#include <nlohmann/json.hpp>
+
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
 

@@ -1,4 +1,6 @@
 // Zarr v2 `.zarray` → ArrayMetadata.
+#include <nlohmann/json.hpp>
+
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
 

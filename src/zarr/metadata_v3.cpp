@@ -1,4 +1,6 @@
 // Zarr v3 array `zarr.json` → ArrayMetadata.
+#include <nlohmann/json.hpp>
+
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
 #include "sharding_codec.hpp"

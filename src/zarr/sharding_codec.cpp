@@ -2,9 +2,10 @@
 
 #include <cstring>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "array_metadata.hpp"
-#include "lazycube/util/chunk_copy.hpp"
+#include "util/chunk_copy.hpp"
 #include "lazycube/error.hpp"
 
 namespace lazycube::zarr {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
 #include "writer_array_impl.hpp"

@@ -3,11 +3,12 @@
 // checking a stored unit back for resume.
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
-#include "lazycube/util/chunk_copy.hpp"
-#include "lazycube/util/half.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/chunk_copy.hpp"
+#include "util/half.hpp"
+#include "util/thread_pool.hpp"
 #include "writer_array_impl.hpp"
 
 namespace lazycube::zarr {

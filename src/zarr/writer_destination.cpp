@@ -1,9 +1,10 @@
 // The writer's destination: what may be there before (Create / Overwrite / Resume), and every
 // put with the key named in its error and the first failure recorded.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 #include "writer_internal.hpp"
 
 namespace lazycube::zarr::writer {

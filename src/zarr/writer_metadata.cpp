@@ -1,6 +1,8 @@
 // ArraySpec → the metadata documents zarr-python writes (.zarray/.zattrs, zarr.json), parsed
 // back with parse_v2_array / parse_v3_array so that the writer encodes with exactly the chain
 // a reader will decode with.
+#include <nlohmann/json.hpp>
+
 #include "lazycube/codec/codec.hpp"
 #include "lazycube/error.hpp"
 #include "writer_internal.hpp"

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <limits>
 
-#include "lazycube/util/chunk_copy.hpp"
+#include "util/chunk_copy.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 
 namespace lazycube::zarr {
 

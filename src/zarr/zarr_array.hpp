@@ -8,9 +8,10 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "array_metadata.hpp"
-#include "lazycube/util/chunk_copy.hpp"
+#include "util/chunk_copy.hpp"
 #include "lazycube/array.hpp"
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/store/store.hpp"

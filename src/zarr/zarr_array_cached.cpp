@@ -7,7 +7,7 @@
 
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 #include "zarr_array.hpp"
 
 namespace lazycube::zarr {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/util/buffer.hpp"
 

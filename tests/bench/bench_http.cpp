@@ -17,6 +17,7 @@
 #include <iostream>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "bench_common.hpp"
 #include "lazycube/array.hpp"

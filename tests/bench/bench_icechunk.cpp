@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <nlohmann/json.hpp>
 
 #include "../cpp/icechunk_test_writer.hpp"
 #include "bench_common.hpp"

@@ -2,6 +2,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <nlohmann/json.hpp>
 
 #include "bench_modes.hpp"
 #include "lazycube/store/store.hpp"

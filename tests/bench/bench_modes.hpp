@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <nlohmann/json.hpp>
 
 #include "bench_common.hpp"
 

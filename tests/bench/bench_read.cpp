@@ -7,6 +7,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include "bench_modes.hpp"
 

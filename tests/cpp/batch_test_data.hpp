@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "dataset_fake_array.hpp"
 #include "lazycube/dataset/dataset.hpp"

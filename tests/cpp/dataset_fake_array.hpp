@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/array.hpp"
 

@@ -19,7 +19,7 @@
 #include "gdal_test_files.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 #include "moto_fixture.hpp"
 
 using namespace lazycube;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "batch_test_data.hpp"
 #include "lazycube/batch/batch_generator.hpp"

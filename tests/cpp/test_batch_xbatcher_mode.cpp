@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "batch_test_data.hpp"
 #include "lazycube/batch/batch_generator.hpp"

@@ -4,6 +4,7 @@
 #include <blosc.h>
 
 #include <random>
+#include <nlohmann/json.hpp>
 
 #include "../../src/codec/blosc_lz4_frame.hpp"
 #include "../../src/codec/byte_unshuffle.hpp"

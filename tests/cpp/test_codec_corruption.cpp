@@ -1,4 +1,6 @@
 // Corrupt, truncated and lying inputs must fail with a CodecError that says what went wrong.
+#include <nlohmann/json.hpp>
+
 #include "test_codec_helpers.hpp"
 
 namespace lazycube::codec::testing {

@@ -5,6 +5,7 @@
 // registered codec must have at least one reference in the table.
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "test_codec_helpers.hpp"
 

@@ -1,4 +1,6 @@
 // CodecPipeline, the registry, and the array->bytes / array->array codecs.
+#include <nlohmann/json.hpp>
+
 #include "test_codec_helpers.hpp"
 
 namespace lazycube::codec::testing {

@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "test_codec_helpers.hpp"
 

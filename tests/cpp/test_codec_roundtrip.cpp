@@ -2,6 +2,7 @@
 #include <blosc.h>
 
 #include <random>
+#include <nlohmann/json.hpp>
 
 #include "test_codec_helpers.hpp"
 

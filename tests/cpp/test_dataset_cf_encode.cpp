@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/dataset/cf.hpp"
 #include "lazycube/dataset/cf_encode.hpp"

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "dataset_fake_array.hpp"
 #include "lazycube/dataset/dataset.hpp"

@@ -1,5 +1,6 @@
 // Dataset construction: dims, coordinates, attributes, dataset-wide isel/sel.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "dataset_fake_array.hpp"
 #include "lazycube/dataset/dataset.hpp"

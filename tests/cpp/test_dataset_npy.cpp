@@ -4,7 +4,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "lazycube/util/npy.hpp"
+#include "util/npy.hpp"
 
 using namespace lazycube;
 

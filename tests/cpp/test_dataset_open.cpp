@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/dataset/dataset.hpp"

@@ -1,6 +1,7 @@
 // What OpenOptions choose inside a hierarchy: `group` (a node path, Zarr and Icechunk alike) and
 // `icechunk` (version and virtual chunk containers), and the errors when a choice does not apply.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <nlohmann/json.hpp>
 
 #include "dataset_fake_array.hpp"
 #include "lazycube/dataset/stats.hpp"

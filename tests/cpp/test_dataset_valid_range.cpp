@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/batch/batch_generator.hpp"
 #include "lazycube/dataset/dataset.hpp"

@@ -13,7 +13,7 @@
 #include "../../src/netcdf/stdout_capture.hpp"
 #include "gdal_test_files.hpp"
 #include "lazycube/dataset/dataset.hpp"
-#include "lazycube/util/diagnostics.hpp"
+#include "util/diagnostics.hpp"
 #include "nginx_server.hpp"
 
 using namespace lazycube;

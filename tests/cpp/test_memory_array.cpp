@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/batch/batch_generator.hpp"
 #include "lazycube/dataset/dataset.hpp"

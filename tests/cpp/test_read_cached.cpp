@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/dataset/dataset.hpp"

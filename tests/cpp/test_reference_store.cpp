@@ -10,7 +10,7 @@
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 #include "test_support.hpp"
 
 using namespace lazycube;

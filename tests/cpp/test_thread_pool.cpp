@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 
 using namespace lazycube;
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "lazycube/util/chunk_copy.hpp"
+#include "util/chunk_copy.hpp"
 
 using lazycube::ArraySelection;
 using lazycube::IndexRange;

@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "../../src/zarr/array_metadata.hpp"
 #include "../../src/zarr/zarr_array.hpp"
-#include "lazycube/util/text.hpp"
+#include "util/text.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 #include "test_support.hpp"
 

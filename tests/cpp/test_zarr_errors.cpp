@@ -1,5 +1,6 @@
 // Bad input: each failure is a typed exception whose message names what was wrong.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"

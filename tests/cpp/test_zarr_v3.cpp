@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "../../src/zarr/zarr_array.hpp"
 #include "lazycube/error.hpp"

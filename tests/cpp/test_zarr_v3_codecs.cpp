@@ -1,6 +1,7 @@
 // Every v3 codec chain the reader supports, written by hand (zarr.json + chunks encoded with our
 // own encoders) and read back, including partial edge chunks and checksum failures.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include "../../src/zarr/sharding_codec.hpp"
 #include "lazycube/codec/codec.hpp"

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <tuple>
+#include <nlohmann/json.hpp>
 
 #include "azurite_server.hpp"
 #include "lazycube/error.hpp"

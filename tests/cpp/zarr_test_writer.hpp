@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../../src/zarr/array_metadata.hpp"
-#include "lazycube/util/chunk_copy.hpp"
+#include "util/chunk_copy.hpp"
 #include "lazycube/codec/codec.hpp"
 #include "test_support.hpp"
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "lazycube/ndarray.hpp"
-#include "lazycube/util/chunk_copy.hpp"
+#include "util/chunk_copy.hpp"
 #include "lazycube/zarr/writer.hpp"
 
 namespace lazycube::test {

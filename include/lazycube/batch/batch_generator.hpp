@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "lazycube/batch/sampler.hpp"
 #include "lazycube/batch/window_grid.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // NetcdfArray holds attrs by value
 
 #include "lazycube/array.hpp"
 #include "lazycube/dtype.hpp"

@@ -7,7 +7,7 @@
 #include "channel_plan.hpp"
 #include "lazycube/adapters/cuda.hpp"
 #include "lazycube/error.hpp"
-#include "lazycube/util/thread_pool.hpp"
+#include "util/thread_pool.hpp"
 
 namespace lazycube::cuda {
 
