@@ -9,7 +9,7 @@
 // population standard deviation (ddof = 0, numpy's default): sqrt(M2 / count).
 //
 // The JSON form (stats_to_json / stats_from_json) is what `lazycube stats -o` writes and what
-// BatchGenerator's normalisation reads; README "Normalisation statistics" documents it.
+// BatchGenerator's normalisation reads; docs/statistics.md documents it.
 #pragma once
 
 #include <cstdint>

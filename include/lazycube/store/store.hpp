@@ -85,7 +85,7 @@ struct StoreStats {
 };
 
 // Options passed when opening a URL (fsspec-style storage_options for the network backends; the
-// names each backend accepts are listed in the README's "Storage options" table).
+// names each backend accepts are listed in docs/stores.md, "Storage options").
 using StoreOptions = std::map<std::string, std::string>;
 
 class Store {
@@ -173,7 +173,7 @@ class Store {
 std::shared_ptr<Store> make_file_store(const std::string& root);
 // Reads objects under an http:// or https:// root URL through the process-wide fetch engine.
 // Options: the transfer options every network store shares (max_concurrency, timeout, retries,
-// deadline, backoff, coalesce_gap, ...; README "Storage options"); an unknown one is a StoreError
+// deadline, backoff, coalesce_gap, ...; docs/stores.md "Storage options"); an unknown one is a StoreError
 // naming it and listing the valid ones. Listing is not supported.
 std::shared_ptr<Store> make_http_store(const std::string& url, const StoreOptions& options = {});
 // An in-memory store (tests, generated data).
@@ -208,7 +208,7 @@ struct Location {
 // backends of src/store/backend_registry.cpp) as the store root. Kerchunk
 // reference sets open as a reference store: reference://PATH_OR_URL, or a URL ending in .json
 // whose content is a reference set; option allowed_prefixes widens the targets they may read
-// (see README "kerchunk references"). Throws NotFound when a local path does not exist.
+// (see docs/formats.md, "kerchunk references"). Throws NotFound when a local path does not exist.
 Location open_location(std::string_view url, const StoreOptions& options = {});
 
 // open_location for writing (the Zarr writer): a missing local directory is created with its
