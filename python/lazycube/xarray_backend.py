@@ -7,10 +7,11 @@ lazycube as xarray's zarr engine decodes them). ``source_of(xds)`` (:mod:`lazycu
 finds the lazycube dataset behind an xarray Dataset opened this way, narrowed to its
 selection, and its Source, which other processes reopen.
 
-An adapter: nothing of the package imports it (python/lazycube/_layers.py). The names that
-lived here before the view and the source resolution moved down stay importable from here
-(older pickles name ``_reopen_backend_array`` and ``_SourceCloser`` by this module). The
-``ds.lazycube`` accessor is registered by ``import lazycube``, which runs before this module.
+An adapter: no module of the package imports it (python/lazycube/_layers.py; the package loads it
+on first use of ``lazycube.xarray_backend``). The names that lived here before the view and the
+source resolution moved down stay importable from here (older pickles name
+``_reopen_backend_array`` and ``_SourceCloser`` by this module). The ``ds.lazycube`` accessor
+is registered by ``import lazycube``, which runs before this module.
 """
 
 from __future__ import annotations
