@@ -20,9 +20,9 @@ while [[ $# -gt 0 ]]; do
 done
 [[ "$build_dir" == /* ]] || build_dir="$REPO_ROOT/$build_dir"
 
-# Only what the main job needs: the library, the CLI and the Python package (the tests and
-# benchmarks are built by scripts/test.sh, in the same configuration).
-bash "$REPO_ROOT/scripts/setup.sh" --build-dir "$build_dir" --target lazycube_cli --target lazycube_python
+# Only what the main job runs: the library's layers and the CLI (the Python package, the CUDA
+# kernels, the tests and the benchmarks are built by scripts/test.sh, in the same configuration).
+bash "$REPO_ROOT/scripts/setup.sh" --build-dir "$build_dir" --target lazycube_cli
 
 cli="$build_dir/lazycube"
 step() { printf '\n$ %s\n' "$*"; "$@"; }

@@ -41,12 +41,6 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-std::string shape_text(const Shape& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 std::string dims_text(const batch::DimSizes& dims) {
   std::string out;
   for (const auto& [dim, n] : dims) out += (out.empty() ? "" : ", ") + dim + "=" + std::to_string(n);

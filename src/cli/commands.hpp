@@ -48,6 +48,8 @@ struct InfoArgs {
   OpenArgs open;
 };
 int run_info(const InfoArgs& args);
+// "[2, 3]": a shape as the commands print it.
+std::string shape_text(const Shape& shape);
 
 struct ReadArgs {
   std::string url;

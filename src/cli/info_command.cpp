@@ -10,6 +10,13 @@
 
 namespace lazycube::cli {
 
+// "[2, 3]": the shape as `lazycube info` and `lazycube bench` print it.
+std::string shape_text(const Shape& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
@@ -29,12 +36,6 @@ std::string join_dims(const std::vector<std::string>& dims) {
   std::string out = "(";
   for (std::size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + dims[i];
   return out + ")";
-}
-
-std::string shape_text(const Shape& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
 }
 
 std::string attr_text(const nlohmann::json& v) {

@@ -57,12 +57,6 @@ py::list str_list(const std::vector<std::string>& v) {
   return out;
 }
 
-py::tuple str_tuple(const std::vector<std::string>& v) {
-  py::tuple out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = py::str(v[i]);
-  return out;
-}
-
 batch::DimOverlaps to_overlaps(const py::handle& obj) {
   batch::DimOverlaps out;
   if (obj.is_none()) return out;

@@ -176,6 +176,12 @@ py::tuple shape_to_tuple(const Shape& shape) {
   return out;
 }
 
+py::tuple str_tuple(const std::vector<std::string>& names) {
+  py::tuple out(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) out[i] = py::str(names[i]);
+  return out;
+}
+
 std::int64_t as_int64(const py::handle& obj) {
   auto idx = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
   if (!idx) throw py::error_already_set();

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,8 @@ py::array shared_to_numpy(const DataType& dtype, const Shape& shape,
                           const std::shared_ptr<std::byte>& owner);
 
 py::tuple shape_to_tuple(const Shape& shape);
+// A tuple of str (dimension or variable names).
+py::tuple str_tuple(const std::vector<std::string>& names);
 
 // An integer (int, numpy integer: operator.index semantics; TypeError for floats) / a float.
 std::int64_t as_int64(const py::handle& obj);

@@ -145,12 +145,6 @@ py::object masked_strings_to_numpy(const NDArray& a, const CfDecoding& cf) {
   return py::object(out);
 }
 
-py::tuple str_tuple(const std::vector<std::string>& v) {
-  py::tuple out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = py::str(v[i]);
-  return out;
-}
-
 }  // namespace
 
 }  // namespace lazycube::python

@@ -9,17 +9,13 @@
 #include "azure_protocol.hpp"
 #include "backend_registry.hpp"
 #include "lazycube/error.hpp"
+#include "util/text.hpp"
 #include "object_store.hpp"
 #include "vsi_mapping.hpp"
 
 namespace lazycube::cloud {
 
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 std::string strip_slashes(std::string s) {
   while (!s.empty() && s.back() == '/') s.pop_back();
@@ -77,7 +73,7 @@ AzureSettings resolve_azure_settings(const ParsedUrl& url, const StorageOptions&
     s.endpoint = "https://" + blob_host;
   }
 
-  std::string conn_text = o.given.count("connection_string") ? o.own_option("connection_string") : env("AZURE_STORAGE_CONNECTION_STRING");
+  std::string conn_text = o.given.count("connection_string") ? o.own_option("connection_string") : env_or_empty("AZURE_STORAGE_CONNECTION_STRING");
   const std::string conn_source = o.given.count("connection_string") ? "the connection_string option"
                                                                       : "AZURE_STORAGE_CONNECTION_STRING";
   const auto conn = azure::parse_connection_string(conn_text);
@@ -88,7 +84,7 @@ AzureSettings resolve_azure_settings(const ParsedUrl& url, const StorageOptions&
 
   if (s.account.empty()) s.account = o.own_option("account_name");
   if (s.account.empty()) s.account = field("AccountName");
-  if (s.account.empty()) s.account = env("AZURE_STORAGE_ACCOUNT_NAME");
+  if (s.account.empty()) s.account = env_or_empty("AZURE_STORAGE_ACCOUNT_NAME");
   if (s.endpoint.empty() && !field("BlobEndpoint").empty()) {
     s.endpoint = field("BlobEndpoint");
     while (!s.endpoint.empty() && s.endpoint.back() == '/') s.endpoint.pop_back();
@@ -120,7 +116,7 @@ AzureSettings resolve_azure_settings(const ParsedUrl& url, const StorageOptions&
   use("", url_sas, "the URL");
   use(o.own_option("account_key"), o.own_option("sas_token"), "options");
   use(field("AccountKey"), field("SharedAccessSignature"), conn_source);
-  use(env("AZURE_STORAGE_ACCOUNT_KEY"), env("AZURE_STORAGE_SAS_TOKEN"), "the environment");
+  use(env_or_empty("AZURE_STORAGE_ACCOUNT_KEY"), env_or_empty("AZURE_STORAGE_SAS_TOKEN"), "the environment");
   if (s.auth == AzureSettings::Auth::SharedKey && s.account.empty())
     throw StoreError("'" + text + "': an Azure account key needs the account name (account_name, AccountName in the "
                      "connection string, or AZURE_STORAGE_ACCOUNT_NAME)");

@@ -5,15 +5,11 @@
 #include <map>
 
 #include "lazycube/error.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::cloud {
 
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 std::string trim(std::string s) {
   const char* ws = " \t\r\n";
@@ -51,9 +47,9 @@ std::map<std::string, Section> read_ini(const std::string& path) {
 }
 
 std::string home_file(const char* override_var, const char* relative) {
-  std::string p = env(override_var);
+  std::string p = env_or_empty(override_var);
   if (!p.empty()) return p;
-  std::string home = env("HOME");
+  std::string home = env_or_empty("HOME");
   return home.empty() ? std::string() : home + "/" + relative;
 }
 
@@ -83,8 +79,8 @@ AwsSettings resolve_aws_settings(const StorageOptions& options) {
 
   // The profile: read lazily, only when something needs it.
   std::string profile = options.profile;
-  const bool profile_named = !profile.empty() || !env("AWS_PROFILE").empty();
-  if (profile.empty()) profile = env("AWS_PROFILE");
+  const bool profile_named = !profile.empty() || !env_or_empty("AWS_PROFILE").empty();
+  if (profile.empty()) profile = env_or_empty("AWS_PROFILE");
   if (profile.empty()) profile = "default";
   const std::string cred_path = home_file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
   const std::string config_path = home_file("AWS_CONFIG_FILE", ".aws/config");
@@ -104,8 +100,8 @@ AwsSettings resolve_aws_settings(const StorageOptions& options) {
       throw StoreError(std::string("S3 credentials: option '") + (options.key.empty() ? "secret" : "key") +
                        "' given without '" + (options.key.empty() ? "key" : "secret") + "'");
     c = {options.key, options.secret, options.token, "options"};
-  } else if (!env("AWS_ACCESS_KEY_ID").empty() && !env("AWS_SECRET_ACCESS_KEY").empty()) {
-    c = {env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN"), "environment"};
+  } else if (!env_or_empty("AWS_ACCESS_KEY_ID").empty() && !env_or_empty("AWS_SECRET_ACCESS_KEY").empty()) {
+    c = {env_or_empty("AWS_ACCESS_KEY_ID"), env_or_empty("AWS_SECRET_ACCESS_KEY"), env_or_empty("AWS_SESSION_TOKEN"), "environment"};
   } else {
     if (profile_named && !cred_section && !config_section)
       throw StoreError("AWS profile '" + profile + "' not found in " +
@@ -121,15 +117,15 @@ AwsSettings resolve_aws_settings(const StorageOptions& options) {
   }
 
   s.region = options.region_name;
-  if (s.region.empty()) s.region = env("AWS_REGION");
-  if (s.region.empty()) s.region = env("AWS_DEFAULT_REGION");
+  if (s.region.empty()) s.region = env_or_empty("AWS_REGION");
+  if (s.region.empty()) s.region = env_or_empty("AWS_DEFAULT_REGION");
   if (s.region.empty()) s.region = get(config_section, "region");
   if (s.region.empty()) s.region = get(cred_section, "region");
   if (s.region.empty()) s.region = "us-east-1";
 
   s.endpoint_url = options.endpoint_url;
-  if (s.endpoint_url.empty()) s.endpoint_url = env("AWS_ENDPOINT_URL_S3");
-  if (s.endpoint_url.empty()) s.endpoint_url = env("AWS_ENDPOINT_URL");
+  if (s.endpoint_url.empty()) s.endpoint_url = env_or_empty("AWS_ENDPOINT_URL_S3");
+  if (s.endpoint_url.empty()) s.endpoint_url = env_or_empty("AWS_ENDPOINT_URL");
   while (!s.endpoint_url.empty() && s.endpoint_url.back() == '/') s.endpoint_url.pop_back();
   return s;
 }
@@ -150,7 +146,7 @@ GcsAuth resolve_gcs_auth(const StorageOptions& o) {
   GcsAuth a;
   std::string token = o.token, token_source = "option 'token'";
   if (token.empty() && !o.anon.value_or(false)) {
-    token = env("GOOGLE_OAUTH_ACCESS_TOKEN");
+    token = env_or_empty("GOOGLE_OAUTH_ACCESS_TOKEN");
     token_source = "GOOGLE_OAUTH_ACCESS_TOKEN";
   }
   if (o.anon.value_or(false) || token == "anon") return a;
@@ -177,7 +173,7 @@ GcsAuth resolve_gcs_auth(const StorageOptions& o) {
     a.kind = GcsAuth::Kind::Bearer;
     a.token = token;
     a.source = token_source;
-  } else if (const std::string path = env("GOOGLE_APPLICATION_CREDENTIALS"); !path.empty()) {
+  } else if (const std::string path = env_or_empty("GOOGLE_APPLICATION_CREDENTIALS"); !path.empty()) {
     a.kind = GcsAuth::Kind::ServiceAccount;
     a.service_account = read_gcs_service_account_key(path);
     a.source = "GOOGLE_APPLICATION_CREDENTIALS";

@@ -18,6 +18,9 @@ std::u32string utf8_to_utf32(std::string_view utf8);
 std::string utf32_to_utf8(std::u32string_view utf32, bool stop_at_nul = true);
 
 // "a, b, c": names joined for messages.
+// The value of the environment variable `name`; "" when it is unset.
+std::string env_or_empty(const char* name);
+
 std::string join_names(const std::vector<std::string>& names, std::string_view separator = ", ");
 
 }  // namespace lazycube
