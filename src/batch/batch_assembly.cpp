@@ -52,15 +52,10 @@ void permuted_copy(const std::byte* src, const Shape& src_shape, std::byte* dst,
   }
 }
 
-bool castable(const DataType& t) {
-  switch (t.kind) {
-    case DTypeKind::Bool: return t.itemsize == 1;
-    case DTypeKind::Int:
-    case DTypeKind::UInt: return t.itemsize == 1 || t.itemsize == 2 || t.itemsize == 4 || t.itemsize == 8;
-    case DTypeKind::Float: return t.itemsize == 4 || t.itemsize == 8;
-    default: return false;
-  }
-}
+// The dtypes a batch casts between: bool, integers, float32/64.
+constexpr unsigned kCastable = detail::dtype_set::kBool | detail::dtype_set::kReal;
+
+bool castable(const DataType& t) { return detail::has_element_type<kCastable>(t); }
 
 void cast_elements(const std::byte* src, const DataType& from, std::byte* dst, const DataType& to,
                    std::size_t count) {
@@ -71,9 +66,9 @@ void cast_elements(const std::byte* src, const DataType& from, std::byte* dst, c
   if (!castable(from) || !castable(to))
     throw UsageError("cannot cast " + from.name() + " to " + to.name() + " for a batch");
   // castable() admitted both types, so each visit finds its C++ type.
-  detail::visit_numeric_type(from, [&](auto from_tag) {
+  detail::visit_dtype<kCastable>(from, [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
-    detail::visit_numeric_type(to, [&](auto to_tag) {
+    detail::visit_dtype<kCastable>(to, [&](auto to_tag) {
       using To = typename decltype(to_tag)::type;
       for (std::size_t i = 0; i < count; ++i)
         detail::store_element<To>(dst, i, detail::cast_value<To>(detail::load_element<From>(src, i)));
@@ -106,13 +101,11 @@ std::shared_ptr<std::byte> allocate_batch_buffer(const BatchAllocator& allocator
 }
 
 std::uint64_t count_nans(const std::byte* data, const DataType& t, std::size_t count) {
-  if (t.kind != DTypeKind::Float) return 0;
   std::uint64_t n = 0;
-  if (t.itemsize == 4) {
-    for (std::size_t i = 0; i < count; ++i) n += std::isnan(detail::load_element<float>(data, i));
-  } else if (t.itemsize == 8) {
-    for (std::size_t i = 0; i < count; ++i) n += std::isnan(detail::load_element<double>(data, i));
-  }
+  detail::visit_dtype<detail::dtype_set::kFloat>(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (std::size_t i = 0; i < count; ++i) n += std::isnan(detail::load_element<T>(data, i));
+  });
   return n;
 }
 

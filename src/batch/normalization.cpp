@@ -60,7 +60,7 @@ void ChannelNormalization::apply(std::byte* slab, const Shape& extent, const Arr
   const std::uint64_t total = shape_size(extent);
   const std::uint64_t runs = run == 0 ? 0 : total / run;
   std::vector<std::uint64_t> idx(run_from_, 0);
-  detail::visit_numeric_type(dtype_, [&](auto tag) {
+  detail::visit_dtype<detail::dtype_set::kFloat>(dtype_, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
       T* x = reinterpret_cast<T*>(slab);

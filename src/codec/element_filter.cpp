@@ -63,11 +63,7 @@ nlohmann::json ElementFilter::to_json() const {
 }
 
 void require_numeric(const ConfigReader& cfg, std::string_view key, const ParsedNumpyDType& t) {
-  const auto k = t.dtype.kind;
-  const bool ok = (k == DTypeKind::Bool || k == DTypeKind::Int || k == DTypeKind::UInt ||
-                   k == DTypeKind::DateTime || k == DTypeKind::TimeDelta) ||
-                  (k == DTypeKind::Float && t.dtype.itemsize != 2);
-  if (!ok) cfg.bad(key, "dtype " + t.dtype.name() + " is not supported by this filter");
+  if (!lazycube::detail::has_element_type<kFilterDTypes>(t.dtype)) cfg.bad(key, "dtype " + t.dtype.name() + " is not supported by this filter");
 }
 
 }  // namespace lazycube::codec::detail

@@ -19,12 +19,15 @@ using lazycube::detail::cast_value;
 using lazycube::detail::load_element;
 using lazycube::detail::store_element;
 
+// The dtypes element filters compute with: bool, integers, float32/64 and datetime64/
+// timedelta64 (int64); not float16, as numcodecs.
+inline constexpr unsigned kFilterDTypes = lazycube::detail::dtype_set::kNumeric;
+
 // Calls f(std::type_identity<T>{}) with the C++ type holding elements of `t`; a CodecError
-// naming `codec` when `t` is not numeric.
+// naming `codec` when `t` is not one of kFilterDTypes.
 template <class F>
 void with_numeric_type(const DataType& t, const std::string& codec, F&& f) {
-  if (!lazycube::detail::visit_numeric_type(t, std::forward<F>(f)))
-    fail(codec + ": unsupported dtype " + t.name());
+  if (!lazycube::detail::visit_dtype<kFilterDTypes>(t, f)) fail(codec + ": unsupported dtype " + t.name());
 }
 
 // A filter mapping elements of `astype` (encoded side) to elements of `dtype` (decoded side),

@@ -58,6 +58,7 @@
 #include "cf_json.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
+#include "util/element_cast.hpp"
 #include "util/half.hpp"
 #include "util/text.hpp"
 
@@ -69,52 +70,26 @@ bool is_real_numeric(const DataType& t) {
   return t.kind == DTypeKind::Int || t.kind == DTypeKind::UInt || t.kind == DTypeKind::Float;
 }
 
-// Element i of a fixed-size numeric buffer as a double (exact except for |ints| > 2^53).
+namespace dtypes = detail::dtype_set;
+
+// An element of a fixed-size numeric buffer as a double (exact except for |ints| > 2^53); NaN
+// for a dtype that is not a number (datetime64, complex, strings).
 double load_double(const std::byte* p, const DataType& t) {
-  switch (t.kind) {
-    case DTypeKind::Bool: return *reinterpret_cast<const std::uint8_t*>(p) != 0 ? 1.0 : 0.0;
-    case DTypeKind::Int:
-      switch (t.itemsize) {
-        case 1: return *reinterpret_cast<const std::int8_t*>(p);
-        case 2: { std::int16_t v; std::memcpy(&v, p, 2); return v; }
-        case 4: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
-        default: { std::int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-      }
-    case DTypeKind::UInt:
-      switch (t.itemsize) {
-        case 1: return *reinterpret_cast<const std::uint8_t*>(p);
-        case 2: { std::uint16_t v; std::memcpy(&v, p, 2); return v; }
-        case 4: { std::uint32_t v; std::memcpy(&v, p, 4); return v; }
-        default: { std::uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-      }
-    case DTypeKind::Float:
-      switch (t.itemsize) {
-        case 2: { std::uint16_t v; std::memcpy(&v, p, 2); return half_to_float(v); }
-        case 4: { float v; std::memcpy(&v, p, 4); return v; }
-        default: { double v; std::memcpy(&v, p, 8); return v; }
-      }
-    default: return std::numeric_limits<double>::quiet_NaN();
-  }
+  double v = std::numeric_limits<double>::quiet_NaN();
+  detail::visit_dtype<dtypes::kBool | dtypes::kReal | dtypes::kHalf>(t, [&](auto tag) {
+    v = detail::as_double(detail::load_element<typename decltype(tag)::type>(p, 0));
+  });
+  return v;
 }
 
-// Integer element as int64 (numpy astype(int64): uint64 wraps).
+// Integer element as int64 (numpy astype(int64): uint64 wraps); 0 for a dtype that is not an
+// integer, bool or time.
 std::int64_t load_int(const std::byte* p, const DataType& t) {
-  if (t.kind == DTypeKind::Bool) return *reinterpret_cast<const std::uint8_t*>(p) != 0;
-  const bool is_signed = t.kind == DTypeKind::Int;
-  switch (t.itemsize) {
-    case 1:
-      return is_signed ? *reinterpret_cast<const std::int8_t*>(p)
-                       : *reinterpret_cast<const std::uint8_t*>(p);
-    case 2: {
-      std::uint16_t v; std::memcpy(&v, p, 2);
-      return is_signed ? static_cast<std::int16_t>(v) : v;
-    }
-    case 4: {
-      std::uint32_t v; std::memcpy(&v, p, 4);
-      return is_signed ? static_cast<std::int32_t>(v) : static_cast<std::int64_t>(v);
-    }
-    default: { std::int64_t v; std::memcpy(&v, p, 8); return v; }
-  }
+  std::int64_t v = 0;
+  detail::visit_dtype<dtypes::kBool | dtypes::kInteger | dtypes::kTime>(t, [&](auto tag) {
+    v = static_cast<std::int64_t>(detail::load_element<typename decltype(tag)::type>(p, 0));
+  });
+  return v;
 }
 
 // Collects the numbers in a scalar-or-list attribute.
@@ -187,15 +162,11 @@ nlohmann::json fill_bytes_json(const Buffer& bytes, const DataType& t) {
 }
 
 void store_float(std::byte* p, const DataType& t, double v) {
-  if (t.itemsize == 8) {
-    std::memcpy(p, &v, 8);
-  } else if (t.itemsize == 4) {
-    const auto f = static_cast<float>(v);
-    std::memcpy(p, &f, 4);
-  } else {
-    const std::uint16_t h = float_to_half(static_cast<float>(v));
-    std::memcpy(p, &h, 2);
-  }
+  detail::visit_dtype<dtypes::kHalf | dtypes::kFloat>(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float16>) detail::store_element(p, 0, to_float16(static_cast<float>(v)));
+    else detail::store_element(p, 0, static_cast<T>(v));
+  });
 }
 
 // The mask and scale steps for one value, computed in double/float exactly as xarray's coders
@@ -303,35 +274,13 @@ void decode_numbers(const std::byte* raw, std::uint64_t count, std::byte* out, c
   }
 }
 
+// Integers and float32/64 (float16 and bool take the generic element loop).
 template <class Out>
 bool decode_numbers_to(const DataType& stored, const std::byte* raw, std::uint64_t count, std::byte* out,
                        const MaskScale& steps) {
-  switch (stored.kind) {
-    case DTypeKind::Int:
-      switch (stored.itemsize) {
-        case 1: decode_numbers<std::int8_t, Out>(raw, count, out, steps); return true;
-        case 2: decode_numbers<std::int16_t, Out>(raw, count, out, steps); return true;
-        case 4: decode_numbers<std::int32_t, Out>(raw, count, out, steps); return true;
-        case 8: decode_numbers<std::int64_t, Out>(raw, count, out, steps); return true;
-      }
-      return false;
-    case DTypeKind::UInt:
-      switch (stored.itemsize) {
-        case 1: decode_numbers<std::uint8_t, Out>(raw, count, out, steps); return true;
-        case 2: decode_numbers<std::uint16_t, Out>(raw, count, out, steps); return true;
-        case 4: decode_numbers<std::uint32_t, Out>(raw, count, out, steps); return true;
-        case 8: decode_numbers<std::uint64_t, Out>(raw, count, out, steps); return true;
-      }
-      return false;
-    case DTypeKind::Float:
-      switch (stored.itemsize) {
-        case 4: decode_numbers<float, Out>(raw, count, out, steps); return true;
-        case 8: decode_numbers<double, Out>(raw, count, out, steps); return true;
-      }
-      return false;
-    default:
-      return false;
-  }
+  return detail::visit_dtype<dtypes::kReal>(stored, [&](auto tag) {
+    decode_numbers<typename decltype(tag)::type, Out>(raw, count, out, steps);
+  });
 }
 
 // pandas.to_timedelta(float, unit): whole part and the fraction (rounded to the unit's
@@ -717,9 +666,12 @@ void CfDecoding::convert(const std::byte* raw_data, std::uint64_t count, std::by
   steps.range = (steps_ & kValidRange) != 0;
   steps.vmin = valid_min_;
   steps.vmax = valid_max_;
-  if (!to_datetime && !to_timedelta && decoded_.kind == DTypeKind::Float) {
-    if (decoded_.itemsize == 4 && decode_numbers_to<float>(view_, raw.data(), count, out.data(), steps)) return;
-    if (decoded_.itemsize == 8 && decode_numbers_to<double>(view_, raw.data(), count, out.data(), steps)) return;
+  if (!to_datetime && !to_timedelta) {
+    bool done = false;
+    detail::visit_dtype<dtypes::kFloat>(decoded_, [&](auto tag) {
+      done = decode_numbers_to<typename decltype(tag)::type>(view_, raw.data(), count, out.data(), steps);
+    });
+    if (done) return;
   }
   const bool integer_times = !steps.mask && !steps.range && !steps.scale && pre_time_.kind != DTypeKind::Float;
   const bool time_f32 = pre_time_.kind == DTypeKind::Float && pre_time_.itemsize == 4;

@@ -34,6 +34,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <type_traits>
 #include <vector>
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,7 @@
 #include "cf_json.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"
+#include "util/element_cast.hpp"
 #include "util/half.hpp"
 
 namespace lazycube {
@@ -99,11 +102,13 @@ nlohmann::json cast_fill(const nlohmann::json& v, const DataType& t, const std::
   const nlohmann::json& x = v.is_array() && v.size() == 1 ? v.front() : v;
   const auto d = cf::json_number(x);
   if (!d) fail(name, std::string(key) + " must be a number, got " + v.dump());
-  if (t.kind == DTypeKind::Float) {
-    if (t.itemsize == 4) return cf::float_json(static_cast<float>(*d));
-    if (t.itemsize == 2) return cf::float_json(half_to_float(float_to_half(static_cast<float>(*d))));
-    return cf::float_json(*d);
-  }
+  std::optional<double> as_float;  // *d as a float type holds it
+  detail::visit_dtype<detail::dtype_set::kHalf | detail::dtype_set::kFloat>(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float16>) as_float = half_to_float(to_float16(static_cast<float>(*d)));
+    else as_float = static_cast<T>(*d);
+  });
+  if (as_float) return cf::float_json(*as_float);
   if (t.kind == DTypeKind::Bool) return *d != 0;
   __int128 w = 0;
   if (x.is_number_unsigned()) {

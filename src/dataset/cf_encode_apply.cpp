@@ -45,19 +45,12 @@ std::string show(const Num& x) {
 
 Num load(const std::byte* base, std::size_t i, const DataType& t) {
   Num x;
-  if (t.kind == DTypeKind::Float && t.itemsize == 2) {
-    std::uint16_t h;
-    std::memcpy(&h, base + i * 2, 2);
-    x.is_float = true;
-    x.f = half_to_float(h);
-    return x;
-  }
-  detail::visit_numeric_type(t, [&](auto tag) {
+  detail::visit_dtype(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = detail::load_element<T>(base, i);
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, float16>) {
       x.is_float = true;
-      x.f = static_cast<double>(v);
+      x.f = detail::as_double(v);
     } else {
       x.i = static_cast<__int128>(v);
     }
@@ -109,7 +102,7 @@ bool float_loop_to(const DataType& stored, const std::byte* in, std::uint64_t n,
       ok = float_loop<In, Mid, Out>(in, n, out, offset, scale, f);
     }
   };
-  if (stored.kind != DTypeKind::Float || stored.itemsize != 2) detail::visit_numeric_type(stored, run);
+  detail::visit_dtype<detail::dtype_set::kReal>(stored, run);
   return handled && ok;
 }
 
@@ -133,18 +126,21 @@ NDArray CfEncoding::apply(const NDArray& values) const {
   const std::uint64_t n = values.size();
   out.data.resize(n * stored_.itemsize);
   const bool mid32 = mid_.kind == DTypeKind::Float && mid_.itemsize == 4;
-  if (time_ == Time::None && decoded_.kind == DTypeKind::Float && decoded_.itemsize >= 4 &&
-      mid_.kind == DTypeKind::Float && mid_.itemsize >= 4) {
+  if (time_ == Time::None) {
     const std::optional<double> off = has_offset_ ? std::optional<double>(offset_) : std::nullopt;
     const std::optional<double> sc = has_scale_ ? std::optional<double>(scale_) : std::nullopt;
     const std::byte* in = values.data.data();
     std::byte* o = out.data.data();
-    const bool in32 = decoded_.itemsize == 4;
-    if (mid32 ? (in32 ? float_loop_to<float, float>(stored_, in, n, o, off, sc, fill_)
-                      : float_loop_to<double, float>(stored_, in, n, o, off, sc, fill_))
-              : (in32 ? float_loop_to<float, double>(stored_, in, n, o, off, sc, fill_)
-                      : float_loop_to<double, double>(stored_, in, n, o, off, sc, fill_)))
-      return out;
+    bool done = false;
+    // float32/64 values through a float32/64 working type (float16 takes the element steps).
+    detail::visit_dtype<detail::dtype_set::kFloat>(decoded_, [&](auto in_tag) {
+      detail::visit_dtype<detail::dtype_set::kFloat>(mid_, [&](auto mid_tag) {
+        using In = typename decltype(in_tag)::type;
+        using Mid = typename decltype(mid_tag)::type;
+        done = float_loop_to<In, Mid>(stored_, in, n, o, off, sc, fill_);
+      });
+    });
+    if (done) return out;
   }
   const bool stored_int = stored_.kind == DTypeKind::Int || stored_.kind == DTypeKind::UInt;
   // Exact integer times where xarray has them (every value whole) or where they are stored as
@@ -211,21 +207,21 @@ NDArray CfEncoding::apply(const NDArray& values) const {
     }
 
     std::byte* q = out.data.data();
-    if (stored_.kind == DTypeKind::Float) {
-      if (stored_.itemsize == 2) {
-        const std::uint16_t h = float_to_half(static_cast<float>(to_double(x)));
-        std::memcpy(q + i * 2, &h, 2);
-      } else if (stored_.itemsize == 4) {
+    // Floats and bools take the value as it is; integers go on below.
+    const bool stored_now = detail::visit_dtype<detail::dtype_set::kBool | detail::dtype_set::kHalf |
+                                                detail::dtype_set::kFloat>(stored_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float16>) {
+        detail::store_element<float16>(q, i, to_float16(static_cast<float>(to_double(x))));
+      } else if constexpr (std::is_same_v<T, float>) {
         detail::store_element<float>(q, i, x.is_float ? static_cast<float>(x.f) : to_float(x));
-      } else {
+      } else if constexpr (std::is_same_v<T, double>) {
         detail::store_element<double>(q, i, to_double(x));
+      } else {
+        detail::store_element<bool>(q, i, x.is_float ? x.f != 0 : x.i != 0);
       }
-      continue;
-    }
-    if (stored_.kind == DTypeKind::Bool) {
-      detail::store_element<bool>(q, i, x.is_float ? x.f != 0 : x.i != 0);
-      continue;
-    }
+    });
+    if (stored_now) continue;
     // Integers: numpy.around (half to even) then the cast, which must fit.
     __int128 r = x.i;
     if (x.is_float) {
@@ -238,9 +234,9 @@ NDArray CfEncoding::apply(const NDArray& values) const {
     const __int128 lo = stored_.kind == DTypeKind::Int ? -(static_cast<__int128>(1) << (bits - 1)) : 0;
     const __int128 hi = (static_cast<__int128>(1) << (bits - (stored_.kind == DTypeKind::Int ? 1 : 0))) - 1;
     if (r < lo || r > hi) fail_at(i, x, "does not fit " + stored_.name());
-    detail::visit_numeric_type(stored_, [&](auto tag) {
+    detail::visit_dtype<detail::dtype_set::kInteger | detail::dtype_set::kTime>(stored_, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) detail::store_element<T>(q, i, static_cast<T>(r));
+      detail::store_element<T>(q, i, static_cast<T>(r));
     });
   }
   return out;

@@ -7,7 +7,7 @@
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/dataset/variable.hpp"
 #include "lazycube/error.hpp"
-#include "util/half.hpp"
+#include "util/element_cast.hpp"
 #include "util/text.hpp"
 
 namespace lazycube {
@@ -61,34 +61,15 @@ Coordinate load(const Variable& coord, const std::string& dim) {
       std::string s(reinterpret_cast<const char*>(values.data.data() + i * t.itemsize), t.itemsize);
       c.texts.push_back(s.substr(0, s.find('\0')));
     }
-  } else if (t.is_numeric() && t.kind != DTypeKind::Complex) {
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const std::byte* p = values.data.data() + i * t.itemsize;
-      double v = 0;
-      switch (t.kind) {
-        case DTypeKind::Float:
-          if (t.itemsize == 2) { std::uint16_t h; std::memcpy(&h, p, 2); v = half_to_float(h); }
-          else if (t.itemsize == 4) { float f; std::memcpy(&f, p, 4); v = f; }
-          else if (t.itemsize == 8) std::memcpy(&v, p, 8);
-          else throw SelectionError("cannot select by label on dimension '" + dim + "' of dtype " + t.name());
-          break;
-        case DTypeKind::Int: {
-          std::int64_t x = 0;
-          std::memcpy(&x, p, t.itemsize);
-          const int shift = 64 - static_cast<int>(t.itemsize) * 8;
-          v = static_cast<double>(static_cast<std::int64_t>(static_cast<std::uint64_t>(x) << shift) >> shift);
-          break;
-        }
-        default: {
-          std::uint64_t x = 0;
-          std::memcpy(&x, p, t.itemsize);
-          v = static_cast<double>(x);
-        }
-      }
-      c.numbers.push_back(v);
-    }
   } else {
-    throw SelectionError("cannot select by label on dimension '" + dim + "' of dtype " + t.name());
+    // bool, integers and floats (float16 included) as doubles
+    const bool numeric = detail::visit_dtype<detail::dtype_set::kBool | detail::dtype_set::kReal |
+                                             detail::dtype_set::kHalf>(t, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (std::uint64_t i = 0; i < n; ++i)
+        c.numbers.push_back(detail::as_double(detail::load_element<T>(values.data.data(), i)));
+    });
+    if (!numeric) throw SelectionError("cannot select by label on dimension '" + dim + "' of dtype " + t.name());
   }
   return c;
 }

@@ -356,7 +356,7 @@ VariableStats compute_stats(const Variable& variable, const std::vector<std::str
   const std::uint64_t wave = 4 * ThreadPool::global().size() + 4;
   std::vector<BlockPartials> partials(static_cast<std::size_t>(std::min(wave, blocks)));
   BufferPool pool;
-  detail::visit_numeric_type(t, [&](auto tag) {
+  detail::visit_dtype<detail::dtype_set::kNumeric>(t, [&](auto tag) {
     using V = typename decltype(tag)::type;
     using T = std::conditional_t<std::is_same_v<V, bool>, std::uint8_t, V>;  // bool is one byte 0/1
     for (std::uint64_t first = 0; first < blocks; first += wave) {

@@ -1,5 +1,5 @@
-// Element-wise access and numpy-like casts over raw bytes of a numeric DataType: what the
-// element filters of the codec layer and the batch layer's dtype casts compute with.
+// Element-wise access and numpy-like casts over raw bytes of a numeric DataType, and the dtype
+// dispatch (visit_dtype) every layer uses to find the C++ type of a DataType's elements.
 #pragma once
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "lazycube/dtype.hpp"
+#include "util/half.hpp"
 
 namespace lazycube::detail {
 
@@ -49,43 +50,94 @@ To cast_value(From v) {
   }
 }
 
-// Calls f(std::type_identity<T>{}) with the C++ type holding elements of `t` and returns true;
-// false (f not called) when `t` is not bool, a 1..8-byte integer, float32/64 or datetime64/
-// timedelta64 (int64).
-template <class F>
-bool visit_numeric_type(const DataType& t, F&& f) {
-  auto call = [&](auto tag) {
-    f(tag);
+// The one place that maps a DataType (kind + itemsize) to the C++ type holding its elements;
+// every layer dispatches through it. The sets of dtypes a caller accepts (bit flags, combined
+// with |):
+namespace dtype_set {
+inline constexpr unsigned kBool = 1u << 0;      // bool
+inline constexpr unsigned kSigned = 1u << 1;    // int8, int16, int32, int64
+inline constexpr unsigned kUnsigned = 1u << 2;  // uint8, uint16, uint32, uint64
+inline constexpr unsigned kHalf = 1u << 3;      // float16, as lazycube::float16 (its bits)
+inline constexpr unsigned kFloat = 1u << 4;     // float32, float64 (float, double)
+inline constexpr unsigned kTime = 1u << 5;      // datetime64, timedelta64 (their int64 counts)
+inline constexpr unsigned kInteger = kSigned | kUnsigned;
+inline constexpr unsigned kReal = kInteger | kFloat;                 // numbers C++ computes with
+inline constexpr unsigned kNumeric = kBool | kReal | kTime;           // all but float16
+inline constexpr unsigned kAll = kNumeric | kHalf;                    // every fixed-size non-complex number
+}  // namespace dtype_set
+
+namespace dtype_dispatch {
+template <unsigned Accept, unsigned Set, class T, class F>
+bool call([[maybe_unused]] F& f) {
+  if constexpr ((Accept & Set) != 0) {
+    f(std::type_identity<T>{});
     return true;
-  };
+  } else {
+    return false;
+  }
+}
+}  // namespace dtype_dispatch
+
+// Calls f(std::type_identity<T>{}) with the C++ type T holding elements of `t` and returns true
+// when `t` is in the set `Accept`; returns false (f not called) otherwise, and for complex,
+// string and byte-string dtypes, which have no such type. f is instantiated only for the types
+// of `Accept`, so a visitor that cannot compute in float16 leaves kHalf out (or converts
+// lazycube::float16 with half_to_float).
+template <unsigned Accept = dtype_set::kAll, class F>
+bool visit_dtype(const DataType& t, F&& f) {
+  using namespace dtype_set;
+  using dtype_dispatch::call;
   switch (t.kind) {
-    case DTypeKind::Bool: return call(std::type_identity<bool>{});
+    case DTypeKind::Bool:
+      if (t.itemsize == 1) return call<Accept, kBool, bool>(f);
+      break;
     case DTypeKind::Int:
       switch (t.itemsize) {
-        case 1: return call(std::type_identity<std::int8_t>{});
-        case 2: return call(std::type_identity<std::int16_t>{});
-        case 4: return call(std::type_identity<std::int32_t>{});
-        case 8: return call(std::type_identity<std::int64_t>{});
+        case 1: return call<Accept, kSigned, std::int8_t>(f);
+        case 2: return call<Accept, kSigned, std::int16_t>(f);
+        case 4: return call<Accept, kSigned, std::int32_t>(f);
+        case 8: return call<Accept, kSigned, std::int64_t>(f);
       }
       break;
     case DTypeKind::UInt:
       switch (t.itemsize) {
-        case 1: return call(std::type_identity<std::uint8_t>{});
-        case 2: return call(std::type_identity<std::uint16_t>{});
-        case 4: return call(std::type_identity<std::uint32_t>{});
-        case 8: return call(std::type_identity<std::uint64_t>{});
+        case 1: return call<Accept, kUnsigned, std::uint8_t>(f);
+        case 2: return call<Accept, kUnsigned, std::uint16_t>(f);
+        case 4: return call<Accept, kUnsigned, std::uint32_t>(f);
+        case 8: return call<Accept, kUnsigned, std::uint64_t>(f);
       }
       break;
     case DTypeKind::Float:
-      if (t.itemsize == 4) return call(std::type_identity<float>{});
-      if (t.itemsize == 8) return call(std::type_identity<double>{});
+      switch (t.itemsize) {
+        case 2: return call<Accept, kHalf, float16>(f);
+        case 4: return call<Accept, kFloat, float>(f);
+        case 8: return call<Accept, kFloat, double>(f);
+      }
       break;
     case DTypeKind::DateTime:
-    case DTypeKind::TimeDelta: return call(std::type_identity<std::int64_t>{});
+    case DTypeKind::TimeDelta:
+      if (t.itemsize == 8) return call<Accept, kTime, std::int64_t>(f);
+      break;
     default: break;
   }
   return false;
 }
 
+// Whether visit_dtype<Accept> has a C++ type for `t`.
+template <unsigned Accept = dtype_set::kAll>
+bool has_element_type(const DataType& t) {
+  return visit_dtype<Accept>(t, [](auto) {});
+}
+
+// An element value as a double: float16 through half_to_float, bool as 0/1 (exact except for
+// |integers| > 2^53).
+template <class T>
+double as_double(T v) {
+  if constexpr (std::is_same_v<T, float16>) {
+    return half_to_float(v);
+  } else {
+    return static_cast<double>(v);
+  }
+}
 
 }  // namespace lazycube::detail

@@ -6,6 +6,14 @@
 
 namespace lazycube {
 
+// A numpy float16 element as stored: its binary16 bits. It has no arithmetic on purpose: the
+// dtype dispatch (detail::visit_dtype in util/element_cast.hpp) hands float16 elements out as this
+// type, and code that computes with them converts explicitly (half_to_float / float_to_half).
+struct float16 {
+  std::uint16_t bits = 0;
+};
+static_assert(sizeof(float16) == 2);
+
 inline float half_to_float(std::uint16_t h) {
   const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
   std::uint32_t exp = (h >> 10) & 0x1fu;
@@ -53,5 +61,8 @@ inline std::uint16_t float_to_half(float f) {
   if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
   return sign | static_cast<std::uint16_t>(h);
 }
+
+inline float half_to_float(float16 h) { return half_to_float(h.bits); }
+inline float16 to_float16(float f) { return float16{float_to_half(f)}; }
 
 }  // namespace lazycube

@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
+#include "util/element_cast.hpp"
 #include "util/half.hpp"
 #include "util/text.hpp"
 
@@ -44,9 +46,10 @@ bool parse_hex_bits(const std::string& s, std::size_t nbytes, std::uint64_t& bit
   return true;
 }
 
-// One float component (float16/32/64) from a JSON number or special string.
-void put_float(Buffer& b, std::size_t size, const json& v, const std::string& where,
-               const DataType& t, bool allow_hex) {
+// One float component (F: float16, float or double) from a JSON number or special string.
+template <class F>
+void put_float(Buffer& b, const json& v, const std::string& where, const DataType& t, bool allow_hex) {
+  constexpr std::size_t size = sizeof(F);
   double d;
   if (v.is_number()) {
     d = v.get<double>();
@@ -61,8 +64,8 @@ void put_float(Buffer& b, std::size_t size, const json& v, const std::string& wh
       d = -std::numeric_limits<double>::infinity();
     } else if (allow_hex && parse_hex_bits(s, size, bits)) {
       // Exact bit pattern (keeps NaN payloads).
-      if (size == 2) put(b, static_cast<std::uint16_t>(bits));
-      else if (size == 4) put(b, static_cast<std::uint32_t>(bits));
+      if constexpr (size == 2) put(b, static_cast<std::uint16_t>(bits));
+      else if constexpr (size == 4) put(b, static_cast<std::uint32_t>(bits));
       else put(b, bits);
       return;
     } else {
@@ -71,9 +74,14 @@ void put_float(Buffer& b, std::size_t size, const json& v, const std::string& wh
   } else {
     throw bad_fill(where, v, t);
   }
-  if (size == 2) put(b, float_to_half(static_cast<float>(d)));
-  else if (size == 4) put(b, static_cast<float>(d));
-  else put(b, d);
+  if constexpr (std::is_same_v<F, float16>) put(b, to_float16(static_cast<float>(d)));
+  else put(b, static_cast<F>(d));
+}
+
+// Calls f(std::type_identity<F>{}) with the C++ type of one component of a complex dtype.
+template <class G>
+void with_component_type(const DataType& t, G&& g) {
+  lazycube::detail::visit_dtype<lazycube::detail::dtype_set::kFloat>(DataType::float_(t.itemsize / 2), g);
 }
 
 template <class T>
@@ -114,17 +122,6 @@ void put_integer(Buffer& b, const json& v, const std::string& where, const DataT
   }
 }
 
-void put_int_kind(Buffer& b, const json& v, const std::string& where, const DataType& t) {
-  const bool sign = t.kind == DTypeKind::Int || t.kind == DTypeKind::DateTime ||
-                    t.kind == DTypeKind::TimeDelta;
-  switch (t.itemsize) {
-    case 1: sign ? put_integer<std::int8_t>(b, v, where, t) : put_integer<std::uint8_t>(b, v, where, t); break;
-    case 2: sign ? put_integer<std::int16_t>(b, v, where, t) : put_integer<std::uint16_t>(b, v, where, t); break;
-    case 4: sign ? put_integer<std::int32_t>(b, v, where, t) : put_integer<std::uint32_t>(b, v, where, t); break;
-    default: sign ? put_integer<std::int64_t>(b, v, where, t) : put_integer<std::uint64_t>(b, v, where, t); break;
-  }
-}
-
 void put_fixed_text(Buffer& b, const DataType& t, const std::string& utf8_or_bytes) {
   b.resize(t.itemsize);
   std::memset(b.data(), 0, t.itemsize);
@@ -148,39 +145,37 @@ FillValue zero_fill(const DataType& t) {
 // Shared by v2 and v3 for the numeric kinds.
 void parse_numeric(FillValue& f, const json& v, const DataType& t, const std::string& where,
                    bool allow_hex) {
-  switch (t.kind) {
-    case DTypeKind::Bool:
+  if (t.kind == DTypeKind::Complex) {
+    if (!v.is_array() || v.size() != 2) throw bad_fill(where, v, t, "expected [real, imag]");
+    Buffer re, im;
+    with_component_type(t, [&](auto tag) {
+      using F = typename decltype(tag)::type;
+      put_float<F>(re, v[0], where, t, allow_hex);
+      put_float<F>(im, v[1], where, t, allow_hex);
+    });
+    f.bytes.resize(t.itemsize);
+    std::memcpy(f.bytes.data(), re.data(), t.itemsize / 2);
+    std::memcpy(f.bytes.data() + t.itemsize / 2, im.data(), t.itemsize / 2);
+    return;
+  }
+  if ((t.kind == DTypeKind::DateTime || t.kind == DTypeKind::TimeDelta) && v.is_string() &&
+      v.get<std::string>() == "NaT") {
+    put(f.bytes, std::numeric_limits<std::int64_t>::min());
+    return;
+  }
+  const bool numeric = lazycube::detail::visit_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
       if (v.is_boolean()) put(f.bytes, static_cast<std::uint8_t>(v.get<bool>()));
       else if (v.is_number()) put(f.bytes, static_cast<std::uint8_t>(v.get<double>() != 0));
       else throw bad_fill(where, v, t);
-      break;
-    case DTypeKind::Int:
-    case DTypeKind::UInt:
-      put_int_kind(f.bytes, v, where, t);
-      break;
-    case DTypeKind::DateTime:
-    case DTypeKind::TimeDelta:
-      if (v.is_string() && v.get<std::string>() == "NaT")
-        put(f.bytes, std::numeric_limits<std::int64_t>::min());
-      else
-        put_int_kind(f.bytes, v, where, t);
-      break;
-    case DTypeKind::Float:
-      put_float(f.bytes, t.itemsize, v, where, t, allow_hex);
-      break;
-    case DTypeKind::Complex: {
-      if (!v.is_array() || v.size() != 2) throw bad_fill(where, v, t, "expected [real, imag]");
-      Buffer re, im;
-      put_float(re, t.itemsize / 2, v[0], where, t, allow_hex);
-      put_float(im, t.itemsize / 2, v[1], where, t, allow_hex);
-      f.bytes.resize(t.itemsize);
-      std::memcpy(f.bytes.data(), re.data(), t.itemsize / 2);
-      std::memcpy(f.bytes.data() + t.itemsize / 2, im.data(), t.itemsize / 2);
-      break;
+    } else if constexpr (std::is_same_v<T, float16> || std::is_floating_point_v<T>) {
+      put_float<T>(f.bytes, v, where, t, allow_hex);
+    } else {
+      put_integer<T>(f.bytes, v, where, t);
     }
-    default:
-      throw bad_fill(where, v, t);
-  }
+  });
+  if (!numeric) throw bad_fill(where, v, t);
 }
 
 // zarr-python 2 stores an object array's fill value as base64 of the object codec's encoding
@@ -281,20 +276,18 @@ json float_json(double d) {
   return d;
 }
 
-double float_at(const Buffer& b, std::size_t size, std::size_t offset) {
-  if (size == 2) return half_to_float(get<std::uint16_t>(b, offset));
-  if (size == 4) return get<float>(b, offset);
-  return get<double>(b, offset);
-}
-
-json integer_json(const Buffer& b, const DataType& t) {
-  const bool sign = t.kind == DTypeKind::Int || t.kind == DTypeKind::DateTime || t.kind == DTypeKind::TimeDelta;
-  switch (t.itemsize) {
-    case 1: return sign ? json(get<std::int8_t>(b)) : json(get<std::uint8_t>(b));
-    case 2: return sign ? json(get<std::int16_t>(b)) : json(get<std::uint16_t>(b));
-    case 4: return sign ? json(get<std::int32_t>(b)) : json(get<std::uint32_t>(b));
-    default: return sign ? json(get<std::int64_t>(b)) : json(get<std::uint64_t>(b));
-  }
+// A bool, integer (datetime64/timedelta64: the int64 count, NaT too, as zarr-python 2 and 3
+// write it) or float (float16 included) fill value as zarr-python writes it; null for other
+// dtypes.
+json fill_number_json(const Buffer& b, const DataType& t) {
+  json out;
+  lazycube::detail::visit_dtype(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) out = get<std::uint8_t>(b) != 0;
+    else if constexpr (std::is_same_v<T, float16> || std::is_floating_point_v<T>) out = float_json(lazycube::detail::as_double(get<T>(b)));
+    else out = json(get<T>(b));
+  });
+  return out;
 }
 
 }  // namespace
@@ -303,19 +296,20 @@ json fill_value_json(const FillValue& f, const DataType& t, int zarr_format, con
   if (!f.specified && zarr_format == 2) return nullptr;
   switch (t.kind) {
     case DTypeKind::Bool:
-      return get<std::uint8_t>(f.bytes) != 0;
     case DTypeKind::Int:
     case DTypeKind::UInt:
-      return integer_json(f.bytes, t);
     case DTypeKind::DateTime:
     case DTypeKind::TimeDelta:
-      // The int64 count, NaT too (-2^63), as zarr-python 2 and 3 write it.
-      return integer_json(f.bytes, t);
     case DTypeKind::Float:
-      return float_json(float_at(f.bytes, t.itemsize, 0));
-    case DTypeKind::Complex:
-      return json::array({float_json(float_at(f.bytes, t.itemsize / 2, 0)),
-                          float_json(float_at(f.bytes, t.itemsize / 2, t.itemsize / 2))});
+      return fill_number_json(f.bytes, t);
+    case DTypeKind::Complex: {
+      json out;
+      with_component_type(t, [&](auto tag) {
+        using F = typename decltype(tag)::type;
+        out = json::array({float_json(get<F>(f.bytes, 0)), float_json(get<F>(f.bytes, t.itemsize / 2))});
+      });
+      return out;
+    }
     case DTypeKind::Bytes:
     case DTypeKind::Unicode:
       for (std::size_t i = 0; i < f.bytes.size(); ++i)

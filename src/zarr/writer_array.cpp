@@ -3,10 +3,12 @@
 // checking a stored unit back for resume.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
 #include "util/chunk_copy.hpp"
+#include "util/element_cast.hpp"
 #include "util/half.hpp"
 #include "util/thread_pool.hpp"
 #include "writer_array_impl.hpp"
@@ -31,27 +33,22 @@ bool all_float_fill(ByteView data, F fill) {
 // Whether every element of `data` equals the fill value (NaN equals a NaN fill, as numpy's
 // array_equal(equal_nan=True) in zarr-python).
 bool all_fill_bytes(ByteView data, const FillValue& fill, const DataType& t) {
-  if (t.kind == DTypeKind::Float && t.itemsize == 4) {
-    float f;
-    std::memcpy(&f, fill.bytes.data(), 4);
-    return all_float_fill(data, f);
-  }
-  if (t.kind == DTypeKind::Float && t.itemsize == 8) {
-    double f;
-    std::memcpy(&f, fill.bytes.data(), 8);
-    return all_float_fill(data, f);
-  }
-  if (t.kind == DTypeKind::Float && t.itemsize == 2) {
-    std::uint16_t h;
-    std::memcpy(&h, fill.bytes.data(), 2);
-    const bool nan = std::isnan(half_to_float(h));
-    for (std::size_t i = 0; i + 2 <= data.size(); i += 2) {
-      std::uint16_t v;
-      std::memcpy(&v, data.data() + i, 2);
-      if (nan ? !std::isnan(half_to_float(v)) : v != h) return false;
+  namespace dtypes = lazycube::detail::dtype_set;
+  bool all = true;
+  const bool is_float = lazycube::detail::visit_dtype<dtypes::kHalf | dtypes::kFloat>(t, [&](auto tag) {
+    using F = typename decltype(tag)::type;
+    const F f = lazycube::detail::load_element<F>(fill.bytes.data(), 0);
+    if constexpr (std::is_same_v<F, float16>) {  // float16: the same bits unless NaN
+      const bool nan = std::isnan(half_to_float(f));
+      for (std::size_t i = 0; all && i + 2 <= data.size(); i += 2) {
+        const float16 v = lazycube::detail::load_element<float16>(data.data() + i, 0);
+        all = nan ? std::isnan(half_to_float(v)) : v.bits == f.bits;
+      }
+    } else {
+      all = all_float_fill(data, f);
     }
-    return true;
-  }
+  });
+  if (is_float) return all;
   const std::size_t item = t.itemsize;
   for (std::size_t i = 0; i < data.size(); i += item)
     if (std::memcmp(data.data() + i, fill.bytes.data(), item) != 0) return false;

@@ -40,6 +40,18 @@ bool exact_bits(double value, std::uint64_t& bits) {
   return true;
 }
 
+// The kernel's name for input element type T.
+template <class T>
+constexpr InType in_type_of() {
+  if constexpr (std::is_same_v<T, float>) return InType::F32;
+  else if constexpr (std::is_same_v<T, double>) return InType::F64;
+  else if constexpr (std::is_signed_v<T>)
+    return sizeof(T) == 1 ? InType::I8 : sizeof(T) == 2 ? InType::I16 : sizeof(T) == 4 ? InType::I32 : InType::I64;
+  else
+    return sizeof(T) == 1 ? InType::U8 : sizeof(T) == 2 ? InType::U16 : sizeof(T) == 4 ? InType::U32 : InType::U64;
+}
+
+// InType back to its C++ type (the kernel ABI enum; the launch in unpack_normalize.cu has its own).
 bool to_bits(InType type, double value, std::uint64_t& bits) {
   switch (type) {
     case InType::I8: return exact_bits<std::int8_t>(value, bits);
@@ -59,33 +71,11 @@ bool to_bits(InType type, double value, std::uint64_t& bits) {
 }  // namespace
 
 InType input_type(const DataType& dtype) {
-  const auto bad = [&]() {
-    return UsageError("unpack_normalize: unsupported input dtype " + dtype.name() +
-                      " (expected int8..int64, uint8..uint64, float32 or float64)");
-  };
-  switch (dtype.kind) {
-    case DTypeKind::Int:
-      switch (dtype.itemsize) {
-        case 1: return InType::I8;
-        case 2: return InType::I16;
-        case 4: return InType::I32;
-        case 8: return InType::I64;
-        default: throw bad();
-      }
-    case DTypeKind::UInt:
-      switch (dtype.itemsize) {
-        case 1: return InType::U8;
-        case 2: return InType::U16;
-        case 4: return InType::U32;
-        case 8: return InType::U64;
-        default: throw bad();
-      }
-    case DTypeKind::Float:
-      if (dtype.itemsize == 4) return InType::F32;
-      if (dtype.itemsize == 8) return InType::F64;
-      throw bad();
-    default: throw bad();
-  }
+  InType type{};
+  if (!lazycube::detail::visit_dtype<kInputDTypes>(dtype, [&](auto tag) { type = in_type_of<typename decltype(tag)::type>(); }))
+    throw UsageError("unpack_normalize: unsupported input dtype " + dtype.name() +
+                     " (expected int8..int64, uint8..uint64, float32 or float64)");
+  return type;
 }
 
 std::size_t input_size(InType type) {

@@ -7,8 +7,12 @@
 
 #include "channel_params.hpp"
 #include "lazycube/adapters/cuda.hpp"
+#include "util/element_cast.hpp"
 
 namespace lazycube::cuda::detail {
+
+// The dtypes the transform reads: integers and float32/64 (lazycube::detail::visit_dtype).
+inline constexpr unsigned kInputDTypes = lazycube::detail::dtype_set::kReal;
 
 // The input type of `dtype`; UsageError naming it when it is not int8..uint64, float32 or
 // float64.

@@ -86,18 +86,10 @@ void unpack_normalize_host(const void* in, const DataType& in_dtype, float* out,
   if (in == nullptr || out == nullptr)
     throw UsageError("unpack_normalize_host: null input or output buffer for " +
                      std::to_string(shape.size()) + " elements");
-  switch (type) {
-    case InType::I8: return transform<std::int8_t>(in, out, shape, params);
-    case InType::U8: return transform<std::uint8_t>(in, out, shape, params);
-    case InType::I16: return transform<std::int16_t>(in, out, shape, params);
-    case InType::U16: return transform<std::uint16_t>(in, out, shape, params);
-    case InType::I32: return transform<std::int32_t>(in, out, shape, params);
-    case InType::U32: return transform<std::uint32_t>(in, out, shape, params);
-    case InType::I64: return transform<std::int64_t>(in, out, shape, params);
-    case InType::U64: return transform<std::uint64_t>(in, out, shape, params);
-    case InType::F32: return transform<float>(in, out, shape, params);
-    case InType::F64: return transform<double>(in, out, shape, params);
-  }
+  // input_type() accepted in_dtype, so the visit finds its C++ type.
+  lazycube::detail::visit_dtype<detail::kInputDTypes>(in_dtype, [&](auto tag) {
+    transform<typename decltype(tag)::type>(in, out, shape, params);
+  });
 }
 
 }  // namespace lazycube::cuda
