@@ -124,8 +124,12 @@ else
 fi
 
 # ---- 1b. npm tools (Node.js from the machine; Debian's nodejs + npm when there is none) ----
+# Only the tests use them (the Azure emulator): a build of chosen targets (run-sample.sh's CLI)
+# skips them.
 npm_prefix="$REPO_ROOT/.tools/npm"
-if [[ ! -x "$npm_prefix/node_modules/.bin/azurite-blob" ]]; then
+if [[ ${#targets[@]} -gt 0 ]]; then
+  log "npm tools skipped: they serve the tests, and only ${targets[*]} is built"
+elif [[ ! -x "$npm_prefix/node_modules/.bin/azurite-blob" ]]; then
   if ! command -v npm >/dev/null 2>&1; then
     log "npm is missing: installing Debian's nodejs and npm"
     as_root=()

@@ -20,3 +20,16 @@ def test_targets_build_only_those_in_the_same_configuration(tmp_path):
     assert partial[1].endswith("cmake --build %s --target lazycube_cli lazycube_python" % tmp_path)
     assert full[1].endswith("cmake --build %s" % tmp_path)
 
+
+
+def test_targets_leave_out_the_test_tools(tmp_path):
+    """A build of chosen targets (run-sample.sh) does not install the tests' npm tools; the full
+    build (test.sh) does, unless they are there already."""
+    def npm_lines(*args):
+        p = subprocess.run(["bash", str(SCRIPTS / "setup.sh"), "--dry-run", "--build-dir", str(tmp_path), *args],
+                           capture_output=True, text=True, timeout=120, cwd=REPO)
+        assert p.returncode == 0, p.stderr
+        return [line for line in p.stderr.splitlines() if "npm" in line]
+    partial = npm_lines("--target", "lazycube_cli")
+    assert partial and all("skipped" in line for line in partial), partial
+    assert not any("skipped" in line for line in npm_lines())
