@@ -12,7 +12,7 @@
 #include <flatbuffers/flexbuffers.h>
 
 #include "../src/zarr/sharding_codec.hpp"
-#include "../tests/cpp/icechunk_test_writer.hpp"
+#include "../tests/cpp/support/icechunk_test_writer.hpp"
 #include "codec_cases.hpp"
 #include "lazycube/codec/codec.hpp"
 #include "lazycube/zarr/writer.hpp"

@@ -7,43 +7,43 @@
 # decoding, already run under ASan+UBSan; adding it here would only cost CI compile time.
 set(LAZYCUBE_TSAN_TEST_SOURCES
   # util/thread_pool.cpp: parallel_for (nested, on workers), consume_as_produced.
-  cpp/test_thread_pool.cpp
+  cpp/core/test_thread_pool.cpp
   # util/buffer.cpp: the BufferPool that batch workers take blocks from and give back.
-  cpp/test_buffer_pool.cpp
+  cpp/core/test_buffer_pool.cpp
   # cache/chunk_cache.cpp: single flight under many threads, claims, pins, eviction.
-  cpp/test_chunk_cache.cpp
+  cpp/cache/test_chunk_cache.cpp
   # The read path through the cache: many threads fetching the same chunks, tiny budgets, and
   # the batched fetch of missing chunks over HTTP (nginx).
-  cpp/test_read_cached.cpp
+  cpp/cache/test_read_cached.cpp
   # store/http_engine.cpp (curl multi + epoll + eventfd, the receive gate): get_many/get_each,
   # keep-alive, HTTP/2 over TLS, retries under nginx fault injection, deadlines, a forked child.
-  cpp/test_http_store.cpp
-  cpp/test_http_faults.cpp
+  cpp/store/test_http_store.cpp
+  cpp/store/test_http_faults.cpp
   # The same engine behind every object store (HTTP, S3 on moto, GCS, Azure on Azurite): reads
   # from many threads at once, signers called on the engine's thread.
-  cpp/test_store_contract.cpp
+  cpp/store/test_store_contract.cpp
   # store/gcs_token.cpp: concurrent callers sharing one token exchange, renewal during a read.
-  cpp/test_gcs_service_account.cpp
+  cpp/store/test_gcs_service_account.cpp
   # store/disk_cache_store.cpp: the disk cache in front of the HTTP engine.
-  cpp/test_disk_cache.cpp
+  cpp/store/test_disk_cache.cpp
   # batch/fetch_ahead.cpp: the prefetcher with many requests in flight, its byte budget, a slow
   # request among fast ones, a fault mix.
-  cpp/test_fetch_ahead.cpp
+  cpp/batch/test_fetch_ahead.cpp
   # batch/batch_generator.cpp + batch_assembly.cpp: the worker threads assembling batches,
   # errors surfacing on their batch, caller allocators; and the same over Zarr with the cache.
-  cpp/test_batch_generator.cpp
-  cpp/test_batch_zarr.cpp
-  cpp/test_batch_xbatcher_mode.cpp
+  cpp/batch/test_batch_generator.cpp
+  cpp/batch/test_batch_zarr.cpp
+  cpp/batch/test_batch_xbatcher_mode.cpp
   # zarr/zarr_array.cpp: chunks decoded on the pool as their bodies stream in over HTTP.
-  cpp/test_http_zarr.cpp
+  cpp/zarr/test_http_zarr.cpp
   # dataset/stats.cpp: the parallel reduction merging partials under a mutex.
-  cpp/test_dataset_stats.cpp
+  cpp/dataset/test_dataset_stats.cpp
   # netcdf/gdal_array.cpp: one GDAL handle per (thread, file), reads from many threads, batches
   # with prefetch over a NetCDF4 file -- its chunks read natively (refs/hdf5_native_chunks.cpp:
   # the index found once under call_once, decoded on every thread).
-  cpp/test_gdal_netcdf4.cpp
+  cpp/netcdf/test_gdal_netcdf4.cpp
   # zarr/writer*.cpp: shards written from many threads at once, encoders' thread-local scratch.
-  cpp/test_zarr_writer.cpp
+  cpp/zarr/test_zarr_writer.cpp
 )
 
 # Cases of those files left out, each with why: long single-threaded work that TSan only slows
@@ -58,6 +58,7 @@ set(LAZYCUBE_TSAN_SKIPPED_CASES
 
 add_executable(lazycube_tsan_tests ${LAZYCUBE_TSAN_TEST_SOURCES})
 target_compile_options(lazycube_tsan_tests PRIVATE ${LAZYCUBE_TEST_COMPILE_OPTIONS})
+target_include_directories(lazycube_tsan_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp/support)
 target_link_libraries(lazycube_tsan_tests PRIVATE lazycube GTest::gtest GTest::gtest_main)
 target_compile_definitions(lazycube_tsan_tests PRIVATE
   LAZYCUBE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"

@@ -9,7 +9,7 @@
 // at the start of a line in src/store/NAME.cpp (the build collects these lines into one
 // generated function, cmake/Registrations.cmake; generated calls rather than static registrar
 // objects keep the file linked in from a static archive), its signer (http::Signer) and its
-// test fixture in the contract suite (tests/cpp/test_store_contract.cpp).
+// test fixture in the contract suite (tests/cpp/store/test_store_contract.cpp).
 #pragma once
 
 #include <string>

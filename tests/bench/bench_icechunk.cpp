@@ -17,7 +17,7 @@
 #include <string>
 #include <nlohmann/json.hpp>
 
-#include "../cpp/icechunk_test_writer.hpp"
+#include "../cpp/support/icechunk_test_writer.hpp"
 #include "bench_common.hpp"
 #include "lazycube/icechunk/repository.hpp"
 #include "lazycube/zarr/hierarchy.hpp"

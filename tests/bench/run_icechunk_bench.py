@@ -3,7 +3,7 @@
 chunks as a plain Zarr v3 store, in one run, and opening a manifest of a million references.
 
 No Icechunk library exists here (PyPI is unreachable), so lazycube_bench_icechunk writes the
-repositories with the tests' writer (tests/cpp/icechunk_test_writer.hpp): spec 2, zstd metadata,
+repositories with the tests' writer (tests/cpp/support/icechunk_test_writer.hpp): spec 2, zstd metadata,
 one native chunk file per chunk, as Icechunk lays them out. Each peer runs in its own process,
 alternating which goes first, best of --runs reads per process; the ratio is the median over the
 rounds of (Icechunk best / Zarr best). Target: Icechunk within 10 % of Zarr (ratio <= 1.10).

@@ -1,4 +1,4 @@
-"""Writes the NetCDF-4/HDF5 test file both test suites read (C++: tests/cpp/gdal_test_files.hpp,
+"""Writes the NetCDF-4/HDF5 test file both test suites read (C++: tests/cpp/support/gdal_test_files.hpp,
 Python: test_gdal_backend.py) with netCDF4-python:
 
     /usr/bin/python3 tests/python/netcdf4_fixture.py OUT.nc

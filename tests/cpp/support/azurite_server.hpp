@@ -9,8 +9,8 @@
 
 #include <memory>
 
-#include "../../src/store/azure_protocol.hpp"
-#include "../../src/store/http_util.hpp"
+#include "store/azure_protocol.hpp"
+#include "store/http_util.hpp"
 #include "script_server.hpp"
 #include "test_support.hpp"
 

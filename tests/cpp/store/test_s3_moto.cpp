@@ -1,11 +1,11 @@
-// S3 and GCS stores against a real moto server (tests/cpp/moto_fixture.hpp): SigV4-verified
+// S3 and GCS stores against a real moto server (tests/cpp/support/moto_fixture.hpp): SigV4-verified
 // reads of the bundled ERA5 samples, authentication failures, session tokens, profiles,
 // anonymous paginated listings, and the GCS XML-API path through an endpoint override.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "../../src/store/object_store.hpp"
+#include "store/object_store.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
 #include "moto_fixture.hpp"

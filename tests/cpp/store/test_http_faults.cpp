@@ -6,7 +6,7 @@
 
 #include <chrono>
 
-#include "../../src/store/http_engine.hpp"
+#include "store/http_engine.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
 #include "nginx_server.hpp"

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "../../src/zarr/zarr_array.hpp"
+#include "zarr/zarr_array.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 #include "zarr_test_writer.hpp"

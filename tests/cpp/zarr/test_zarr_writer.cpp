@@ -10,7 +10,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
-#include "../../src/zarr/sharding_codec.hpp"
+#include "zarr/sharding_codec.hpp"
 #include "lazycube/codec/codec.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"

@@ -2,9 +2,9 @@
 // coalescing and the counters.
 #include <gtest/gtest.h>
 
-#include "../../src/store/http_coalesce.hpp"
-#include "../../src/store/http_counters.hpp"
-#include "../../src/store/http_util.hpp"
+#include "store/http_coalesce.hpp"
+#include "store/http_counters.hpp"
+#include "store/http_util.hpp"
 #include "lazycube/error.hpp"
 
 using namespace lazycube;

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <map>
 
-#include "../../src/icechunk/object_id.hpp"
+#include "icechunk/object_id.hpp"
 #include "icechunk_test_writer.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/icechunk/repository.hpp"

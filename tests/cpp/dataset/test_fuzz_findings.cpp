@@ -6,8 +6,8 @@
 #include <cstring>
 #include <flatbuffers/flexbuffers.h>
 
-#include "../../src/icechunk/repo_config.hpp"
-#include "../../src/store/reference_spec.hpp"
+#include "icechunk/repo_config.hpp"
+#include "store/reference_spec.hpp"
 #include "lazycube/dataset/cf.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"

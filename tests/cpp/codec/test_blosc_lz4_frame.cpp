@@ -6,8 +6,8 @@
 #include <random>
 #include <nlohmann/json.hpp>
 
-#include "../../src/codec/blosc_lz4_frame.hpp"
-#include "../../src/codec/byte_unshuffle.hpp"
+#include "codec/blosc_lz4_frame.hpp"
+#include "codec/byte_unshuffle.hpp"
 #include "test_codec_helpers.hpp"
 
 namespace lazycube::codec::testing {

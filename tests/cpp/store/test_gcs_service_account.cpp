@@ -11,7 +11,7 @@
 
 #include <thread>
 
-#include "../../src/store/gcs_token.hpp"
+#include "store/gcs_token.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
 #include "gcs_token_fixture.hpp"

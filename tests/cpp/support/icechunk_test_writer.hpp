@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "../../src/icechunk/object_id.hpp"
+#include "icechunk/object_id.hpp"
 #include "manifest_generated.h"
 #include "repo_generated.h"
 #include "snapshot_generated.h"

@@ -11,10 +11,10 @@
 #include <sstream>
 #include <thread>
 
-#include "../../src/netcdf/gdal_location.hpp"
-#include "../../src/store/backend_registry.hpp"
-#include "../../src/store/storage_options.hpp"
-#include "../../src/store/url_scheme.hpp"
+#include "netcdf/gdal_location.hpp"
+#include "store/backend_registry.hpp"
+#include "store/storage_options.hpp"
+#include "store/url_scheme.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/store/reference_access.hpp"
 #include "lazycube/store/store.hpp"

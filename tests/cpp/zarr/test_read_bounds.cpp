@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../../src/zarr/array_metadata.hpp"
+#include "zarr/array_metadata.hpp"
 #include "icechunk_test_writer.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/icechunk/repository.hpp"

@@ -10,11 +10,11 @@
 #include <cstring>
 #include <thread>
 
-#include "../../src/netcdf/gdal_location.hpp"
-#include "../../src/store/azure_protocol.hpp"
-#include "../../src/store/azure_store.hpp"
-#include "../../src/store/backend_registry.hpp"
-#include "../../src/store/object_store.hpp"
+#include "netcdf/gdal_location.hpp"
+#include "store/azure_protocol.hpp"
+#include "store/azure_store.hpp"
+#include "store/backend_registry.hpp"
+#include "store/object_store.hpp"
 #include "azurite_server.hpp"
 #include "gdal_test_files.hpp"
 #include "lazycube/dataset/dataset.hpp"

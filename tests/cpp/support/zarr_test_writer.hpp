@@ -6,7 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "../../src/zarr/array_metadata.hpp"
+#include "zarr/array_metadata.hpp"
 #include "util/chunk_copy.hpp"
 #include "lazycube/codec/codec.hpp"
 #include "test_support.hpp"

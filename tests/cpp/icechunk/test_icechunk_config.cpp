@@ -3,8 +3,8 @@
 // MetadataErrors naming the file (and the line, for YAML).
 #include <gtest/gtest.h>
 
-#include "../../src/icechunk/repo_config.hpp"
-#include "../../src/icechunk/repository_state.hpp"
+#include "icechunk/repo_config.hpp"
+#include "icechunk/repository_state.hpp"
 #include "lazycube/error.hpp"
 #include "test_support.hpp"
 

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "../../src/netcdf/gdal_guard.hpp"
-#include "../../src/netcdf/stdout_capture.hpp"
+#include "netcdf/gdal_guard.hpp"
+#include "netcdf/stdout_capture.hpp"
 #include "gdal_test_files.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "util/diagnostics.hpp"

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "../../src/zarr/array_metadata.hpp"
-#include "../../src/zarr/zarr_array.hpp"
+#include "zarr/array_metadata.hpp"
+#include "zarr/zarr_array.hpp"
 #include "util/text.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 #include "test_support.hpp"

@@ -3,11 +3,11 @@
 // parsing, URI encoding and bucket URLs.
 #include <gtest/gtest.h>
 
-#include "../../src/store/credentials.hpp"
-#include "../../src/store/http_util.hpp"
-#include "../../src/store/object_store.hpp"
-#include "../../src/store/s3_protocol.hpp"
-#include "../../src/store/storage_options.hpp"
+#include "store/credentials.hpp"
+#include "store/http_util.hpp"
+#include "store/object_store.hpp"
+#include "store/s3_protocol.hpp"
+#include "store/storage_options.hpp"
 #include "lazycube/error.hpp"
 #include "moto_fixture.hpp"
 #include "test_support.hpp"
