@@ -1,6 +1,7 @@
-// The Icechunk fixture repositories over HTTP (a private nginx) and S3 (moto, SigV4 on): refs
-// with spaces and punctuation ("it works!"), the deleted tag refused, inline chunks per ref, and
-// lazycube::open recognising a remote repository.
+// The Icechunk fixture repositories over HTTP (nginx), S3 (moto, SigV4 on), GCS and Azure, served
+// by the store backend fixtures (store_backends.hpp): refs with spaces and punctuation ("it
+// works!"), the deleted tag refused, inline chunks per ref, and lazycube::open recognising a
+// remote repository.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -9,9 +10,8 @@
 #include "lazycube/error.hpp"
 #include "lazycube/icechunk/repository.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
-#include "azurite_server.hpp"
-#include "moto_fixture.hpp"
 #include "nginx_server.hpp"
+#include "store_backends.hpp"
 #include "test_support.hpp"
 
 namespace lazycube {
@@ -20,6 +20,12 @@ namespace {
 using test::message_of;
 
 const char* const kRepos[] = {"test-repo-v1", "test-repo-v2", "test-repo-v2-migrated"};
+
+// `fixtures`: the Icechunk fixture repositories (../shared/data/icechunk-fixtures).
+#define LAZYCUBE_REQUIRE_ICECHUNK_FIXTURES(fixtures)                                                  \
+  LAZYCUBE_REQUIRE_SHARED_DATA(fixtures##_shared);                                                   \
+  const auto fixtures = fixtures##_shared / "icechunk-fixtures";                                     \
+  if (!std::filesystem::exists(fixtures)) GTEST_SKIP() << "Icechunk fixtures not found: " << fixtures.string()
 
 std::vector<std::int8_t> small_chunks(const std::shared_ptr<icechunk::Repository>& repo, icechunk::VersionRef v) {
   icechunk::IcechunkOptions options;
@@ -49,20 +55,16 @@ void check_remote_repository(const std::string& url, const StoreOptions& options
 }
 
 TEST(IcechunkRemote, Http) {
-  LAZYCUBE_REQUIRE_SHARED_DATA(shared);
-  const auto fixtures = shared / "icechunk-fixtures";
-  if (!std::filesystem::exists(fixtures)) GTEST_SKIP() << "Icechunk fixtures not found: " << fixtures.string();
-  LAZYCUBE_REQUIRE_NGINX();
-  test::NginxServer server(fixtures);
-  for (const char* name : kRepos) check_remote_repository(server.url() + "/" + name, {});
+  LAZYCUBE_REQUIRE_ICECHUNK_FIXTURES(fixtures);
+  LAZYCUBE_SERVE_OR_SKIP(http, "http", fixtures, "icechunk");
+  for (const char* name : kRepos) check_remote_repository(http.url + "/" + name, http.read);
 }
 
 // Snapshot and manifest files are fetched once per repository: several stores (and versions
 // sharing files) of one Repository read each over the network once.
+// (A private nginx: the test counts the requests in its access log.)
 TEST(IcechunkRemote, FilesFetchedOncePerRepository) {
-  LAZYCUBE_REQUIRE_SHARED_DATA(shared);
-  const auto fixtures = shared / "icechunk-fixtures";
-  if (!std::filesystem::exists(fixtures)) GTEST_SKIP() << "Icechunk fixtures not found: " << fixtures.string();
+  LAZYCUBE_REQUIRE_ICECHUNK_FIXTURES(fixtures);
   LAZYCUBE_REQUIRE_NGINX();
   test::NginxServer server(fixtures);
   auto repo = icechunk::Repository::open(open_location(server.url() + "/test-repo-v2"));
@@ -101,30 +103,20 @@ TEST(IcechunkRemote, FilesFetchedOncePerRepository) {
 }
 
 TEST(IcechunkRemote, S3) {
-  LAZYCUBE_REQUIRE_SHARED_DATA(shared);
-  const auto fixtures = shared / "icechunk-fixtures";
-  if (!std::filesystem::exists(fixtures)) GTEST_SKIP() << "Icechunk fixtures not found: " << fixtures.string();
-  LAZYCUBE_REQUIRE_MOTO(moto);
-  static bool uploaded = false;
-  if (!uploaded) moto->upload(fixtures.string(), "icechunk");
-  uploaded = true;
-  const std::string root = "s3://" + std::string(test::MotoServer::kBucket) + "/icechunk/";
+  LAZYCUBE_REQUIRE_ICECHUNK_FIXTURES(fixtures);
+  LAZYCUBE_SERVE_OR_SKIP(s3, "s3", fixtures, "icechunk");
+  const std::string root = s3.url + "/";
   // Spec 1 keeps refs in keys like "refs/tag.it works!/ref.json". Read anonymously (moto's
   // checking off): SigV4-signed requests for keys holding '!' get 403 SignatureDoesNotMatch from
   // moto today (libcurl's signing and moto disagree on '!'; a store-layer issue, see
   // docs/icechunk.md), which spec 2 repositories never hit (their refs live in the `repo` file).
-  check_remote_repository(root + "test-repo-v1", {{"endpoint_url", moto->endpoint}, {"anon", "true"}});
-  auto v1 = icechunk::Repository::open(open_location(root + "test-repo-v1", {{"endpoint_url", moto->endpoint}, {"anon", "true"}}));
+  check_remote_repository(root + "test-repo-v1", s3.read);
+  auto v1 = icechunk::Repository::open(open_location(root + "test-repo-v1", s3.read));
   EXPECT_EQ(v1->tags(), (std::vector<std::string>{"it also works!", "it works!"}));  // S3 lists
 
-  moto->set_auth(true);
-  struct AuthOff {
-    const test::MotoServer* m;
-    ~AuthOff() { m->set_auth(false); }
-  } auth_off{moto};
-  const StoreOptions options{{"endpoint_url", moto->endpoint}, {"key", moto->key_id}, {"secret", moto->secret}};
-  check_remote_repository(root + "test-repo-v2", options);
-  check_remote_repository(root + "test-repo-v2-migrated", options);
+  test::MotoSignatureChecks checks(s3.moto);
+  check_remote_repository(root + "test-repo-v2", s3.write);
+  check_remote_repository(root + "test-repo-v2-migrated", s3.write);
 }
 
 }  // namespace
@@ -136,23 +128,11 @@ namespace {
 // gs:// (GCS's XML API, here moto through endpoint_url) and az:// (Azurite, SharedKey): an
 // Icechunk repository is recognised at every URL the registry opens.
 TEST(IcechunkRemote, GcsAndAzure) {
-  LAZYCUBE_REQUIRE_SHARED_DATA(shared);
-  const auto fixtures = shared / "icechunk-fixtures";
-  if (!std::filesystem::exists(fixtures)) GTEST_SKIP() << "Icechunk fixtures not found: " << fixtures.string();
-  LAZYCUBE_REQUIRE_MOTO(moto);
-  static bool uploaded = false;
-  if (!uploaded) moto->upload(fixtures.string(), "icechunk-gs");
-  uploaded = true;
-  for (const char* name : kRepos)
-    check_remote_repository("gs://" + std::string(test::MotoServer::kBucket) + "/icechunk-gs/" + name,
-                            {{"endpoint_url", moto->endpoint}, {"anon", "true"}});
-  std::string skip;
-  auto* az = test::AzuriteServer::instance(skip);
-  if (!az) GTEST_SKIP() << skip;
-  az->upload_tree(test::AzuriteServer::kContainer, fixtures, "icechunk");
-  for (const char* name : kRepos)
-    check_remote_repository("az://" + std::string(test::AzuriteServer::kContainer) + "/icechunk/" + name,
-                            {{"connection_string", az->connection_string()}});
+  LAZYCUBE_REQUIRE_ICECHUNK_FIXTURES(fixtures);
+  LAZYCUBE_SERVE_OR_SKIP(gcs, "gcs", fixtures, "icechunk-gs");
+  for (const char* name : kRepos) check_remote_repository(gcs.url + "/" + name, gcs.read);
+  LAZYCUBE_SERVE_OR_SKIP(az, "az", fixtures, "icechunk");
+  for (const char* name : kRepos) check_remote_repository(az.url + "/" + name, az.read);
 }
 
 }  // namespace

@@ -11,11 +11,8 @@
 #include <thread>
 
 #include "lazycube/error.hpp"
-#include "azurite_server.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
-#include "gcs_token_fixture.hpp"
-#include "moto_fixture.hpp"
-#include "nginx_server.hpp"
+#include "store_backends.hpp"
 #include "test_support.hpp"
 
 namespace lazycube {
@@ -48,6 +45,9 @@ fs::path fixtures_dir() {
   return data.empty() ? fs::path() : data / "zarr-fixtures";
 }
 
+// gs:// with a service account's tokens on every request (moto does not check them).
+constexpr test::BackendChoices kChoices{.gcs_service_account = true};
+
 struct Backend {
   std::string contract_url;  // URL of the contract/ tree
   std::string fixtures_url;  // URL of the zarr-fixtures tree ("" when not served)
@@ -55,67 +55,17 @@ struct Backend {
   bool lists = true;
 };
 
-// Sets up the backend named `name` once per process; nullopt + reason when it cannot run here.
+// The backend named `name` (its servers started once per process, store_backends.hpp); nullopt +
+// reason when it cannot run here.
 std::optional<Backend> backend(const std::string& name, std::string& skip, bool with_fixtures) {
-  const fs::path root = contract_tree().path();
-  if (name == "file") return Backend{(root / "contract").string(), fixtures_dir().string(), {}, true};
-  if (name == "http") {
-    static std::unique_ptr<test::NginxServer> nginx;
-    static std::string reason;
-    if (!nginx && reason.empty()) {
-      if (!fixtures_dir().empty() && !fs::exists(root / "fixtures")) fs::create_directory_symlink(fixtures_dir(), root / "fixtures");
-      try {
-        nginx = std::make_unique<test::NginxServer>(root);
-      } catch (const std::exception& e) {
-        reason = std::string("nginx unavailable: ") + e.what();
-      }
-    }
-    if (!nginx) {
-      skip = reason;
-      return std::nullopt;
-    }
-    return Backend{nginx->url() + "/contract", fixtures_dir().empty() ? "" : nginx->url() + "/fixtures", {}, false};
+  const auto contract = test::serve_folder(name, contract_tree().path() / "contract", "contract", kChoices);
+  if (!contract) {
+    skip = contract.skip;
+    return std::nullopt;
   }
-  if (name == "az") {
-    auto* az = test::AzuriteServer::instance(skip);
-    if (!az) return std::nullopt;
-    static bool contract_uploaded = false, fixtures_uploaded = false;
-    const std::string container = test::AzuriteServer::kContainer;
-    if (!contract_uploaded) {
-      az->upload_tree(container, root / "contract", "contract");
-      contract_uploaded = true;
-    }
-    if (with_fixtures && !fixtures_uploaded && !fixtures_dir().empty()) {
-      az->upload_tree(container, fixtures_dir(), "fixtures");
-      fixtures_uploaded = true;
-    }
-    return Backend{"az://" + container + "/contract", fixtures_dir().empty() ? "" : "az://" + container + "/fixtures",
-                   {{"connection_string", az->connection_string()}}, true};
-  }
-  auto* moto = test::MotoServer::instance(skip);
-  if (!moto) return std::nullopt;
-  static bool contract_uploaded = false, fixtures_uploaded = false;
-  if (!contract_uploaded) {
-    moto->upload((root / "contract").string(), "contract");
-    contract_uploaded = true;
-  }
-  if (with_fixtures && !fixtures_uploaded && !fixtures_dir().empty()) {
-    moto->upload(fixtures_dir().string(), "fixtures");
-    fixtures_uploaded = true;
-  }
-  const std::string bucket = test::MotoServer::kBucket;
-  const std::string scheme = name == "s3" ? "s3://" : "gs://";
-  StoreOptions options{{"endpoint_url", moto->endpoint}};
-  if (name == "s3") options["anon"] = "true";
-  if (name == "gcs") {  // a service account's tokens on every request (moto does not check them)
-    static std::unique_ptr<test::GcsServiceAccountKeys> keys;
-    if (!keys) {
-      if (skip = test::gcs_token_server_unavailable_reason(); !skip.empty()) return std::nullopt;
-      keys = std::make_unique<test::GcsServiceAccountKeys>(3600);
-    }
-    options["token"] = keys->key_json().string();
-  }
-  return Backend{scheme + bucket + "/contract", fixtures_dir().empty() ? "" : scheme + bucket + "/fixtures", options, true};
+  std::string fixtures_url;
+  if (with_fixtures && !fixtures_dir().empty()) fixtures_url = test::serve_folder(name, fixtures_dir(), "fixtures", kChoices).url;
+  return Backend{contract.url, fixtures_url, contract.read, contract.lists};
 }
 
 std::string text(const std::optional<Buffer>& b) {
@@ -248,19 +198,11 @@ ByteView bytes_of(const std::string& s) { return {reinterpret_cast<const std::by
 // remove (a missing key too); plain HTTP is read-only. Written under "written/" beside the
 // contract tree, so the read tests' listings are unchanged.
 TEST_P(StoreContract, PutOverwriteReadBackAndRemove) {
-  std::string url = b_->contract_url;
-  url.replace(url.rfind("/contract"), 9, "/written-" + GetParam());
-  if (GetParam() == "file") fs::create_directories(url);
-  StoreOptions options = b_->options;
+  // The bucket reads anonymously; s3 writes are signed (SigV4) with moto's IAM user.
+  const auto root = test::backend_root(GetParam(), "written-" + GetParam(), kChoices);
+  StoreOptions options = root.write;
   if (GetParam() != "file") options["part_size"] = std::to_string(5 << 20);
-  if (GetParam() == "s3") {  // the bucket reads anonymously; writes are signed (SigV4) with moto's IAM user
-    std::string skip;
-    auto* moto = test::MotoServer::instance(skip);
-    options.erase("anon");
-    options["key"] = moto->key_id;
-    options["secret"] = moto->secret;
-  }
-  const Location w = open_location(url, options);
+  const Location w = open_location(root.url, options);
   Store& s = *w.store;
   if (GetParam() == "http") {
     EXPECT_FALSE(s.writable());
@@ -301,19 +243,14 @@ TEST_P(StoreContract, PutOverwriteReadBackAndRemove) {
 // multipart upload whose initiate/part/complete/abort requests carry query strings) land; a wrong
 // secret is refused (HTTP 403), writes nothing and is never shown.
 TEST(S3Writes, SignedWritesLandAndAWrongSecretIsRefused) {
-  std::string skip;
-  auto* moto = test::MotoServer::instance(skip);
-  if (!moto) GTEST_SKIP() << skip;
+  const auto root = test::backend_root("s3", "written-signed");
+  if (!root) GTEST_SKIP() << root.skip;
   TempDir home;
   test::CleanCloudEnv env(home.str());
-  moto->set_auth(true);
-  struct AuthOff {
-    const test::MotoServer* m;
-    ~AuthOff() { m->set_auth(false); }
-  } auth_off{moto};
-  const std::string url = std::string("s3://") + test::MotoServer::kBucket + "/written-signed";
-  const StoreOptions good{{"endpoint_url", moto->endpoint}, {"key", moto->key_id}, {"secret", moto->secret},
-                          {"part_size", std::to_string(5 << 20)}};
+  test::MotoSignatureChecks checks(root.moto);
+  const std::string& url = root.url;
+  StoreOptions good = root.write;
+  good["part_size"] = std::to_string(5 << 20);
   const Location w = open_location(url, good);
   std::string big((6u << 20) + 1, '\0');
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 31 + i / 1000) & 0xff);

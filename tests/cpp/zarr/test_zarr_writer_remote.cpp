@@ -9,20 +9,18 @@
 #include <tuple>
 #include <nlohmann/json.hpp>
 
-#include "azurite_server.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 #include "lazycube/zarr/writer.hpp"
-#include "moto_fixture.hpp"
+#include "store_backends.hpp"
 #include "test_support.hpp"
 #include "zarr_writer_test_data.hpp"
 
 using namespace lazycube;
 using namespace lazycube::zarr;
-using lazycube::test::AzuriteServer;
+using lazycube::test::BackendRoot;
 using lazycube::test::CleanCloudEnv;
 using lazycube::test::message_of;
-using lazycube::test::MotoServer;
 using lazycube::test::TempDir;
 using lazycube::test::values_array;
 using lazycube::test::write_whole;
@@ -66,36 +64,37 @@ void round_trip(const std::string& url, const StoreOptions& options) {
 
 }  // namespace
 
+// `root`'s signed writes, in 5 MiB parts (S3/GCS multipart uploads, Azure block lists).
+static StoreOptions part_options(const BackendRoot& root) {
+  StoreOptions o = root.write;
+  o["part_size"] = std::to_string(5 << 20);
+  return o;
+}
+
 class WriterMoto : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string reason;
-    moto_ = MotoServer::instance(reason);
-    if (!moto_) GTEST_SKIP() << reason;
+    if (!s3_) GTEST_SKIP() << s3_.skip;
     env_ = std::make_unique<CleanCloudEnv>(home_.str());
   }
-  StoreOptions options() const {
-    return {{"key", moto_->key_id}, {"secret", moto_->secret}, {"endpoint_url", moto_->endpoint},
-            {"part_size", std::to_string(5 << 20)}};
-  }
-  MotoServer* moto_ = nullptr;
+  StoreOptions options() const { return part_options(s3_); }
+  const BackendRoot s3_ = test::backend_root("s3", "written");
   TempDir home_;
   std::unique_ptr<CleanCloudEnv> env_;
 };
 
-TEST_F(WriterMoto, ShardedV3RoundTripWithMultipartShards) {
-  round_trip(std::string("s3://") + MotoServer::kBucket + "/written/big.zarr", options());
-}
+TEST_F(WriterMoto, ShardedV3RoundTripWithMultipartShards) { round_trip(s3_.url + "/big.zarr", options()); }
 
 // gs:// with HMAC keys: the GCS XML API's S3-compatible path, which moto serves.
 TEST_F(WriterMoto, GcsHmacRoundTripWithMultipartShards) {
-  round_trip(std::string("gs://") + MotoServer::kBucket + "/written/big-gcs.zarr", options());
+  const auto gcs = test::backend_root("gcs", "written");
+  round_trip(gcs.url + "/big-gcs.zarr", part_options(gcs));
 }
 
 // SigV4 checked: a wrong secret fails the first unit's upload (AuthError naming the key), and
 // commit then writes no metadata.
 TEST_F(WriterMoto, WrongSecretMidWriteLeavesNoMetadata) {
-  const std::string url = std::string("s3://") + MotoServer::kBucket + "/written/refused.zarr";
+  const std::string url = s3_.url + "/refused.zarr";
   auto bad = options();
   bad["secret"] = "WrongSecretWrongSecretWrongSecret0123456";
   std::string msg, commit;
@@ -103,7 +102,7 @@ TEST_F(WriterMoto, WrongSecretMidWriteLeavesNoMetadata) {
     // The emptiness check lists before checking is on (moto's signed listings are broken);
     // the uploads then meet SigV4 verification.
     Writer w = Writer::open(url, bad);
-    moto_->set_auth(true);
+    s3_.moto->set_auth(true);
     ArraySpec spec;
     spec.shape = {4};
     spec.chunk_shape = {2};
@@ -111,7 +110,7 @@ TEST_F(WriterMoto, WrongSecretMidWriteLeavesNoMetadata) {
     msg = message_of<AuthError>([&] { write_whole(*a, values_array({4}, 1.0f)); });
     commit = message_of<StoreError>([&] { w.commit(); });
   }
-  moto_->set_auth(false);
+  s3_.moto->set_auth(false);
   EXPECT_NE(msg.find("written/refused.zarr/x/c/"), std::string::npos) << msg;
   EXPECT_NE(msg.find("403"), std::string::npos) << msg;
   EXPECT_NE(commit.find("an earlier write failed"), std::string::npos) << commit;
@@ -121,13 +120,11 @@ TEST_F(WriterMoto, WrongSecretMidWriteLeavesNoMetadata) {
 }
 
 TEST(WriterAzurite, ShardedV3RoundTripWithBlockLists) {
-  std::string skip;
-  AzuriteServer* az = AzuriteServer::instance(skip);
-  if (!az) GTEST_SKIP() << skip;
+  const auto az = test::backend_root("az", "written");
+  if (!az) GTEST_SKIP() << az.skip;
   TempDir home;
   CleanCloudEnv env(home.str());
-  round_trip("az://" + std::string(AzuriteServer::kContainer) + "/written/big.zarr",
-             {{"connection_string", az->connection_string()}, {"part_size", std::to_string(5 << 20)}});
+  round_trip(az.url + "/big.zarr", part_options(az));
 }
 
 // zarr-python 2.13 (Debian's /usr/bin/python3) reads the v2 store, every v2 compressor of the
