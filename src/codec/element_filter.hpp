@@ -20,7 +20,8 @@ using lazycube::detail::load_element;
 using lazycube::detail::store_element;
 
 // The dtypes element filters compute with: bool, integers, float32/64 and datetime64/
-// timedelta64 (int64); not float16, as numcodecs.
+// timedelta64 (int64). float16 is refused (a CodecError naming the filter): the kernels compute
+// in C++ arithmetic, which lazycube::float16 does not have.
 inline constexpr unsigned kFilterDTypes = lazycube::detail::dtype_set::kNumeric;
 
 // Calls f(std::type_identity<T>{}) with the C++ type holding elements of `t`; a CodecError
