@@ -10,6 +10,7 @@
 
 #include "lazycube/error.hpp"
 #include "util/element_cast.hpp"
+#include "util/half.hpp"
 #include "util/text.hpp"
 #include "util/thread_pool.hpp"
 
@@ -295,6 +296,17 @@ BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint6
   const MutableByteView dest(bytes.data(), n * sizeof(T));
   variable.read_windows_into(std::span<const ArraySelection>(&window, 1), std::span<const MutableByteView>(&dest, 1),
                              nullptr);
+  // float16 has no arithmetic: its values are summed as float32 (exact: every float16 is one).
+  using Acc = std::conditional_t<std::is_same_v<T, float16>, float, T>;
+  std::vector<float> widened;
+  const Acc* values = nullptr;
+  if constexpr (std::is_same_v<T, float16>) {
+    widened.resize(n);
+    for (std::uint64_t i = 0; i < n; ++i) widened[i] = half_to_float(buffer[i]);
+    values = widened.data();
+  } else {
+    values = buffer;
+  }
   // Runs: the reduced trailing dims; the leading dims are walked with an odometer.
   std::uint64_t run = 1;
   for (std::size_t d = p.run_from; d < nd; ++d) run *= extent[d];
@@ -304,7 +316,7 @@ BlockPartials block_partials(const Variable& variable, const Plan& p, std::uint6
   for (std::size_t d = 0; d < p.run_from; ++d) key += window[d].start * p.kept_stride[d];
   const std::uint64_t runs = run == 0 ? 0 : n / run;
   for (std::uint64_t r = 0; r < runs; ++r) {
-    const Partial part = run_partial<T>(reinterpret_cast<const std::byte*>(buffer + r * run), run);
+    const Partial part = run_partial<Acc>(reinterpret_cast<const std::byte*>(values + r * run), run);
     if (!local.empty() && local.back().first == key) {
       merge(local.back().second, part);
     } else {
@@ -356,7 +368,7 @@ VariableStats compute_stats(const Variable& variable, const std::vector<std::str
   const std::uint64_t wave = 4 * ThreadPool::global().size() + 4;
   std::vector<BlockPartials> partials(static_cast<std::size_t>(std::min(wave, blocks)));
   BufferPool pool;
-  detail::visit_dtype<detail::dtype_set::kNumeric>(t, [&](auto tag) {
+  detail::visit_dtype<detail::dtype_set::kNumeric | detail::dtype_set::kHalf>(t, [&](auto tag) {
     using V = typename decltype(tag)::type;
     using T = std::conditional_t<std::is_same_v<V, bool>, std::uint8_t, V>;  // bool is one byte 0/1
     for (std::uint64_t first = 0; first < blocks; first += wave) {
