@@ -47,71 +47,19 @@ from .xbatcher_compat import (NumpyViews, XarrayWindows, build_batch, cache_batc
 
 __all__ = ["BatchGenerator", "Batch"]
 
-# The window orders the core registers ("none", "random", "chunk", ...); True means "random".
-_ORDERS = tuple(_core.shuffle_orders())
-_SHUFFLE = {False: "none", None: "none", True: "random", **{name: name for name in _ORDERS}}
-
-
-def _shuffle_mode(shuffle) -> str:
-    try:
-        return _SHUFFLE[shuffle]
-    except (KeyError, TypeError):
-        raise ValueError("shuffle must be False/True or one of %s; got %r"
-                         % (", ".join(map(repr, _ORDERS)), shuffle)) from None
-
-
-def _target_args(target):
-    """(target_variables, target_offset) from the `target` argument."""
-    if target is None:
-        return None, None
-    if isinstance(target, str):
-        return [target], None
-    if isinstance(target, Mapping):
-        unknown = set(target) - {"variables", "offset"}
-        if unknown:
-            raise ValueError("target takes the keys 'variables' and 'offset', not %s"
-                             % ", ".join(sorted(map(repr, unknown))))
-        variables = target.get("variables")
-        if isinstance(variables, str):
-            variables = [variables]
-        offset = target.get("offset")
-        if not variables and not offset:
-            raise ValueError("target needs 'variables' and/or 'offset'")
-        return (list(variables) if variables else None,
-                {str(k): int(v) for k, v in offset.items()} if offset else None)
-    return [str(v) for v in target], None
-
-
-def _filter_args(filter_):
-    if filter_ is None:
-        return None, None
-    if not isinstance(filter_, Mapping):
-        raise ValueError("filter must be a dict like {'variable': 't2m', 'max_nan_fraction': 0.1}")
-    unknown = set(filter_) - {"variable", "max_nan_fraction"}
-    if unknown:
-        raise ValueError("filter takes the keys 'variable' and 'max_nan_fraction', not %s"
-                         % ", ".join(sorted(map(repr, unknown))))
-    return filter_.get("variable"), float(filter_.get("max_nan_fraction", 0.0))
-
-
 # The dtype floating stacked batches default to: torch's default dtype (see generator_arguments).
 DEFAULT_FLOAT_DTYPE = "float32"
 
 
 def generator_arguments(args: Mapping) -> dict:
-    """Generator arguments as users write them -- ``target=`` (a name, names, or
-    {"variables", "offset"}), ``filter=``, ``shuffle=True``/"random"/..., ``dtype`` as any NumPy
-    dtype, ``variables`` as one name, dim dicts -- as the core BatchGenerator takes them
-    (``target_variables``/``target_offset``, ``filter_variable``/``max_nan_fraction``, ...).
-    Core spellings pass through. The one place for these rules (BatchGenerator, the torch
-    datasets)."""
+    """The generator's document (the fields of the core's BatchOptions::from_json,
+    docs/batching.md "One document") from the arguments as users write them. Only what JSON
+    cannot carry is converted here: ``dtype``/``float_dtype`` as any NumPy dtype -> its name,
+    ``normalize`` (a stats file, Stats or document) -> the stats document, mappings (e.g.
+    ``ds.sizes``) -> dicts, ``variables`` as any iterable -> a list; stacked batches default to
+    float32 floats (module doc). ``target``, ``filter``, ``shuffle`` and every value are checked
+    by the core, once (BatchGenerator, the torch datasets)."""
     out = dict(args)
-    if "target" in out:
-        out["target_variables"], out["target_offset"] = _target_args(out.pop("target"))
-    if "filter" in out:
-        out["filter_variable"], out["max_nan_fraction"] = _filter_args(out.pop("filter"))
-    if "shuffle" in out:
-        out["shuffle"] = _shuffle_mode(out["shuffle"])
     if out.get("normalize") is not None:
         out["normalize"] = normalize_document(out["normalize"])
     if out.get("dtype") is not None:
@@ -124,13 +72,12 @@ def generator_arguments(args: Mapping) -> dict:
         out.setdefault("float_dtype", DEFAULT_FLOAT_DTYPE)
     if out.get("float_dtype") is not None:
         out["float_dtype"] = np.dtype(out["float_dtype"]).name
-    if isinstance(out.get("variables"), str):
-        out["variables"] = [out["variables"]]
-    elif out.get("variables") is not None:
-        out["variables"] = list(out["variables"])
-    for key in ("input_dims", "input_overlap", "batch_dims", "target_offset"):
-        if out.get(key):
-            out[key] = {str(k): int(v) for k, v in dict(out[key]).items()}
+    variables = out.get("variables")
+    if variables is not None and not isinstance(variables, (str, list)):
+        out["variables"] = list(variables)
+    for key in ("input_dims", "input_overlap", "batch_dims"):
+        if isinstance(out.get(key), Mapping) and not isinstance(out[key], dict):
+            out[key] = dict(out[key])
     return out
 
 
@@ -212,10 +159,8 @@ class BatchGenerator:
                                                             type(ds).__name__))
             obj = ds if variables is None or not hasattr(ds, "data_vars") else \
                 ds[[variables] if isinstance(variables, str) else list(variables)]
-            dims = generator_arguments(dict(input_dims=input_dims, input_overlap=input_overlap,
-                                            batch_dims=batch_dims))
             self._setup_windows(ds, XarrayWindows(
-                obj, dims["input_dims"], dims["input_overlap"], dims["batch_dims"],
+                obj, dict(input_dims), dict(input_overlap or {}), dict(batch_dims or {}),
                 concat_input_dims, extras["preload_batch"]), extras)
             for message in self._windows.warnings:
                 warnings.warn(message, UserWarning, stacklevel=2)
@@ -476,6 +421,8 @@ class BatchGenerator:
                 if name is not None:
                     base = base[name]
             keep = self._kwargs["variables"]
+            if isinstance(keep, str):
+                keep = [keep]
             if keep is not None and hasattr(base, "data_vars"):
                 base = base.drop_vars([v for v in base.data_vars if v not in set(keep)])
             self._template = placeholder(base)

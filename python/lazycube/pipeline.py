@@ -11,7 +11,7 @@
   ``engine="lazycube"``, ``BatchGenerator`` and the torch datasets all carry one.
 * :class:`MultiSource` -- several Sources combined (``lazycube.open_mfdataset``: joined along a
   dim; ``lazycube.merge``), each part with its own options; opens like a Source.
-* :class:`Pipeline` -- a Source plus the generator arguments (core form), the shard
+* :class:`Pipeline` -- a Source plus the generator's document (BatchOptions::from_json), the shard
   (``rank``/``world_size``: None means torch.distributed's when a process group is initialised,
   else 0/1 -- see :func:`resolve_shard`) and the sampler position (``state``).
   ``Pipeline.build()`` makes this process's ``_core.BatchGenerator``.
@@ -562,8 +562,8 @@ def keep_foreign(obj):
 class Pipeline:
     """Source + generator arguments + shard + sampler position; picklable (see module doc).
 
-    ``generator`` holds the ``_core.BatchGenerator`` arguments (``input_dims`` included) except
-    the shard; ``rank``/``world_size`` None: see :func:`resolve_shard`; ``state``: a generator
+    ``generator`` is the generator's one document (a JSON-able dict with the fields of the core's
+    BatchOptions::from_json, docs/batching.md "One document"; ``pinned`` too) except the shard; ``rank``/``world_size`` None: see :func:`resolve_shard`; ``state``: a generator
     ``state()`` to continue from (epoch and position; the seed is a generator argument)."""
 
     __slots__ = ("source", "generator", "rank", "world_size", "state", "inherited_shard",

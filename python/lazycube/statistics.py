@@ -125,13 +125,14 @@ def is_stats_argument(normalize):
 
 
 def normalize_document(normalize):
-    """The stats JSON text that ``normalize=`` means: a path to a stats JSON file, a
-    :class:`Stats`, or a stats document (dict). The one place generators and datasets read it."""
+    """The stats document (a JSON-able dict) that ``normalize=`` means: a path to a stats JSON
+    file, a :class:`Stats`, or a stats document (dict). The one place generators and datasets
+    read it; the core checks it (BatchOptions::from_json's ``normalize``)."""
     if isinstance(normalize, Stats):
-        return json.dumps(normalize.document)
+        return normalize.document
     if isinstance(normalize, (str, os.PathLike)):
-        return json.dumps(Stats.from_json(normalize).document)
+        return Stats.from_json(normalize).document
     if isinstance(normalize, Mapping) and "format" in normalize:
-        return json.dumps(Stats(dict(normalize)).document)
+        return Stats(dict(normalize)).document
     raise TypeError("normalize must be a path to a stats JSON file (lazycube stats -o), a "
                     "lazycube.Stats or a stats document, got %s" % type(normalize).__name__)

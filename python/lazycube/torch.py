@@ -63,10 +63,10 @@ grid number of each window of the batch (row-major over the input dims, last dim
 ``x, ids`` or ``x, y, ids``. Tests and bookkeeping use it to check coverage across workers.
 """
 
-import json
 import math
 import os
 import warnings
+from collections.abc import Mapping
 
 import numpy
 import torch
@@ -133,10 +133,10 @@ def _normalize_arg(normalize, channel_vars):
     return out
 
 
-def _channel_stats(text, channel_vars):
-    """{variable: its statistics} of a stats JSON text for every channel variable (ValueError
+def _channel_stats(document, channel_vars):
+    """{variable: its statistics} of a stats document for every channel variable (ValueError
     naming a channel variable the statistics lack)."""
-    stats = Stats(json.loads(text))
+    stats = Stats(document)
     missing = [v for v in dict.fromkeys(channel_vars) if v not in stats]
     if missing:
         raise ValueError("normalize: no statistics for channel variable(s) %s (the statistics hold: %s)"
@@ -365,8 +365,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
         self._has_target = bool(y_vars)
         stats = None
         if is_stats_argument(normalize):
-            stats_text = normalize_document(normalize)
-            stats = _channel_stats(stats_text, x_vars + y_vars)
+            stats_document = normalize_document(normalize)
+            stats = _channel_stats(stats_document, x_vars + y_vars)
             if is_generator:
                 raise TypeError("BatchDataset(generator) cannot add normalize=STATS to the generator "
                                 "it wraps: pass normalize= to that BatchGenerator")
@@ -388,7 +388,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
                 norm = _normalize_arg({v: (float(stats[v]["mean"]), float(stats[v]["std"])) for v in stats},
                                       x_vars + y_vars)
         elif stats is not None:  # normalised in C++ during batch assembly
-            gkw = dict(self._pipeline.generator, normalize=stats_text)
+            gkw = dict(self._pipeline.generator, normalize=stats_document)
             self._pipeline = self._pipeline.replace(generator=gkw)
             self._gens = {}
         self._x_transforms = self._y_transforms = None
@@ -426,8 +426,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
         dtype = gkw.get("dtype")
         if dtype is not None and numpy.dtype(dtype) != numpy.float32:
             return refuse("packed batches are float32, but dtype=%s was asked" % numpy.dtype(dtype))
-        if gkw.get("filter_variable") is not None or gkw.get("max_nan_fraction") is not None:
-            return refuse("the NaN filter needs decoded values (drop filter_variable/max_nan_fraction)")
+        if gkw.get("filter") is not None:
+            return refuse("the NaN filter needs decoded values (drop filter=)")
         ds = pipeline.dataset()
         packing, stored = {}, None
         for name in dict.fromkeys(x_vars + y_vars):
@@ -440,8 +440,10 @@ class BatchDataset(torch.utils.data.IterableDataset):
             packing[name], stored = params, info
         raw_gkw = {k: v for k, v in gkw.items() if k != "dtype"}
         raw_gkw["variables"] = list(x_vars)
-        if y_vars:
-            raw_gkw["target_variables"] = list(y_vars)
+        if y_vars:  # the resolved target variables, with the target's offset
+            target = gkw.get("target")
+            raw_gkw["target"] = {"variables": list(y_vars),
+                                 "offset": target.get("offset") if isinstance(target, Mapping) else None}
         raw_source = pipeline.source.replace(decode_cf=False)
         if isinstance(raw_source, MultiSource):
             try:  # decoded, parts may differ where raw values cannot (per-file time units)
@@ -705,7 +707,7 @@ class WindowDataset(torch.utils.data.Dataset):
             # statistics (a file of `lazycube stats -o`, a Stats, its document): applied in C++
             # during assembly, as BatchDataset does without packing
             # the document travels with the pipeline; the generator checks it covers every channel
-            gkw["normalize"] = json.loads(normalize_document(normalize))
+            gkw["normalize"] = normalize_document(normalize)
             normalize = None
         # map-style: every process sees the whole grid (a DistributedSampler splits the items)
         rank, world = gkw.pop("rank", 0), gkw.pop("world_size", 1)

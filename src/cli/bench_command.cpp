@@ -73,29 +73,34 @@ void check_against(const Dataset& ds, const std::string& url, const std::vector<
 
 int run_bench(const BenchArgs& args) {
   // Everything that can be checked without the data first (usage errors, exit status 2).
-  batch::BatchOptions options;
-  options.variables = parse_name_list(args.variables, "--variables");
-  for (auto& [dim, n] : parse_dim_values(args.input_dims, "--input-dims", 1))
-    options.input_dims.emplace_back(dim, static_cast<std::uint64_t>(n));
-  if (options.input_dims.empty()) throw UsageProblem("--input-dims names no dim");
+  // The flags as the generator's one document (BatchOptions::from_json, the names Python's
+  // BatchGenerator takes); the flag -> field mapping is the bench command's only part.
+  ordered_json document = ordered_json::object();
+  document["variables"] = parse_name_list(args.variables, "--variables");
+  ordered_json input_dims = ordered_json::object();
+  for (auto& [dim, n] : parse_dim_values(args.input_dims, "--input-dims", 1)) input_dims[dim] = n;
+  if (input_dims.empty()) throw UsageProblem("--input-dims names no dim");
+  ordered_json input_overlap = ordered_json::object();
   for (auto& [dim, n] : parse_dim_values(args.input_overlap, "--input-overlap", std::nullopt)) {
-    bool windowed = false;
-    for (const auto& d : options.input_dims) windowed = windowed || d.first == dim;
-    if (!windowed) throw UsageProblem("--input-overlap: dim '" + dim + "' is not in --input-dims");
-    options.input_overlap.emplace(dim, n);
+    if (!input_dims.contains(dim)) throw UsageProblem("--input-overlap: dim '" + dim + "' is not in --input-dims");
+    input_overlap[dim] = n;
   }
+  document["input_dims"] = std::move(input_dims);
+  document["input_overlap"] = std::move(input_overlap);
   if (args.batch_size == 0) throw UsageProblem("--batch-size must be at least 1");
   if (args.epochs == 0) throw UsageProblem("--epochs must be at least 1");
+  document["batch_size"] = args.batch_size;
+  document["shuffle"] = args.shuffle;
+  document["seed"] = args.seed;
+  document["prefetch"] = args.prefetch;
+  document["cache_bytes"] = args.cache_mb * std::uint64_t{1024 * 1024};
+  if (args.fetch_ahead_mb) document["fetch_ahead_bytes"] = *args.fetch_ahead_mb * std::uint64_t{1024 * 1024};
+  batch::BatchOptions options;
   try {
-    options.shuffle = batch::parse_shuffle(args.shuffle);
-  } catch (const lazycube::Error& e) {
-    throw UsageProblem(std::string("--shuffle: ") + e.what());
+    options = batch::BatchOptions::from_json(document);
+  } catch (const UsageError& e) {
+    throw UsageProblem(std::string("--") + e.what());  // e.g. "--shuffle: unknown value ..."
   }
-  options.batch_size = args.batch_size;
-  options.seed = args.seed;
-  options.prefetch = static_cast<std::size_t>(args.prefetch);
-  options.cache = std::make_shared<ChunkCache>(args.cache_mb * std::uint64_t{1024 * 1024});
-  if (args.fetch_ahead_mb) options.fetch_ahead_bytes = *args.fetch_ahead_mb * std::uint64_t{1024 * 1024};
   OpenOptions open_options = open_options_of(args.open);
   options.variables = node_path_variables(args.url, options.variables, open_options);
 
@@ -190,6 +195,8 @@ int run_bench(const BenchArgs& args) {
   j["x_dims"] = x_dims;
   j["x_shape"] = x_shape;
   j["x_dtype"] = x_dtype;
+  // the generator's resolved configuration, as Python's generator.options reports it
+  j["config"] = ordered_json::parse(generator.state()["config"].dump());
   j["cache"] = {{"budget_mb", args.cache_mb},   {"hits", cs.hits},
                 {"misses", cs.misses},          {"evictions", cs.evictions},
                 {"bytes_fetched", cs.bytes_fetched}, {"bytes_delivered", cs.bytes_delivered},

@@ -39,29 +39,9 @@ batch::DimSizes to_dim_sizes(const py::handle& obj, const char* what) {
   return out;
 }
 
-std::vector<std::string> to_names(const py::handle& obj, const char* what) {
-  std::vector<std::string> out;
-  if (obj.is_none()) return out;
-  if (py::isinstance<py::str>(obj)) return {obj.cast<std::string>()};
-  try {
-    for (auto item : obj) out.push_back(item.cast<std::string>());
-  } catch (const py::cast_error&) {
-    throw UsageError(std::string(what) + " must be a list of variable names");
-  }
-  return out;
-}
-
 py::list str_list(const std::vector<std::string>& v) {
   py::list out;
   for (const auto& s : v) out.append(py::str(s));
-  return out;
-}
-
-batch::DimOverlaps to_overlaps(const py::handle& obj) {
-  batch::DimOverlaps out;
-  if (obj.is_none()) return out;
-  if (!py::isinstance<py::dict>(obj)) throw UsageError("input_overlap must be a dict of dim name -> overlap");
-  for (auto item : obj.cast<py::dict>()) out[py::str(item.first).cast<std::string>()] = as_int64(item.second);
   return out;
 }
 
@@ -72,73 +52,38 @@ std::unique_ptr<batch::XbatcherSchema> make_schema(const py::object& dataset_dim
                                                    const py::object& input_overlap,
                                                    const py::object& batch_dims,
                                                    bool concat_input_dims) {
+  // the dims as the generator's document takes them (BatchOptions::from_json)
+  nlohmann::ordered_json doc = {{"input_dims", py_to_ordered_json(input_dims)},
+                                {"input_overlap", py_to_ordered_json(input_overlap)},
+                                {"batch_dims", py_to_ordered_json(batch_dims)},
+                                {"concat_input_dims", concat_input_dims}};
+  BatchOptions o = BatchOptions::from_json(doc);
   batch::XbatcherConfig c;
-  c.input_dims = to_dim_sizes(input_dims, "input_dims");
-  c.input_overlap = to_overlaps(input_overlap);
-  c.batch_dims = to_dim_sizes(batch_dims, "batch_dims");
-  c.concat_input_dims = concat_input_dims;
+  c.input_dims = std::move(o.input_dims);
+  c.input_overlap = std::move(o.input_overlap);
+  c.batch_dims = std::move(o.batch_dims);
+  c.concat_input_dims = o.concat_input_dims;
   return std::make_unique<batch::XbatcherSchema>(to_dim_sizes(dataset_dims, "dataset_dims"),
                                                  std::move(c));
 }
 
-std::unique_ptr<BatchGenerator> make_generator(
-    const Dataset& dataset, const py::object& input_dims, const py::object& input_overlap,
-    const py::object& batch_dims, bool concat_input_dims, std::uint64_t batch_size, bool drop_last,
-    const py::object& variables, const py::object& dtype, const py::object& target_variables,
-    const py::object& target_offset, const py::object& filter_variable,
-    const py::object& max_nan_fraction, const py::object& shuffle, std::uint64_t seed,
-    std::uint32_t rank, std::uint32_t world_size, std::uint32_t worker, std::uint32_t num_workers,
-    std::size_t prefetch, const py::object& cache_bytes, bool pinned, const py::object& fetch_ahead_bytes,
-    const py::object& normalize, const py::object& float_dtype) {
-  BatchOptions o;
-  // A stats JSON document (text), as lazycube.batch.generator_arguments makes it.
-  if (!normalize.is_none()) o.normalize = stats_from_json(nlohmann::json::parse(normalize.cast<std::string>()));
-  o.input_dims = to_dim_sizes(input_dims, "input_dims");
-  o.input_overlap = to_overlaps(input_overlap);
-  o.batch_dims = to_dim_sizes(batch_dims, "batch_dims");
-  o.concat_input_dims = concat_input_dims;
-  o.batch_size = batch_size;
-  o.drop_last = drop_last;
-  o.variables = to_names(variables, "variables");
-  if (!dtype.is_none()) o.dtype = from_numpy_dtype(dtype);
-  if (!float_dtype.is_none()) o.float_dtype = from_numpy_dtype(float_dtype);
-  if (!target_variables.is_none() || !target_offset.is_none()) {
-    batch::TargetSpec t;
-    t.variables = to_names(target_variables, "target_variables");
-    if (!target_offset.is_none())
-      for (auto item : target_offset.cast<py::dict>())
-        t.offset[py::str(item.first).cast<std::string>()] = as_int64(item.second);
-    o.target = std::move(t);
+// The generator's arguments as one document (lazycube.pipeline.Pipeline's `generator` dict,
+// or keywords), parsed by BatchOptions::from_json; `input_dims` may come positionally. Only
+// `pinned` is the binding's own: page-locked batch buffers come from the CUDA adapter.
+std::unique_ptr<BatchGenerator> make_generator(const Dataset& dataset, const py::object& input_dims,
+                                               const py::kwargs& document) {
+  nlohmann::ordered_json doc = py_to_ordered_json(document);
+  if (!input_dims.is_none()) {
+    if (doc.contains("input_dims")) throw UsageError("input_dims given twice (positionally and by name)");
+    doc["input_dims"] = py_to_ordered_json(input_dims);
   }
-  if (!filter_variable.is_none() || !max_nan_fraction.is_none()) {
-    batch::ValidityFilter f;
-    if (!filter_variable.is_none()) f.variable = filter_variable.cast<std::string>();
-    if (!max_nan_fraction.is_none()) f.max_nan_fraction = as_double(max_nan_fraction);
-    o.filter = std::move(f);
+  bool pinned = false;
+  if (auto it = doc.find("pinned"); it != doc.end()) {
+    if (!it->is_null() && !it->is_boolean()) throw UsageError("pinned must be true or false");
+    pinned = it->is_boolean() && it->get<bool>();
+    doc.erase(it);
   }
-  if (shuffle.is_none()) {
-    o.shuffle = batch::Shuffle::None;
-  } else if (py::isinstance<py::bool_>(shuffle)) {
-    o.shuffle = shuffle.cast<bool>() ? batch::Shuffle::Random : batch::Shuffle::None;
-  } else {
-    o.shuffle = batch::parse_shuffle(shuffle.cast<std::string>());
-  }
-  o.seed = seed;
-  o.shard.rank = rank;
-  o.shard.world_size = world_size;
-  o.shard.worker = worker;
-  o.shard.num_workers = num_workers;
-  o.prefetch = prefetch;
-  if (!cache_bytes.is_none()) {
-    const auto budget = as_int64(cache_bytes);
-    if (budget < 0) throw UsageError("cache_bytes must not be negative");
-    o.cache = std::make_shared<ChunkCache>(static_cast<std::uint64_t>(budget));
-  }
-  if (!fetch_ahead_bytes.is_none()) {
-    const auto bytes = as_int64(fetch_ahead_bytes);
-    if (bytes < 0) throw UsageError("fetch_ahead_bytes must not be negative");
-    o.fetch_ahead_bytes = static_cast<std::uint64_t>(bytes);
-  }
+  BatchOptions o = BatchOptions::from_json(doc);
   // Page-locked batch buffers for fast host-to-GPU copies (UsageError without a usable device).
   if (pinned) o.allocator = cuda::pinned_allocator();
   py::gil_scoped_release release;
@@ -259,18 +204,9 @@ void bind_batch(py::module_& m) {
       });
 
   py::class_<BatchGenerator>(m, "BatchGenerator")
-      .def(py::init(&make_generator), py::arg("dataset"), py::arg("input_dims"),
-           py::arg("input_overlap") = py::none(), py::arg("batch_dims") = py::none(),
-           py::arg("concat_input_dims") = false, py::kw_only(), py::arg("batch_size") = 0,
-           py::arg("drop_last") = false, py::arg("variables") = py::none(),
-           py::arg("dtype") = py::none(), py::arg("target_variables") = py::none(),
-           py::arg("target_offset") = py::none(), py::arg("filter_variable") = py::none(),
-           py::arg("max_nan_fraction") = py::none(), py::arg("shuffle") = "none",
-           py::arg("seed") = 0, py::arg("rank") = 0, py::arg("world_size") = 1,
-           py::arg("worker") = 0, py::arg("num_workers") = 1, py::arg("prefetch") = 2,
-           py::arg("cache_bytes") = py::none(), py::arg("pinned") = false,
-           py::arg("fetch_ahead_bytes") = py::none(), py::arg("normalize") = py::none(),
-           py::arg("float_dtype") = py::none())
+      .def(py::init(&make_generator), py::arg("dataset"), py::arg("input_dims") = py::none(),
+           "A generator over `dataset` from one document of batch options: the keywords "
+           "BatchOptions::from_json takes (docs/batching.md \"One document\"), and pinned.")
       .def("__len__", [](const BatchGenerator& g) { return g.size(); })
       .def_property_readonly("total_windows", &BatchGenerator::total_windows)
       .def_property_readonly("shard_windows", &BatchGenerator::shard_windows)

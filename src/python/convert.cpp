@@ -44,7 +44,11 @@ py::object json_to_py(const nlohmann::json& j) {
   return py::none();
 }
 
-nlohmann::json py_to_json(const py::handle& obj) {
+namespace {
+
+// py_to_json and py_to_ordered_json: one conversion, two object types.
+template <class Json>
+Json py_to_json_as(const py::handle& obj) {
   if (obj.is_none()) return nullptr;
   if (py::isinstance<py::bool_>(obj)) return obj.cast<bool>();
   if (py::isinstance<py::int_>(obj)) {
@@ -59,21 +63,29 @@ nlohmann::json py_to_json(const py::handle& obj) {
   if (py::isinstance<py::str>(obj)) return obj.cast<std::string>();
   if (py::isinstance<py::bytes>(obj)) return obj.cast<std::string>();
   if (py::isinstance<py::dict>(obj)) {
-    nlohmann::json out = nlohmann::json::object();
-    for (auto item : obj.cast<py::dict>()) out[py::str(item.first).cast<std::string>()] = py_to_json(item.second);
+    Json out = Json::object();
+    for (auto item : obj.cast<py::dict>()) out[py::str(item.first).cast<std::string>()] = py_to_json_as<Json>(item.second);
     return out;
   }
   if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
-    nlohmann::json out = nlohmann::json::array();
-    for (auto item : obj) out.push_back(py_to_json(item));
+    Json out = Json::array();
+    for (auto item : obj) out.push_back(py_to_json_as<Json>(item));
     return out;
   }
   // NumPy scalars and arrays: their Python equivalents.
-  if (py::hasattr(obj, "tolist")) return py_to_json(obj.attr("tolist")());
-  if (py::hasattr(obj, "item")) return py_to_json(obj.attr("item")());
+  if (py::hasattr(obj, "tolist")) return py_to_json_as<Json>(obj.attr("tolist")());
+  if (py::hasattr(obj, "item")) return py_to_json_as<Json>(obj.attr("item")());
   throw UsageError("cannot convert a Python " +
                    py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>() +
                    " to JSON");
+}
+
+}  // namespace
+
+nlohmann::json py_to_json(const py::handle& obj) { return py_to_json_as<nlohmann::json>(obj); }
+
+nlohmann::ordered_json py_to_ordered_json(const py::handle& obj) {
+  return py_to_json_as<nlohmann::ordered_json>(obj);
 }
 
 py::dtype to_numpy_dtype(const DataType& dtype) { return py::dtype(dtype.numpy_str()); }

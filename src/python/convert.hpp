@@ -21,6 +21,8 @@ namespace py = pybind11;
 
 py::object json_to_py(const nlohmann::json& j);
 nlohmann::json py_to_json(const py::handle& obj);
+// The same, keeping the order of dict keys (e.g. BatchOptions::from_json's input_dims).
+nlohmann::ordered_json py_to_ordered_json(const py::handle& obj);
 
 // numpy.dtype of a lazycube DataType (DataType::numpy_str()).
 py::dtype to_numpy_dtype(const DataType& dtype);

@@ -116,3 +116,19 @@ def test_errors(lazycube_cli, args, status, words):
     assert code == status, err
     for w in words:
         assert w in err
+
+
+def test_one_document_drives_python_and_the_cli_alike(lazycube_cli):
+    """The CLI's flags and Python's arguments become the same document of batch options
+    (BatchOptions::from_json): the same resolved configuration -- dims, variables, order, seed,
+    shard -- hence the same windows in the same order."""
+    import lazycube
+    r = bench(lazycube_cli, "--variables", "t2m,u10", "--input-dims", "time=4,latitude=16,longitude=16",
+              "--input-overlap", "latitude=2", "--batch-size", "8", "--shuffle", "chunk", "--seed", "5",
+              "--max-batches", "1")
+    gen = lazycube.BatchGenerator(str(DATA / "era5_sample_v2.zarr"), {"time": 4, "latitude": 16, "longitude": 16},
+                                  {"latitude": 2}, batch_size=8, variables=["t2m", "u10"], shuffle="chunk",
+                                  seed=5, drop_last=False)
+    assert r["config"] == gen.core.options
+    assert r["config"]["shuffle"] == "chunk" and r["config"]["seed"] == 5
+    assert r["batches_per_epoch"] == len(gen)

@@ -254,8 +254,8 @@ def test_batch_numpy_is_zero_copy():
 def test_batch_generator_target_dtype_and_iteration(xds):
     ds = _core.open(str(V2))
     gen = _core.BatchGenerator(ds, {"time": 4, "latitude": 61, "longitude": 81}, batch_size=5,
-                               variables=["t2m"], target_variables=["u10", "v10"],
-                               target_offset={"time": 1}, dtype="float64", drop_last=True)
+                               variables=["t2m"], target={"variables": ["u10", "v10"], "offset": {"time": 1}},
+                               dtype="float64", drop_last=True)
     assert gen.total_windows == (96 - 1) // 4
     assert len(gen) == gen.total_windows // 5
     seen = []

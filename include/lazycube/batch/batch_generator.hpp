@@ -83,6 +83,21 @@ struct BatchOptions {
   std::optional<std::uint64_t> fetch_ahead_bytes;
   std::shared_ptr<ChunkCache> cache;   // nullptr: ChunkCache::global()
   BatchAllocator allocator;            // nullptr: lazycube's own (huge-page) allocation
+
+  // The options from one JSON document with the names Python's BatchGenerator takes (the
+  // `generator` dict of a lazycube.pipeline.Pipeline, the CLI's flags, docs/batching.md "One
+  // document"): input_dims, input_overlap, batch_dims ({dim: int}, in the document's order),
+  // concat_input_dims, batch_size, drop_last, variables (a name or names), dtype, float_dtype
+  // (NumPy dtype names), target (a name, names, or {"variables", "offset": {dim: int}}),
+  // filter ({"variable", "max_nan_fraction"}), normalize (a stats document, or the path of a
+  // stats JSON file), shuffle (true/false or a window order's name), seed, rank, world_size,
+  // worker, num_workers, prefetch, fetch_ahead_bytes, cache_bytes (a private ChunkCache of
+  // that budget). Absent or null: the default above. UsageError naming the field for a value
+  // of the wrong type or range, and for an unknown key (listing the known ones). `cache`
+  // (other than cache_bytes) and `allocator` are not in the document.
+  static BatchOptions from_json(const nlohmann::ordered_json& document);
+  // The keys from_json knows, in the order above.
+  static const std::vector<std::string>& json_keys();
 };
 
 // The fetch-ahead budget when BatchOptions::fetch_ahead_bytes is unset: the cache budget less
