@@ -22,7 +22,10 @@ namespace lazycube::batch {
 
 namespace {
 constexpr int kStateVersion = 1;
+}  // namespace
 
+// Not in the anonymous namespace: BatchGenerator::Impl, a class with external linkage, holds
+// one (GCC's -Wsubobject-linkage, which the unity build makes it report).
 // Decoding a chunk makes short-lived heap allocations (codec temporaries) between long-lived
 // small ones (cache bookkeeping); glibc keeps the freed pages between them, and over an epoch
 // of cache misses that grew the process ~170 MB past the cache budget. Returning them keeps
@@ -53,7 +56,6 @@ class HeapTrimmer {
   std::uint64_t churn_ = 0;
   std::uint64_t last_fetched_ = 0;
 };
-}  // namespace
 
 std::uint64_t Batch::nbytes() const {
   std::uint64_t n = target ? target->nbytes : 0;
