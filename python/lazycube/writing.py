@@ -13,6 +13,7 @@ from . import _core, _errors
 from ._errors import UsageError
 from .dataset import Dataset
 from .pipeline import Source, StorageOptions
+from .xarray_view import _SOURCE_KEY
 
 __all__ = ["convert", "to_zarr"]
 
@@ -188,7 +189,9 @@ def _xarray_as_stored(xds):
 # on open): lazycube.to_zarr takes chunks and codec as its own arguments, and the CF encoder
 # could not take a numcodecs compressor object (it takes JSON).
 _ARRAY_WRITER_KEYS = ("chunks", "preferred_chunks", "compressor", "filters", "source", "original_shape",
-                      "write_empty_chunks")
+                      "write_empty_chunks",
+                      # where the lazycube engine read the variable from (xarray_view): not CF
+                      _SOURCE_KEY)
 
 # CF calendar names that name the same calendar, by the name cftime gives its dates.
 _CALENDAR_ALIASES = {"gregorian": "standard", "365_day": "noleap", "366_day": "all_leap"}
