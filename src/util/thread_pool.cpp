@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace lazycube {
 
@@ -128,7 +129,14 @@ void parallel_for(std::size_t n, const std::function<void(std::size_t)>& body, T
   std::unique_lock lock(state->mutex);
   state->closed = true;
   state->done_cv.wait(lock, [&] { return state->active == 0; });
-  if (state->error) std::rethrow_exception(state->error);
+  // Taken out of the state under the lock: the caller then holds the exception's last
+  // reference, and it is destroyed on this thread. Left in the state, a helper's task (which
+  // shares the state) could drop the last reference after the caller read the exception, a
+  // destruction ThreadSanitizer reports as a race (the reference count lives in uninstrumented
+  // libstdc++, so it cannot see the order).
+  const std::exception_ptr error = std::exchange(state->error, nullptr);
+  lock.unlock();
+  if (error) std::rethrow_exception(error);
 }
 
 namespace {
