@@ -1,6 +1,6 @@
 // Kerchunk reference sets (JSON versions 0 and 1, templates and `gen` entries) through the
 // reader's parse_reference_set, and the sniff that decides whether a .json URL is one.
-#include "../src/store/reference_spec.hpp"
+#include "refs/reference_spec.hpp"
 #include "fuzz_common.hpp"
 
 using namespace lazycube;

@@ -194,6 +194,10 @@ OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine", "group",
 # Open arguments that name something (group path, Icechunk version): None or a str.
 _NAME_ARGS = ("group", "branch", "tag", "snapshot")
 
+# The open arguments that are formats' own options: they cross into C++ as one document (the
+# format registry hands each format its keys, docs/formats.md).
+FORMAT_ARGS = ("consolidated", "branch", "tag", "snapshot", "virtual_chunk_containers")
+
 
 class _Recipe:
     """What Source and MultiSource share: fields as a dict, positional selection and data
@@ -294,14 +298,15 @@ class Source(_Recipe):
 
     def open(self):
         """The ``_core.Dataset`` (with the selection applied). Errors never show a secret."""
-        containers = None if self.virtual_chunk_containers is None else {
-            p: o.core() or {} for p, o in self.virtual_chunk_containers.items()}
+        document = {key: getattr(self, key) for key in FORMAT_ARGS if getattr(self, key) is not None}
+        if self.virtual_chunk_containers is not None:
+            document["virtual_chunk_containers"] = {
+                p: o.core() or {} for p, o in self.virtual_chunk_containers.items()}
         return self._opened(lambda: _core.open(
-            self.url, self.storage_options.core(), decode_cf=self.decode_cf,
-            consolidated=self.consolidated, engine=self.engine,
-            mask_valid_range=self.mask_valid_range, group=self.group, branch=self.branch,
-            tag=self.tag, snapshot=self.snapshot, virtual_chunk_containers=containers,
-            concat_characters=self.concat_characters, decode_coords=self.decode_coords))
+            self.url, self.storage_options.core(), decode_cf=self.decode_cf, engine=self.engine,
+            mask_valid_range=self.mask_valid_range, group=self.group,
+            concat_characters=self.concat_characters, decode_coords=self.decode_coords,
+            format_options=document))
 
     def __reduce__(self):
         return (_source_from_fields, (self._fields(),))

@@ -57,11 +57,8 @@ nlohmann::json indexer_json(const Indexer& indexer) {
 // The conversion as lazycube.writing's command line takes it: every flag parsed here, once.
 nlohmann::json dask_request(const ConvertArgs& args, const ZarrOutputOptions& options) {
   const OpenOptions open = open_options_of(args.open);
-  nlohmann::json containers = nullptr;
-  if (!open.icechunk.virtual_chunk_containers.empty()) {
-    containers = nlohmann::json::object();
-    for (const auto& [prefix, o] : open.icechunk.virtual_chunk_containers) containers[prefix] = o;
-  }
+  const nlohmann::json& formats = open.format_options;
+  auto format_option = [&](const char* key) { return formats.contains(key) ? formats[key] : nlohmann::json(); };
   nlohmann::json isel = nlohmann::json::object();
   for (const auto& text : args.isel) {
     auto [dim, indexer] = parse_isel(text);
@@ -75,10 +72,10 @@ nlohmann::json dask_request(const ConvertArgs& args, const ZarrOutputOptions& op
           {"storage_options", open.storage_options},
           {"engine", or_null(open.engine)},
           {"mask_valid_range", open.mask_valid_range},
-          {"branch", or_null(open.icechunk.version.branch)},
-          {"tag", or_null(open.icechunk.version.tag)},
-          {"snapshot", or_null(open.icechunk.version.snapshot)},
-          {"virtual_chunk_containers", containers},
+          {"branch", format_option("branch")},
+          {"tag", format_option("tag")},
+          {"snapshot", format_option("snapshot")},
+          {"virtual_chunk_containers", format_option("virtual_chunk_containers")},
           {"variables", args.variables.empty() ? nlohmann::json() : nlohmann::json(parse_name_list(args.variables, "--variables"))},
           {"isel", isel},
           {"chunks", options.chunks},

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "lazycube/format/registry.hpp"
+#include "lazycube/refs/references.hpp"
 #include "lazycube/dataset/dataset.hpp"
 
 namespace lazycube::cli {
@@ -132,7 +134,7 @@ std::optional<ordered_json> repository_json(const Location& location, const Open
   // null: not listable here (spec 1 over HTTP); refs are still found by name
   j["branches"] = repository->refs_listed() ? ordered_json(repository->branches()) : ordered_json();
   j["tags"] = repository->refs_listed() ? ordered_json(repository->tags()) : ordered_json();
-  j["snapshot"] = snapshot_json(repository->history(repository->resolve(options.icechunk.version)).front());
+  j["snapshot"] = snapshot_json(repository->history(repository->resolve(icechunk::IcechunkOptions::from_document(options.format_options).version)).front());
   return j;
 }
 
@@ -155,15 +157,20 @@ void print_repository(const ordered_json& j, std::ostream& out) {
 
 int run_info(const InfoArgs& args) {
   const OpenOptions options = open_options_of(args.open);
-  // --stats needs our own store (Zarr): GDAL does its own I/O.
-  if (args.stats && options.engine == "gdal")
-    throw UsageProblem("--stats is available for Zarr stores only, not with --engine gdal");
+  // A format recognised from the URL: GDAL's files (its own I/O: no store to report on) or
+  // kerchunk reference sets (their store reads the targets).
+  const format::Format* by_url = format::url_format(args.url, options.engine);
+  if (args.stats && by_url && !by_url->has_nodes)
+    throw UsageProblem("--stats is available for formats read through lazycube's stores, not with the " +
+                       by_url->engine + " engine");
   std::optional<Location> location;
-  if (args.stats) location = open_location(args.url, options.storage_options);
+  if (args.stats)
+    location = by_url ? refs::open_references(args.url, options.storage_options)
+                      : open_location(args.url, options.storage_options);
   const Dataset ds = location ? open(*location, options) : open(args.url, options);
   // The dataset opened: a repository's facts are read from its root (again: info only).
   std::optional<ordered_json> repository;
-  if (!opens_with_gdal(args.url, options)) {
+  if (!by_url) {
     if (!location) location = open_location(args.url, options.storage_options);
     repository = repository_json(*location, options);
   }

@@ -30,7 +30,7 @@ nlohmann::ordered_json snapshot_json(const icechunk::SnapshotInfo& snapshot) {
 int run_log(const LogArgs& args) {
   const OpenOptions options = open_options_of(args.open);
   const auto repository = icechunk::Repository::open(open_location(args.url, options.storage_options));
-  const auto history = repository->history(repository->resolve(options.icechunk.version));
+  const auto history = repository->history(repository->resolve(icechunk::IcechunkOptions::from_document(options.format_options).version));
   if (args.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const auto& s : history) out.push_back(snapshot_json(s));

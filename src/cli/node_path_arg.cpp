@@ -1,5 +1,6 @@
 // Variables named by node paths inside a hierarchy ("group1/array") -> OpenOptions::group + names.
 #include "commands.hpp"
+#include "lazycube/format/registry.hpp"
 
 namespace lazycube::cli {
 
@@ -7,7 +8,9 @@ std::vector<std::string> node_path_variables(const std::string& url, const std::
                                              OpenOptions& options) {
   std::size_t paths = 0;
   for (const auto& n : names) paths += n.find('/') != std::string::npos;
-  if (paths == 0 || opens_with_gdal(url, options)) return names;
+  // Files read by GDAL name their arrays "group/var" themselves.
+  const format::Format* by_url = format::url_format(url, options.engine);
+  if (paths == 0 || (by_url && !by_url->has_nodes)) return names;
   if (paths != names.size())
     throw UsageProblem("variables given as node paths (group/array) and as names together: give all as paths");
   std::vector<std::string> out;

@@ -66,8 +66,15 @@ OpenOptions open_options_of(const OpenArgs& args) {
   o.storage_options = parse_storage_options(args.options);
   o.engine = args.engine;
   o.mask_valid_range = args.mask_valid_range;
-  o.icechunk.version = args.version;
-  o.icechunk.virtual_chunk_containers = parse_virtual_containers(args.virtual_prefixes, args.virtual_options);
+  // The formats' options, one document (the format registry hands each format its keys).
+  for (const auto& [key, value] : {std::pair{"branch", &args.version.branch}, std::pair{"tag", &args.version.tag},
+                                   std::pair{"snapshot", &args.version.snapshot}})
+    if (!value->empty()) o.format_options[key] = *value;
+  for (const auto& [prefix, options] : parse_virtual_containers(args.virtual_prefixes, args.virtual_options)) {
+    auto& container = o.format_options["virtual_chunk_containers"][prefix];
+    container = nlohmann::json::object();
+    for (const auto& [k, v] : options) container[k] = v;
+  }
   return o;
 }
 

@@ -17,6 +17,7 @@
 #include "lazycube/dataset/combine.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/format/registry.hpp"
 #include "lazycube/zarr/consolidated.hpp"
 
 namespace lazycube::python {
@@ -111,7 +112,7 @@ std::optional<std::string> missing_local_store(const std::string& url, const Ope
   std::string path = url;
   if (path.rfind("file://", 0) == 0) path = path.substr(7);
   else if (path.find("://") != std::string::npos) return std::nullopt;
-  if (path.empty() || path.rfind("/vsi", 0) == 0 || opens_with_gdal(url, options)) return std::nullopt;
+  if (path.empty() || path.rfind("/vsi", 0) == 0 || format::url_format(url, options.engine)) return std::nullopt;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) return std::nullopt;
   std::error_code ec;
@@ -171,11 +172,8 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "open",
       [](const std::string& url, std::optional<std::map<std::string, std::string>> storage_options,
-         bool decode_cf, std::optional<bool> consolidated, std::optional<std::string> engine,
-         bool mask_valid_range, std::optional<std::string> group, std::optional<std::string> branch,
-         std::optional<std::string> tag, std::optional<std::string> snapshot,
-         std::optional<std::map<std::string, std::map<std::string, std::string>>> virtual_chunk_containers,
-         bool concat_characters, const py::object& decode_coords) {
+         bool decode_cf, std::optional<std::string> engine, bool mask_valid_range, std::optional<std::string> group,
+         bool concat_characters, const py::object& decode_coords, const py::object& format_options) {
         OpenOptions o;
         o.concat_characters = concat_characters;
         // xarray's decode_coords: True / "coordinates", "all", False / None (off).
@@ -187,14 +185,10 @@ PYBIND11_MODULE(_core, m) {
           o.decode_coords = decode_coords.cast<std::string>();
         if (storage_options) o.storage_options = *storage_options;
         o.decode_cf = decode_cf;
-        o.consolidated = consolidated;
         if (engine) o.engine = *engine;
         o.mask_valid_range = mask_valid_range;
         if (group) o.group = *group;
-        if (branch) o.icechunk.version.branch = *branch;
-        if (tag) o.icechunk.version.tag = *tag;
-        if (snapshot) o.icechunk.version.snapshot = *snapshot;
-        if (virtual_chunk_containers) o.icechunk.virtual_chunk_containers = *virtual_chunk_containers;
+        if (!format_options.is_none()) o.format_options = py_to_json(format_options);
         py::gil_scoped_release release;
         try {
           return lazycube::open(url, o);
@@ -204,15 +198,12 @@ PYBIND11_MODULE(_core, m) {
         }
       },
       py::arg("url"), py::arg("storage_options") = py::none(), py::arg("decode_cf") = true,
-      py::arg("consolidated") = py::none(), py::arg("engine") = py::none(),
-      py::arg("mask_valid_range") = false, py::arg("group") = py::none(), py::arg("branch") = py::none(),
-      py::arg("tag") = py::none(), py::arg("snapshot") = py::none(),
-      py::arg("virtual_chunk_containers") = py::none(), py::arg("concat_characters") = true,
-      py::arg("decode_coords") = true,
-      "Opens a Zarr v2/v3 group or array (`group`: a node path below the URL), an Icechunk repository\n"
-      "(at `branch`, `tag` or `snapshot`; default branch main; `virtual_chunk_containers`: URL prefix ->\n"
-      "storage options of the virtual chunk containers authorised), or (engine 'gdal', auto-detected by\n"
-      "suffix or signature) a NetCDF/HDF5/GRIB file (local path, file://, http(s)://, s3://, gs://, az://).");
+      py::arg("engine") = py::none(), py::arg("mask_valid_range") = false, py::arg("group") = py::none(),
+      py::arg("concat_characters") = true, py::arg("decode_coords") = true, py::arg("format_options") = py::none(),
+      "Opens what the format registry recognises at `url` (or the format `engine` names): a Zarr v2/v3\n"
+      "group or array (`group`: a node path below the URL), an Icechunk repository, a kerchunk reference\n"
+      "set, or a NetCDF/HDF5/GRIB file through GDAL. `format_options`: the formats' own options, one\n"
+      "dict (consolidated; branch, tag, snapshot, virtual_chunk_containers: docs/formats.md).");
 
   m.def("unconsolidated_fallbacks", &zarr::unconsolidated_fallbacks_on_this_thread,
         "How many Zarr v2 groups this thread has opened with consolidated=None that had no .zmetadata\n"

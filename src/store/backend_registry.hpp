@@ -28,7 +28,7 @@ enum class BackendRole {
   Local,        // a plain path or file://: no storage options
   Http,         // plain HTTP(S) objects: no listing, no credentials
   ObjectStore,  // buckets/containers of an object service with listing and credentials
-  References,   // a kerchunk reference set: opened by open_location itself
+  References,   // reference://: a kerchunk reference set, a format (src/refs/kerchunk_format.cpp), not a store
 };
 
 struct Backend {

@@ -114,7 +114,7 @@ class DiskCacheStore final : public Store {
   std::string url() const override { return inner_->url(); }
   bool prefers_batches() const override { return inner_->prefers_batches(); }
   std::optional<std::uint64_t> size(std::string_view key) override { return inner_->size(key); }
-  std::optional<ObjectVersion> version(std::string_view key) override { return inner_->version(key); }
+  ObjectVersion version(std::string_view key) override { return inner_->version(key); }
   std::vector<std::string> list(std::string_view prefix) override { return inner_->list(prefix); }
   std::vector<std::string> list_dir(std::string_view prefix) override { return inner_->list_dir(prefix); }
   bool writable() const override { return inner_->writable(); }
@@ -198,8 +198,8 @@ class DiskCacheStore final : public Store {
     std::lock_guard lock(mu_);
     auto it = versions_.find(r.key);
     if (it == versions_.end()) return std::string();
-    if (!it->second) return std::nullopt;
-    return it->second->etag;
+    if (!it->second.exists) return std::nullopt;
+    return it->second.etag;
   }
 
   // The versions of the keys this store has not asked yet: from a version record the server
@@ -226,7 +226,7 @@ class DiskCacheStore final : public Store {
       for (auto& [key, v] : fresh) versions_[key] = std::move(v);
     }
     if (ask.empty()) return;
-    std::vector<std::optional<ObjectVersion>> got(ask.size());
+    std::vector<ObjectVersion> got(ask.size());
     std::vector<std::exception_ptr> errors(ask.size());
     std::atomic<std::size_t> next{0};
     auto work = [&] {
@@ -246,7 +246,7 @@ class DiskCacheStore final : public Store {
     for (const auto& e : errors)
       if (e) std::rethrow_exception(e);
     for (std::size_t k = 0; k < ask.size(); ++k)
-      if (got[k] && !got[k]->etag.empty() && got[k]->fresh_until > now) write_version_record(ask[k], *got[k]);
+      if ((!got[k].exists || !got[k].etag.empty()) && got[k].fresh_until > now) write_version_record(ask[k], got[k]);
     std::lock_guard lock(mu_);
     for (std::size_t k = 0; k < ask.size(); ++k) versions_[ask[k]] = std::move(got[k]);
   }
@@ -267,8 +267,10 @@ class DiskCacheStore final : public Store {
 
   // A version record: the ETag a HEAD saw and until when the server declared it fresh, shared
   // by every process using the directory, so that a new process reads its fresh entries without
-  // asking. Text: magic, identity length, identity, fresh_until, ETag. nullopt when missing,
-  // malformed or no longer fresh.
+  // asking. Text: magic, identity length, identity, fresh_until, ETag. An absent object whose
+  // 404 was declared fresh has a record with no ETag: a new process does not ask for it again
+  // (format sniffing's probes of keys a store does not hold). nullopt when missing, malformed or
+  // no longer fresh.
   std::optional<ObjectVersion> read_version_record(std::string_view key, std::int64_t now) const {
     const std::string path = version_record_path(key), identity = record_identity(key);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -292,7 +294,8 @@ class DiskCacheStore final : public Store {
     const auto [p, ec] = std::from_chars(rest.data(), rest.data() + nl, v.fresh_until);
     if (ec != std::errc() || p != rest.data() + nl) return std::nullopt;
     v.etag = std::string(rest.substr(nl + 1, rest.size() - nl - 2));
-    if (v.etag.empty() || v.fresh_until <= now) return std::nullopt;
+    v.exists = !v.etag.empty();
+    if (v.fresh_until <= now) return std::nullopt;
     return v;
   }
 
@@ -424,7 +427,7 @@ class DiskCacheStore final : public Store {
   std::shared_ptr<Store> inner_;
   DiskCacheOptions o_;
   std::mutex mu_;
-  std::unordered_map<std::string, std::optional<ObjectVersion>> versions_;  // key -> version (per open)
+  std::unordered_map<std::string, ObjectVersion> versions_;  // key -> version (per open)
   std::mutex evict_mu_;
   std::atomic<std::uint64_t> published_since_scan_{0};
   std::atomic<bool> scanned_{false};

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "byte_range.hpp"
+#include "lazycube/store/byte_range.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
 

@@ -38,10 +38,13 @@ class HttpStore final : public Store {
     return std::strtoull(it->second.c_str(), nullptr, 10);
   }
 
-  std::optional<ObjectVersion> version(std::string_view key) override {
-    auto res = head(key);
-    if (!res) return std::nullopt;
-    return http::object_version(res->headers, static_cast<std::int64_t>(std::time(nullptr)));
+  ObjectVersion version(std::string_view key) override {
+    http::Request req;
+    req.method = "HEAD";
+    req.url = url_of(key);
+    auto res = http::Engine::global().perform({req}, options_.retry, options_.engine, &counters_);
+    if (res[0].status != 404) check_status(res[0], req);
+    return http::object_version(res[0].status, res[0].headers, static_cast<std::int64_t>(std::time(nullptr)));
   }
 
   std::vector<std::string> list(std::string_view) override { throw no_listing(); }

@@ -82,14 +82,6 @@ std::string host_of(std::string_view url) {
   return std::string(url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
 }
 
-std::string redact_url(std::string_view url) {
-  std::string u(url.substr(0, url.find_first_of("?#")));
-  auto scheme = u.find("://");
-  auto host = scheme == std::string::npos ? 0 : scheme + 3;
-  auto at = u.find('@', host), slash = u.find('/', host);
-  if (at != std::string::npos && (slash == std::string::npos || at < slash)) u.erase(host, at + 1 - host);
-  return u;
-}
 
 std::string percent_encode(std::string_view text, bool keep_slash) {
   static const char* hex = "0123456789ABCDEF";
@@ -149,9 +141,10 @@ std::optional<std::int64_t> parse_http_date(std::string_view v) {
   return static_cast<std::int64_t>(::timegm(&tm));
 }
 
-ObjectVersion object_version(const std::map<std::string, std::string>& headers, std::int64_t now) {
+ObjectVersion object_version(long status, const std::map<std::string, std::string>& headers, std::int64_t now) {
   ObjectVersion out;
-  if (auto it = headers.find("etag"); it != headers.end()) out.etag = std::string(trim(it->second));
+  out.exists = status != 404;
+  if (auto it = headers.find("etag"); out.exists && it != headers.end()) out.etag = std::string(trim(it->second));
   std::optional<std::int64_t> lifetime;
   bool revalidate = false;
   if (auto it = headers.find("cache-control"); it != headers.end()) {
@@ -162,7 +155,7 @@ ObjectVersion object_version(const std::map<std::string, std::string>& headers, 
       rest = cut == std::string_view::npos ? std::string_view() : rest.substr(cut + 1);
       std::string lower(d);
       for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (lower == "no-store") return ObjectVersion{};  // the server forbids keeping it
+      if (lower == "no-store") return ObjectVersion{.exists = out.exists};  // the server forbids keeping it
       if (lower == "no-cache" || lower.starts_with("no-cache=")) revalidate = true;
       if (lower.starts_with("max-age=")) {
         std::string_view n = std::string_view(lower).substr(8);
@@ -182,7 +175,7 @@ ObjectVersion object_version(const std::map<std::string, std::string>& headers, 
   }
   if (auto it = headers.find("age"); lifetime && it != headers.end())
     if (auto age = to_u64(trim(it->second))) *lifetime -= static_cast<std::int64_t>(std::min<std::uint64_t>(*age, 1ULL << 31));
-  if (!revalidate && lifetime && *lifetime > 0 && !out.etag.empty()) out.fresh_until = now + *lifetime;
+  if (!revalidate && lifetime && *lifetime > 0 && (!out.etag.empty() || !out.exists)) out.fresh_until = now + *lifetime;
   return out;
 }
 
@@ -221,3 +214,16 @@ void check_condition(long status, const std::map<std::string, std::string>& head
 }
 
 }  // namespace lazycube::http
+
+namespace lazycube {
+
+std::string redact_url(std::string_view url) {
+  std::string u(url.substr(0, url.find_first_of("?#")));
+  auto scheme = u.find("://");
+  auto host = scheme == std::string::npos ? 0 : scheme + 3;
+  auto at = u.find('@', host), slash = u.find('/', host);
+  if (at != std::string::npos && (slash == std::string::npos || at < slash)) u.erase(host, at + 1 - host);
+  return u;
+}
+
+}  // namespace lazycube

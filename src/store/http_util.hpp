@@ -25,8 +25,9 @@ std::optional<std::uint64_t> parse_unsatisfied_range(std::string_view value);
 std::optional<double> parse_retry_after(std::string_view value);
 // "Code: Message" from an S3/GCS-style XML error body (<Code>, <Message>); empty if none.
 std::string server_error(std::string_view body);
-// The URL without credentials or query string (presigned URLs carry signatures there).
-std::string redact_url(std::string_view url);
+// The URL without credentials or query string (presigned URLs carry signatures there): the
+// public lazycube::redact_url (store.hpp), defined in http_util.cpp.
+using ::lazycube::redact_url;
 
 // The host of a URL, with its port if any: "oauth2.googleapis.com" of
 // "https://oauth2.googleapis.com/token".
@@ -41,8 +42,9 @@ std::optional<std::int64_t> parse_http_date(std::string_view value);
 // An object's version from a HEAD/GET reply's headers (lower-cased names): its ETag, and how long
 // the reply stays fresh by RFC 9111 -- Cache-Control max-age (less Age), else Expires less Date --
 // counted from `now` (Unix seconds). no-store: no ETag (not to be cached); no-cache or a missing
-// or past lifetime: fresh_until 0.
-ObjectVersion object_version(const std::map<std::string, std::string>& headers, std::int64_t now);
+// or past lifetime: fresh_until 0. A 404 `status`: exists false, fresh for the same lifetime
+// (a server that lets caches keep its 404s).
+ObjectVersion object_version(long status, const std::map<std::string, std::string>& headers, std::int64_t now);
 
 // The request headers of a read condition: If-Match (the ETag quoted when it is not already) and
 // If-Unmodified-Since (an HTTP date).

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "byte_range.hpp"
+#include "lazycube/store/byte_range.hpp"
 #include "lazycube/store/store.hpp"
 
 namespace lazycube {

@@ -7,7 +7,7 @@
 #include <ctime>
 #include <type_traits>
 
-#include "byte_range.hpp"
+#include "lazycube/store/byte_range.hpp"
 #include "http_coalesce.hpp"
 #include "http_counters.hpp"
 #include "http_util.hpp"
@@ -127,21 +127,28 @@ class ObjectStore final : public Store {
     }
   }
 
-  std::optional<ObjectVersion> version(std::string_view key) override {
-    auto r = head(key);
-    if (!r) return std::nullopt;
-    return http::object_version(r->headers, static_cast<std::int64_t>(std::time(nullptr)));
+  ObjectVersion version(std::string_view key) override {
+    http::Response r = head_reply(key);
+    return http::object_version(r.status, r.headers, static_cast<std::int64_t>(std::time(nullptr)));
   }
 
   // The HEAD reply for `key`; nullopt when it does not exist, StoreError on other failures.
   std::optional<http::Response> head(std::string_view key) {
+    http::Response r = head_reply(key);
+    if (r.status == 404) return std::nullopt;
+    return r;
+  }
+
+  // The HEAD reply for `key`, a 404 included (its caching headers say how long the absence
+  // holds); StoreError on other failures.
+  http::Response head_reply(std::string_view key) {
     auto responses = perform({object_request("HEAD", key, ByteRange::full())});
     auto& r = responses[0];
-    if (r.status == 404) return std::nullopt;
+    if (r.status == 404) return std::move(r);
     if (r.status != 200) {
       // HEAD errors carry no body: ask again with a one-byte GET to learn the server's error code.
       auto again = perform({object_request("GET", key, ByteRange::range(0, 1))});
-      if (again[0].status == 404) return std::nullopt;
+      if (again[0].status == 404) return std::move(again[0]);
       if (again[0].status >= 400 && again[0].status != 416) fail(again[0], describe(key));
       fail(r, describe(key));
     }

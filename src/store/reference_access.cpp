@@ -9,7 +9,6 @@
 
 #include "backend_registry.hpp"
 #include "lazycube/error.hpp"
-#include "reference_store.hpp"
 #include "storage_options.hpp"
 #include "url_scheme.hpp"
 
@@ -207,6 +206,12 @@ TargetUrl AccessPolicy::check(const TargetUrl& target, std::string_view key) con
     if (!ok) throw denied("its real path '" + real.str() + "' (after symlinks) lies outside the allowed prefixes");
   }
   return real;
+}
+
+StoreOptions without_reference_options(const StoreOptions& options) {
+  StoreOptions out = options;
+  out.erase(std::string(kAllowedPrefixesOption));
+  return out;
 }
 
 }  // namespace lazycube::refs

@@ -10,7 +10,7 @@
 
 #include "backend_registry.hpp"
 #include "lazycube/error.hpp"
-#include "reference_store.hpp"
+#include "lazycube/store/reference_access.hpp"
 
 namespace lazycube {
 

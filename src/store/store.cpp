@@ -3,7 +3,7 @@
 #include <atomic>
 #include <ctime>
 
-#include "byte_range.hpp"
+#include "lazycube/store/byte_range.hpp"
 #include "lazycube/error.hpp"
 
 namespace lazycube {

@@ -46,9 +46,7 @@ std::optional<json> read_json(Store& store, const std::string& key, const ProbeC
 ProbeCache prefetch_probes(Store& store, const std::string& path, std::optional<bool> consolidated) {
   ProbeCache out;
   if (!store.prefers_batches()) return out;
-  std::vector<ByteRequest> reqs;
-  for (const char* name : {"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})
-    if (consolidated != false || std::string_view(name) != ".zmetadata") reqs.push_back({join_node_path(path, name), {}});
+  const std::vector<ByteRequest> reqs = metadata_probes(path, consolidated);
   try {
     auto got = store.get_many(reqs);
     for (std::size_t i = 0; i < reqs.size(); ++i) out.emplace(reqs[i].key, std::move(got[i]));
@@ -82,9 +80,27 @@ ArrayPtr open_array(const std::shared_ptr<Store>& store, const std::string& path
   throw NotFound("no Zarr array at " + store->describe(path));
 }
 
+std::vector<ByteRequest> metadata_probes(const std::string& node, std::optional<bool> consolidated) {
+  std::vector<ByteRequest> reqs;
+  for (const char* name : {"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})
+    if (consolidated != false || std::string_view(name) != ".zmetadata") reqs.push_back({join_node_path(node, name), {}});
+  return reqs;
+}
+
+ZarrOptions ZarrOptions::from_document(const json& document) {
+  ZarrOptions out;
+  if (!document.is_object()) return out;
+  if (auto it = document.find("consolidated"); it != document.end() && !it->is_null()) {
+    if (!it->is_boolean())
+      throw UsageError("format option 'consolidated' takes true, false or null, not " + it->dump());
+    out.consolidated = it->get<bool>();
+  }
+  return out;
+}
+
 std::uint64_t unconsolidated_fallbacks_on_this_thread() { return unconsolidated_fallbacks; }
 
-Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolidated) {
+Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolidated, const ProbeCache* prefetched) {
   Hierarchy h;
   h.location_ = location;
   auto& store = location.store;
@@ -92,7 +108,9 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
   const std::string where = store->describe(path);
   std::map<std::string, ArrayPtr> arrays;
   std::vector<std::string> groups;
-  const ProbeCache probes = prefetch_probes(*store, path, consolidated);
+  ProbeCache fetched;
+  if (!prefetched) fetched = prefetch_probes(*store, path, consolidated);
+  const ProbeCache& probes = prefetched ? *prefetched : fetched;
 
   if (auto doc = read_json(*store, join_node_path(path, "zarr.json"), &probes)) {
     h.zarr_format_ = 3;

@@ -362,8 +362,9 @@ def test_wrong_container_secret_is_refused_without_showing_it(fixtures, containe
 
 def test_version_and_container_flags_need_a_repository(lazycube_cli, fixtures, tmp_path):
     zarr_store = REPO / "data" / "era5_sample_v3.zarr"
-    for flags, what in ((["--branch", "main"], "branch 'main'"), (["--tag", "x"], "tag 'x'"),
-                        (["--virtual", "s3://b/"], "virtual chunk containers")):
+    for flags, what in ((["--branch", "main"], "format option 'branch' = \"main\""),
+                        (["--tag", "x"], "format option 'tag' = \"x\""),
+                        (["--virtual", "s3://b/"], "format option 'virtual_chunk_containers'")):
         r = cli(lazycube_cli, "info", zarr_store, *flags, check=False)
         assert r.returncode == 1 and what + " applies to Icechunk repositories only" in r.stderr, r.stderr
     with pytest.raises(lazycube.UsageError, match="applies to Icechunk repositories only"):

@@ -14,7 +14,6 @@
 
 #include "lazycube/dataset/selection.hpp"
 #include "lazycube/dataset/variable.hpp"
-#include "lazycube/icechunk/repository.hpp"
 #include "lazycube/store/store.hpp"
 
 namespace lazycube {
@@ -22,12 +21,17 @@ namespace lazycube {
 struct OpenOptions {
   StoreOptions storage_options;
   bool decode_cf = true;
-  // nullopt: use consolidated metadata when present; true: require it; false: ignore it.
-  std::optional<bool> consolidated;
-  // "" (auto), "zarr" or "gdal" (NetCDF/HDF5/GRIB through GDAL's multidimensional API).
-  // Auto picks "gdal" for a NetCDF/HDF5/GRIB file suffix or a local file starting with such a
-  // signature, else "zarr". Anything else is a UsageError listing the engines.
+  // A registered format's engine name ("zarr", "icechunk", "kerchunk", "gdal": NetCDF/HDF5/GRIB
+  // through GDAL's multidimensional API), or "" to let the format registry recognise it
+  // (lazycube/format/registry.hpp). Anything else is a UsageError listing the engines.
   std::string engine;
+  // The formats' own options, one JSON object (docs/formats.md): Zarr's "consolidated" (null:
+  // use consolidated metadata when present; true: require it; false: ignore it), Icechunk's
+  // "branch" / "tag" / "snapshot" (the version read; at most one; default branch main) and
+  // "virtual_chunk_containers" ({URL prefix: {storage option: value}}, the containers the user
+  // authorises). A key no format takes, or one the format read does not take (a tag for a store
+  // that holds no Icechunk repository), is a UsageError naming it.
+  nlohmann::json format_options = nlohmann::json::object();
   // Opt-in CF valid range (netCDF4-python's rule, never xarray's): with decode_cf, stored values
   // outside valid_range / valid_min / valid_max become NaN and those attributes move to the
   // encoding. Off: they stay attributes and nothing is masked.
@@ -38,13 +42,9 @@ struct OpenOptions {
   bool concat_characters = true;
   std::string decode_coords = "coordinates";
   // The node opened instead of the root: a group ("group1", "a/b/c") or an array path inside the
-  // hierarchy, as xarray's `group=`. Zarr stores and Icechunk repositories; with the gdal engine
-  // a UsageError.
+  // hierarchy, as xarray's `group=`. Formats with hierarchies (Zarr, Icechunk, kerchunk); with
+  // the gdal engine a UsageError.
   std::string group;
-  // Icechunk repositories: the version read (at most one of branch, tag, snapshot; default
-  // branch main) and the virtual chunk containers the user authorises. Anything chosen here
-  // for a store that holds no Icechunk repository is a UsageError naming it.
-  icechunk::IcechunkOptions icechunk;
 };
 
 class Dataset {
@@ -90,16 +90,14 @@ class Dataset {
   void build();
 };
 
-// Opens a Zarr group (each array a variable) or a single array (one variable named after the
-// last path component) at `url` (`options.group` below it); an Icechunk repository at the
-// version `options.icechunk` chooses (branch main by default); or, with the gdal engine, a
-// NetCDF/HDF5/GRIB file (each array of the file a variable, "group/var" for arrays in subgroups).
+// Opens what the format registry recognises at `url`: a Zarr group (each array a variable) or a
+// single array (one variable named after the last path component), `options.group` below it;
+// an Icechunk repository at the version the format options choose (branch main by default); a
+// kerchunk reference set; or a NetCDF/HDF5/GRIB file through GDAL (each array of the file a
+// variable, "group/var" for arrays in subgroups).
 Dataset open(std::string_view url, const OpenOptions& options = {});
-// True when open(url, options) reads `url` through GDAL: engine "gdal", or auto-detection
-// (a NetCDF/HDF5/GRIB suffix, or a local file with such a signature).
-bool opens_with_gdal(std::string_view url, const OpenOptions& options);
 // The same over an already opened location (keeps the store at hand, e.g. for its stats());
-// `options.storage_options` are not used. Zarr only (engine "" or "zarr").
+// `options.storage_options` are not used. Formats recognised inside a store only (not gdal).
 Dataset open(const Location& location, const OpenOptions& options = {});
 
 // A variable over a whole array: dims from the metadata, _ARRAY_DIMENSIONS dropped from the

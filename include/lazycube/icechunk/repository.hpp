@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "lazycube/store/store.hpp"
 
 namespace lazycube::icechunk {
@@ -39,6 +41,10 @@ struct IcechunkOptions {
   std::map<std::string, StoreOptions> virtual_chunk_containers;
   // True when nothing is chosen: branch main, no container authorised.
   bool empty() const { return version.empty() && virtual_chunk_containers.empty(); }
+  // From the format options document (docs/formats.md): "branch", "tag", "snapshot" (strings)
+  // and "virtual_chunk_containers" ({prefix: {option: value}}); UsageError naming a key of the
+  // wrong type. Other keys are other formats'.
+  static IcechunkOptions from_document(const nlohmann::json& document);
 };
 
 class RepositoryState;  // src/icechunk: parsed refs and the snapshot list

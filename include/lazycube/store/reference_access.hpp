@@ -8,7 +8,16 @@
 #include <string_view>
 #include <vector>
 
+#include "lazycube/store/store.hpp"
+
 namespace lazycube::refs {
+
+// Storage option naming extra prefixes the targets may lie under (AccessPolicy below); only
+// reference sets read it.
+inline constexpr std::string_view kAllowedPrefixesOption = "allowed_prefixes";
+
+// `options` without allowed_prefixes (for the stores that hold the reference file and the targets).
+StoreOptions without_reference_options(const StoreOptions& options);
 
 struct TargetUrl {
   std::string scheme;             // "file", "http", "https", "s3", "gs"

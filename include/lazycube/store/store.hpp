@@ -65,8 +65,10 @@ struct ByteRequest {
 struct ObjectVersion {
   std::string etag;  // "" when the store cannot tell, which the persistent chunk cache reads as "do not cache"
   // Unix seconds until which the server declares the object unchanged (HTTP Cache-Control
-  // max-age / Expires, as GCS sends for public objects); 0: no such promise, ask again.
+  // max-age / Expires, as GCS sends for public objects); 0: no such promise, ask again. For an
+  // absent object: until when its absence is declared (a 404 sent with such headers).
   std::int64_t fresh_until = 0;
+  bool exists = true;  // false: there is no object at the key
   bool operator==(const ObjectVersion&) const = default;
 };
 
@@ -120,9 +122,10 @@ class Store {
   // Size of the object at `key`, or nullopt when it does not exist.
   virtual std::optional<std::uint64_t> size(std::string_view key) = 0;
   // The current version of the object at `key` (its ETag and the freshness the server declares,
-  // asked with a HEAD on HTTP stores); nullopt when it does not exist; an empty ETag when this
-  // store cannot tell (the default), which the persistent chunk cache reads as "do not cache".
-  virtual std::optional<ObjectVersion> version(std::string_view key) {
+  // asked with a HEAD on HTTP stores); exists false when there is none (with the freshness the
+  // 404 declared); an empty ETag when this store cannot tell (the default), which the persistent
+  // chunk cache reads as "do not cache".
+  virtual ObjectVersion version(std::string_view key) {
     (void)key;
     return ObjectVersion{};
   }
@@ -205,11 +208,15 @@ struct Location {
 };
 
 // Opens a URL (plain path, file://, http(s)://, s3://, gs:// (gcs://), az:// (abfs[s]://); the
-// backends of src/store/backend_registry.cpp) as the store root. Kerchunk
-// reference sets open as a reference store: reference://PATH_OR_URL, or a URL ending in .json
-// whose content is a reference set; option allowed_prefixes widens the targets they may read
-// (see docs/formats.md, "kerchunk references"). Throws NotFound when a local path does not exist.
+// backends of src/store/backend_registry.cpp) as the store root, with the store layers over it
+// (storage option cache_dir: the persistent cache). Kerchunk reference sets are a format, not a
+// store: lazycube::open reads them, refs::open_references (lazycube/refs/references.hpp) gives
+// their store. Throws NotFound when a local path does not exist.
 Location open_location(std::string_view url, const StoreOptions& options = {});
+
+// `url` for messages and reprs: without its userinfo (user:password@) and its query string
+// (presigned URLs carry signatures there).
+std::string redact_url(std::string_view url);
 
 // open_location for writing (the Zarr writer): a missing local directory is created with its
 // parents; a store that cannot be written (http(s)://, kerchunk references) is a StoreError

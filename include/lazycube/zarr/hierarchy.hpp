@@ -2,6 +2,7 @@
 // metadata (.zmetadata, or consolidated_metadata in a v3 root zarr.json) is used when present.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,12 +15,28 @@
 
 namespace lazycube::zarr {
 
+// The metadata documents that tell what the node at `node` is (v3 zarr.json; v2 .zarray,
+// .zattrs, .zgroup and, unless `consolidated` is false, .zmetadata): fetched together.
+std::vector<ByteRequest> metadata_probes(const std::string& node, std::optional<bool> consolidated);
+
+// The Zarr format's options (keys of the format options document, docs/formats.md).
+struct ZarrOptions {
+  // "consolidated": nullopt (absent or null) = use consolidated metadata when present; true =
+  // require it; false = ignore it.
+  std::optional<bool> consolidated;
+  // UsageError naming a key of the wrong type.
+  static ZarrOptions from_document(const nlohmann::json& document);
+};
+
 class Hierarchy {
  public:
   // Opens the node at `location`. `consolidated`: nullopt = use consolidated metadata when it
   // exists, true = require it (MetadataError/NotFound if absent), false = ignore it.
   // Throws NotFound when there is no Zarr node at that path.
-  static Hierarchy open(const Location& location, std::optional<bool> consolidated = std::nullopt);
+  // `prefetched`: the answers to metadata_probes() fetched already (the format registry's
+  // sniffing round); without them a network store fetches them in one batch here.
+  static Hierarchy open(const Location& location, std::optional<bool> consolidated = std::nullopt,
+                        const std::map<std::string, std::optional<Buffer>>* prefetched = nullptr);
 
   int zarr_format() const { return zarr_format_; }
   // True when the opened node itself is an array (then arrays() holds just it, named "").

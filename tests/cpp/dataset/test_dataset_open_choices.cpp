@@ -5,6 +5,7 @@
 
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/icechunk/repository.hpp"
 #include "test_support.hpp"
 #include "zarr_test_writer.hpp"
 
@@ -80,13 +81,14 @@ TEST(OpenChoices, IcechunkChoicesNeedARepository) {
   TempDir tmp;
   write_grouped_store(tmp.path());
   OpenOptions options;
-  options.icechunk.version.tag = "v1";
+  options.format_options["tag"] = "v1";
   auto m = message_of<UsageError>([&] { open(tmp.str(), options); });
-  EXPECT_NE(m.find("tag 'v1' applies to Icechunk repositories only; " + tmp.str()), std::string::npos) << m;
-  options.icechunk = {};
-  options.icechunk.virtual_chunk_containers["s3://b/"] = {};
+  EXPECT_NE(m.find("format option 'tag' = \"v1\" applies to Icechunk repositories only; " + tmp.str() + " is not one"),
+            std::string::npos) << m;
+  options.format_options = {{"virtual_chunk_containers", {{"s3://b/", json::object()}}}};
   m = message_of<UsageError>([&] { open(open_location(tmp.str()), options); });
-  EXPECT_NE(m.find("virtual chunk containers applies to Icechunk repositories only"), std::string::npos) << m;
+  EXPECT_NE(m.find("format option 'virtual_chunk_containers' applies to Icechunk repositories only"), std::string::npos)
+      << m;
 }
 
 TEST(OpenChoices, IcechunkVersionAndGroup) {
@@ -96,25 +98,25 @@ TEST(OpenChoices, IcechunkVersionAndGroup) {
   for (const char* name : {"test-repo-v1", "test-repo-v2", "test-repo-v2-migrated"}) {
     SCOPED_TRACE(name);
     const std::string url = (fixtures / name).string();
-    auto small_chunks = [&](icechunk::VersionRef version) {
+    auto small_chunks = [&](json version) {
       OpenOptions options;
       options.group = "group1/small_chunks";
-      options.icechunk.version = std::move(version);
+      options.format_options = std::move(version);
       const NDArray read = open(url, options)["small_chunks"].read();
       const auto v = read.values<std::int8_t>();
       return std::vector<std::int8_t>(v.begin(), v.end());
     };
     const std::vector<std::int8_t> deleted{84, 84, 84, 84, 8};
-    EXPECT_EQ(small_chunks({}), std::vector<std::int8_t>(5, 84));
-    EXPECT_EQ(small_chunks({.branch = "my-branch"}), deleted);
-    EXPECT_EQ(small_chunks({.tag = "it works!"}), deleted);
-    auto m = message_of<NotFound>([&] { small_chunks({.tag = "deleted"}); });
+    EXPECT_EQ(small_chunks(json::object()), std::vector<std::int8_t>(5, 84));
+    EXPECT_EQ(small_chunks({{"branch", "my-branch"}}), deleted);
+    EXPECT_EQ(small_chunks({{"tag", "it works!"}}), deleted);
+    auto m = message_of<NotFound>([&] { small_chunks({{"tag", "deleted"}}); });
     EXPECT_NE(m.find("ref not found: tag 'deleted'"), std::string::npos) << m;
     // group2/.../inner exists on my-branch only
     OpenOptions options;
     options.group = "group2/group3/group4/group5";
     EXPECT_THROW(open(url, options), NotFound);
-    options.icechunk.version.branch = "my-branch";
+    options.format_options["branch"] = "my-branch";
     EXPECT_EQ(open(url, options).data_var_names(), (std::vector<std::string>{"inner"}));
     EXPECT_TRUE(icechunk::Repository::open(open_location(url))->refs_listed());  // a local directory lists
   }

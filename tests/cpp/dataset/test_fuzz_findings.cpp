@@ -7,7 +7,7 @@
 #include <flatbuffers/flexbuffers.h>
 
 #include "icechunk/repo_config.hpp"
-#include "store/reference_spec.hpp"
+#include "refs/reference_spec.hpp"
 #include "lazycube/dataset/cf.hpp"
 #include "lazycube/dataset/cf_time.hpp"
 #include "lazycube/error.hpp"

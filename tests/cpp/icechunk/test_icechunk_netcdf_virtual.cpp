@@ -88,7 +88,8 @@ TEST(IcechunkNetcdfVirtual, ChunksInsideANetcdfFileDecodeLikeAnyOther) {
   // Through lazycube::open: the same values as the NetCDF file read by the gdal engine.
   OpenOptions o;
   o.decode_cf = false;
-  o.icechunk.virtual_chunk_containers = options.virtual_chunk_containers;
+  for (const auto& [prefix, storage] : options.virtual_chunk_containers)
+    o.format_options["virtual_chunk_containers"][prefix] = storage;
   const NDArray via_open = open(repo_dir.string(), o)["t"].read();
   OpenOptions raw;
   raw.decode_cf = false;

@@ -19,6 +19,7 @@
 #include "gdal_test_files.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/refs/references.hpp"
 #include "util/text.hpp"
 #include "moto_fixture.hpp"
 
@@ -116,7 +117,7 @@ TEST_F(Azure, ListingPaginatesWithMarkers) {
   // Without consolidated metadata the v3 hierarchy is discovered by listing.
   OpenOptions o;
   o.storage_options = conn();
-  o.consolidated = false;
+  o.format_options["consolidated"] = false;
   EXPECT_EQ(open(url("era5_v3.zarr"), o).variable_names(), open(kSource + "/data/era5_sample_v3.zarr").variable_names());
 }
 
@@ -351,11 +352,11 @@ TEST_F(Azure, KerchunkTargetsOnAzure) {
                                  "whole": ["az://lazycube/objects/hello.txt"]}})");
   StoreOptions o = conn();
   o["allowed_prefixes"] = "az://lazycube/objects/";
-  const Location loc = open_location((dir.path() / "refs.json").string(), o);
+  const Location loc = refs::open_references((dir.path() / "refs.json").string(), o);
   EXPECT_EQ(text(loc.store->get("greeting")), "azure");
   EXPECT_EQ(text(loc.store->get("whole")), "hello, azure");
   // Without the prefix allowed, the target is refused.
-  const Location strict = open_location((dir.path() / "refs.json").string(), conn());
+  const Location strict = refs::open_references((dir.path() / "refs.json").string(), conn());
   EXPECT_THROW(strict.store->get("greeting"), StoreError);
 }
 

@@ -216,6 +216,25 @@ TEST_F(DiskCacheFixture, DiskCacheFreshObjectsAreReadWithoutAnyRequest) {
   EXPECT_EQ(heads_of(after, "c2"), 1u);
 }
 
+// A 404 the server lets caches keep (Cache-Control max-age on it) is kept like an object: a new
+// open does not ask for the absent key again while the absence is fresh; without the promise
+// each open asks (format sniffing probes keys a store does not hold: docs/disk_cache.md).
+TEST_F(DiskCacheFixture, DiskCacheKeepsFreshAbsences) {
+  EXPECT_FALSE(open()->get("nothing-here").has_value());
+  EXPECT_FALSE(open()->get("nothing-here").has_value());
+  EXPECT_EQ(heads_of(server->settled_access_log(), "nothing-here"), 2u);  // no promise: asked each time
+
+  server->set_faults("cache_control = 'public, max-age=3600'");
+  EXPECT_FALSE(open()->get("absent", ByteRange::range(0, 12)).has_value());
+  const std::size_t first = heads_of(server->settled_access_log(), "absent");
+  EXPECT_EQ(first, 1u);
+  auto s = open();
+  EXPECT_FALSE(s->get("absent", ByteRange::range(0, 12)).has_value());
+  EXPECT_FALSE(s->get("absent").has_value());
+  EXPECT_EQ(s->stats().requests, 0u);
+  EXPECT_EQ(heads_of(server->settled_access_log(), "absent") + gets_of(server->settled_access_log(), "absent"), first);
+}
+
 // Once the declared lifetime ends the object is asked again, and a new version is fetched;
 // within it, the cached version is what the server promised (HTTP caching's contract).
 TEST_F(DiskCacheFixture, DiskCacheAsksAgainWhenTheDeclaredLifetimeEnds) {

@@ -114,24 +114,28 @@ TEST(HttpUnits, ObjectVersionFreshness) {
   EXPECT_FALSE(parse_http_date("Sun, 06 Foo 1994 08:49:37 GMT"));
   EXPECT_FALSE(parse_http_date("Sun, 06 Nov 1994 25:49:37 GMT"));
 
-  auto v = object_version({{"etag", "\"abc\""}, {"cache-control", "public, max-age=3600"}}, now);
+  auto v = object_version(200, {{"etag", "\"abc\""}, {"cache-control", "public, max-age=3600"}}, now);
   EXPECT_EQ(v.etag, "\"abc\"");
   EXPECT_EQ(v.fresh_until, now + 3600);
-  EXPECT_EQ(object_version({{"etag", "e"}, {"cache-control", "Max-Age=100"}, {"age", "40"}}, now).fresh_until, now + 60);
-  EXPECT_EQ(object_version({{"etag", "e"}, {"cache-control", "max-age=10"}, {"age", "40"}}, now).fresh_until, 0);
-  EXPECT_EQ(object_version({{"etag", "e"}, {"cache-control", "max-age=3600, no-cache"}}, now).fresh_until, 0);
-  EXPECT_EQ(object_version({{"etag", "e"}, {"cache-control", "max-age=\"20\""}}, now).fresh_until, now + 20);
-  EXPECT_EQ(object_version({{"etag", "e"}, {"cache-control", "max-age=soon"}}, now).fresh_until, 0);
-  const auto none = object_version({{"etag", "e"}, {"cache-control", "private, no-store"}}, now);
+  EXPECT_EQ(object_version(200, {{"etag", "e"}, {"cache-control", "Max-Age=100"}, {"age", "40"}}, now).fresh_until, now + 60);
+  EXPECT_EQ(object_version(200, {{"etag", "e"}, {"cache-control", "max-age=10"}, {"age", "40"}}, now).fresh_until, 0);
+  EXPECT_EQ(object_version(200, {{"etag", "e"}, {"cache-control", "max-age=3600, no-cache"}}, now).fresh_until, 0);
+  EXPECT_EQ(object_version(200, {{"etag", "e"}, {"cache-control", "max-age=\"20\""}}, now).fresh_until, now + 20);
+  EXPECT_EQ(object_version(200, {{"etag", "e"}, {"cache-control", "max-age=soon"}}, now).fresh_until, 0);
+  const auto none = object_version(200, {{"etag", "e"}, {"cache-control", "private, no-store"}}, now);
   EXPECT_EQ(none.etag, "");  // the server forbids keeping it
   EXPECT_EQ(none.fresh_until, 0);
   // Expires counts from the server's Date; max-age wins over it.
-  EXPECT_EQ(object_version({{"etag", "e"}, {"date", "Sun, 06 Nov 1994 08:49:37 GMT"},
+  EXPECT_EQ(object_version(200, {{"etag", "e"}, {"date", "Sun, 06 Nov 1994 08:49:37 GMT"},
                             {"expires", "Sun, 06 Nov 1994 09:49:37 GMT"}}, now).fresh_until, now + 3600);
-  EXPECT_EQ(object_version({{"etag", "e"}, {"expires", "0"}}, now).fresh_until, 0);
-  EXPECT_EQ(object_version({{"etag", "e"}, {"cache-control", "max-age=5"}, {"expires", "Sun, 06 Nov 1994 09:49:37 GMT"}},
+  EXPECT_EQ(object_version(200, {{"etag", "e"}, {"expires", "0"}}, now).fresh_until, 0);
+  EXPECT_EQ(object_version(200, {{"etag", "e"}, {"cache-control", "max-age=5"}, {"expires", "Sun, 06 Nov 1994 09:49:37 GMT"}},
                            now).fresh_until, now + 5);
   // No ETag: nothing to key an entry by, whatever the lifetime.
-  EXPECT_EQ(object_version({{"cache-control", "max-age=60"}}, now), ObjectVersion{});
-  EXPECT_EQ(object_version({{"etag", "e"}}, now).fresh_until, 0);
+  EXPECT_EQ(object_version(200, {{"cache-control", "max-age=60"}}, now), ObjectVersion{});
+  // A 404: no object, its absence fresh for the lifetime the reply declares (none: ask again).
+  EXPECT_EQ(object_version(404, {{"cache-control", "max-age=60"}}, now), (ObjectVersion{"", now + 60, false}));
+  EXPECT_EQ(object_version(404, {{"etag", "e"}}, now), (ObjectVersion{"", 0, false}));
+  EXPECT_EQ(object_version(404, {{"cache-control", "max-age=60, no-store"}}, now), (ObjectVersion{"", 0, false}));
+  EXPECT_EQ(object_version(200, {{"etag", "e"}}, now).fresh_until, 0);
 }

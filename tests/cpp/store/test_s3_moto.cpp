@@ -173,7 +173,7 @@ TEST_F(S3Moto, AnonymousListingPaginates) {
   // Without consolidated metadata the v3 hierarchy is discovered by listing.
   OpenOptions o;
   o.storage_options = {{"anon", "true"}, {"endpoint_url", moto_->endpoint}};
-  o.consolidated = false;
+  o.format_options["consolidated"] = false;
   const Dataset r = open(bucket_url("s3", "era5_v3.zarr"), o);
   EXPECT_EQ(r.variable_names(), open(local_root).variable_names());
 }

@@ -16,6 +16,7 @@
 #include "store/storage_options.hpp"
 #include "store/url_scheme.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/refs/references.hpp"
 #include "lazycube/store/reference_access.hpp"
 #include "lazycube/store/store.hpp"
 #include "moto_fixture.hpp"
@@ -415,7 +416,7 @@ TEST_F(SharedNginx, GcsTargetsOfReferenceSetsReadLikeGs) {
   write_file(dir.path() / "refs.json",
              R"({"version": 1, "refs": {"a": ["gcs://bkt/o1", 10, 100], "b": ["gs://bkt/o2"]}})");
   const StoreOptions o{{"endpoint_url", server_->url()}, {"allowed_prefixes", "gcs://bkt"}};
-  auto s = open_location("reference://" + (dir.path() / "refs.json").string(), o).store;
+  auto s = refs::open_references("reference://" + (dir.path() / "refs.json").string(), o).store;
   EXPECT_EQ(as_string(*s->get("a")), object(1).substr(10, 100));
   EXPECT_EQ(as_string(*s->get("b")), object(2));
 }

@@ -12,6 +12,7 @@
 #include "zarr/array_metadata.hpp"
 #include "icechunk_test_writer.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/refs/references.hpp"
 #include "lazycube/icechunk/repository.hpp"
 #include "lazycube/store/store.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
@@ -281,7 +282,7 @@ TEST(ZarrReadBound, KerchunkWholeObjectTargetStopsAtTheChunkBound) {
                      {"x/.zarray", zarray.dump()},
                      {"x/0", json::array({server.url() + "/endless/x0"})}};
   write_file(root.path() / "refs.json", json({{"version", 1}, {"refs", refs}}).dump());
-  const Location loc = open_location("reference://" + (root.path() / "refs.json").string(),
+  const Location loc = refs::open_references("reference://" + (root.path() / "refs.json").string(),
                                      {{"allowed_prefixes", server.url() + "/endless/"}, {"retries", "0"}});
   const auto array = zarr::open_array(loc.store, "x");
   const std::string m = message_of<StoreError>([&] { array->read_all(); });

@@ -9,6 +9,7 @@
 
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/refs/references.hpp"
 #include "lazycube/store/store.hpp"
 #include "util/text.hpp"
 #include "test_support.hpp"
@@ -68,7 +69,7 @@ TEST(ReferenceStore, ReadsRangesAndInlineMetadata) {
   EXPECT_EQ(read_x("reference://" + (dir.path() / "refs.json").string()), x);  // explicit form
   EXPECT_EQ(read_x("file://" + (dir.path() / "refs.json").string()), x);
 
-  const Location loc = open_location((dir.path() / "refs.json").string());
+  const Location loc = refs::open_references((dir.path() / "refs.json").string());
   EXPECT_EQ(loc.store->list_dir(""), (std::vector<std::string>{".zattrs", ".zgroup", "x"}));
   EXPECT_EQ(loc.store->list("x"), (std::vector<std::string>{"x/.zarray", "x/.zattrs", "x/0", "x/1"}));
   EXPECT_EQ(loc.store->size("x/1"), 16u);
@@ -119,12 +120,12 @@ TEST(ReferenceStore, TruncatedOrMissingTargetsAreErrors) {
   EXPECT_NE(m.find("nope.bin"), std::string::npos) << m;
   // A .json file that is no reference set, and parquet references, say so.
   write_file(dir.path() / "plain.json", R"({"a": 1})");
-  EXPECT_NE(message_of<NotFound>([&] { open_location((dir.path() / "plain.json").string()); })
+  EXPECT_NE(message_of<NotFound>([&] { refs::open_references((dir.path() / "plain.json").string()); })
                 .find("not a kerchunk reference set"),
             std::string::npos);
   fs::create_directories(dir.path() / "refs.parq" / "x");
   write_file(dir.path() / "refs.parq" / ".zmetadata", R"({"metadata": {}, "record_size": 1000})");
-  EXPECT_NE(message_of<StoreError>([&] { open_location("reference://" + (dir.path() / "refs.parq").string()); })
+  EXPECT_NE(message_of<StoreError>([&] { refs::open_references("reference://" + (dir.path() / "refs.parq").string()); })
                 .find("parquet references are not supported in this build"),
             std::string::npos);
 }

@@ -3,7 +3,7 @@
 // (MetadataError naming the key or the part that is wrong).
 #include <gtest/gtest.h>
 
-#include "store/reference_spec.hpp"
+#include "refs/reference_spec.hpp"
 #include "lazycube/error.hpp"
 #include "test_support.hpp"
 

@@ -7,19 +7,14 @@
 #include <string>
 #include <string_view>
 
+#include "lazycube/store/reference_access.hpp"
 #include "lazycube/store/store.hpp"
 
 namespace lazycube::refs {
-
-// Storage option naming extra prefixes the targets may lie under (see lazycube/store/reference_access.hpp).
-inline constexpr std::string_view kAllowedPrefixesOption = "allowed_prefixes";
 
 // A reference store over the JSON text `json` read from `url` (a local path or an absolute
 // URL). `options` minus allowed_prefixes go to the target stores.
 std::shared_ptr<Store> make_reference_store_from_json(std::string_view json, const std::string& url,
                                                       const StoreOptions& options);
-
-// `options` without allowed_prefixes (for opening the reference file itself and the targets).
-StoreOptions without_reference_options(const StoreOptions& options);
 
 }  // namespace lazycube::refs

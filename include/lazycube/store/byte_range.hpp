@@ -1,4 +1,4 @@
-// Resolving a ByteRange against an object size (shared by the local backends).
+// Resolving a ByteRange against an object size (the local backends, the kerchunk reference store).
 #pragma once
 
 #include <cstdint>

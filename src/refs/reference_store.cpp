@@ -7,16 +7,21 @@
 #include <set>
 #include <unordered_map>
 
-#include "byte_range.hpp"
 #include "lazycube/error.hpp"
-#include "backend_registry.hpp"
+#include "lazycube/store/byte_range.hpp"
 #include "lazycube/store/reference_access.hpp"
+#include "lazycube/store/vsi_location.hpp"
 #include "reference_spec.hpp"
-#include "url_scheme.hpp"
 
 namespace lazycube::refs {
 
 namespace {
+
+// A plain path that is not absolute (it resolves against the reference file's directory).
+bool is_relative_path(std::string_view url) {
+  if (url.empty()) return true;
+  return local_path_of(url) && !url.starts_with("file:") && url.front() != '/';
+}
 
 // Where one reference target is read: a store and the key inside it.
 struct OpenTarget {
@@ -42,11 +47,8 @@ class ReferenceStore final : public Store {
         resolved_(set_.targets.size()) {
     // Network targets (remote URLs, or relative ones beside a remote reference file) make
     // batched reads worthwhile.
-    for (const auto& t : set_.targets) {
-      const ParsedUrl parsed = parse_url_scheme(t);
-      remote_ = remote_ || parsed.is_remote() ||
-                (!base_dir_.is_local() && parsed.is_plain_path() && (t.empty() || t.front() != '/'));
-    }
+    for (const auto& t : set_.targets)
+      remote_ = remote_ || !local_path_of(t) || (!base_dir_.is_local() && is_relative_path(t));
   }
 
   std::string url() const override { return "reference://" + url_; }
@@ -213,7 +215,7 @@ class ReferenceStore final : public Store {
     auto& store = stores_[root];
     if (!store) {
       if (t.is_local()) store = make_file_store(root);
-      else store = open_registered(parse_url_scheme(root), target_options_).store;
+      else store = open_location(root, target_options_).store;
     }
     resolved_[index] = std::make_unique<OpenTarget>(OpenTarget{store, object});
     return *resolved_[index];
@@ -232,17 +234,10 @@ class ReferenceStore final : public Store {
 
 }  // namespace
 
-StoreOptions without_reference_options(const StoreOptions& options) {
-  StoreOptions out = options;
-  out.erase(std::string(kAllowedPrefixesOption));
-  return out;
-}
-
 std::shared_ptr<Store> make_reference_store_from_json(std::string_view json, const std::string& url,
                                                       const StoreOptions& options) {
   const std::string what = "file '" + url + "'";
-  TargetUrl location = parse_url_scheme(url).is_plain_path() && (url.empty() || url.front() != '/')
-                           ? parse_absolute(std::filesystem::absolute(url).string(), what)
+  TargetUrl location = is_relative_path(url) ? parse_absolute(std::filesystem::absolute(url).string(), what)
                            : parse_absolute(url, what);
   std::string allowed;
   if (auto it = options.find(std::string(kAllowedPrefixesOption)); it != options.end()) allowed = it->second;

@@ -8,6 +8,7 @@
 
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/refs/references.hpp"
 #include "moto_fixture.hpp"
 #include "nginx_server.hpp"
 
@@ -67,7 +68,7 @@ TEST(ReferenceHttp, ReadsThroughNginxWithCoalescedRequests) {
   EXPECT_NO_THROW(open_location(server.url() + "/cube", {{"allowed_prefixes", "/x"}}));
 
   auto requests = [&](const StoreOptions& options) {
-    const Location loc = open_location(url, options);
+    const Location loc = refs::open_references(url, options);
     EXPECT_TRUE(loc.store->prefers_batches());
     const Dataset ds = open(loc);
     const NDArray a = ds["x"].read_raw();
