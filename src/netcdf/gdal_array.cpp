@@ -1,14 +1,12 @@
 #include "gdal_array.hpp"
 
 #include <cstring>
-#include <map>
 
 #include <gdal_priv.h>
 #include <nlohmann/json.hpp>
 
 #include "util/chunk_copy.hpp"
 #include "gdal_guard.hpp"
-#include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/error.hpp"
 #include "util/thread_pool.hpp"
 
@@ -44,19 +42,23 @@ nlohmann::json GdalArray::codecs_json() const {
   return nlohmann::json::array({{{"name", "gdal"}, {"configuration", {{"driver", info_.driver}}}}});
 }
 
-void GdalArray::check_selection(const ArraySelection& sel, std::size_t dest_bytes) const {
+void GdalArray::check_selection(const ArraySelection& sel) const {
   if (sel.size() != info_.shape.size())
     throw SelectionError(describe() + ": selection has " + std::to_string(sel.size()) + " dims, array has " +
                          std::to_string(info_.shape.size()));
-  std::uint64_t n = 1;
   for (std::size_t d = 0; d < sel.size(); ++d) {
     const IndexRange& r = sel[d];
-    n *= r.count;
     if (r.count == 0) continue;
     if (r.step == 0) throw SelectionError(describe() + ": step 0 along dim " + info_.dims[d]);
     if (r.start >= info_.shape[d] || r.at(r.count - 1) >= info_.shape[d])
       throw SelectionError(describe() + ": selection out of range along dim " + info_.dims[d]);
   }
+}
+
+void GdalArray::check_read(const ArraySelection& sel, std::size_t dest_bytes) const {
+  check_selection(sel);
+  std::uint64_t n = 1;
+  for (const auto& r : sel) n *= r.count;
   if (dest_bytes != n * info_.dtype.itemsize)
     throw UsageError(describe() + ": destination holds " + std::to_string(dest_bytes) + " bytes, selection needs " +
                      std::to_string(n * info_.dtype.itemsize));
@@ -78,7 +80,7 @@ void GdalArray::gdal_read(const std::vector<GUInt64>& start, const std::vector<s
 void GdalArray::read(const ArraySelection& sel, MutableByteView dest) const {
   if (info_.dtype.is_variable_length())
     throw UsageError(describe() + ": " + info_.dtype.name() + " data must be read as strings");
-  check_selection(sel, dest.size());
+  check_read(sel, dest.size());
   read_pieces(sel, dest, nullptr);
 }
 
@@ -87,7 +89,7 @@ void GdalArray::read_converted(const ArraySelection& sel, MutableByteView dest,
   converted_count(sel, dest, conversion);
   std::uint64_t n = 1;
   for (const auto& r : sel) n *= r.count;
-  check_selection(sel, n * info_.dtype.itemsize);
+  check_read(sel, n * info_.dtype.itemsize);
   read_pieces(sel, dest, &conversion);
 }
 
@@ -164,7 +166,7 @@ void GdalArray::read_strings(const ArraySelection& sel, std::vector<std::string>
     throw UsageError(describe() + ": " + info_.dtype.name() + " data is not read as strings");
   std::uint64_t n = 1;
   for (const auto& r : sel) n *= r.count;
-  check_selection(sel, 0);  // itemsize 0: only the geometry is checked
+  check_selection(sel);
   dest.assign(n, std::string());
   if (n == 0) return;
   const GdalWindow w(sel);
@@ -193,8 +195,9 @@ const refs::Hdf5NativeChunks* GdalArray::native_chunks() const {
 }
 
 void GdalArray::read_unit(const std::vector<std::uint64_t>& unit, MutableByteView out) const {
-  if (const auto* native = native_chunks(); native && native->read_unit(unit, out)) return;
   const std::size_t nd = unit.size();
+  // A scalar is one GDAL read, as read() does it.
+  if (const auto* native = nd > 0 ? native_chunks() : nullptr; native && native->read_unit(unit, out)) return;
   std::vector<GUInt64> start(nd);
   std::vector<size_t> count(nd);
   std::vector<GInt64> step(nd, 1);
@@ -215,60 +218,11 @@ void GdalArray::read_unit(const std::vector<std::uint64_t>& unit, MutableByteVie
   gdal_read(start, count, step, &dest_strides, out.data());
 }
 
-void GdalArray::read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
-                            ChunkCache& cache) const {
-  if (selections.size() != dests.size())
-    throw UsageError(describe() + ": read_cached got " + std::to_string(selections.size()) + " selections and " +
-                     std::to_string(dests.size()) + " destinations");
-  if (info_.dtype.is_variable_length())
-    throw UsageError(describe() + ": " + info_.dtype.name() + " data must be read as strings (read_cached)");
-  for (std::size_t s = 0; s < selections.size(); ++s) check_selection(selections[s], dests[s].size());
-  if (!cache.enabled() || info_.shape.empty()) {
-    for (std::size_t s = 0; s < selections.size(); ++s) read(selections[s], dests[s]);
-    return;
-  }
-  // The distinct read units all selections touch, and what each selection copies from them.
-  struct Job {
-    std::size_t sel;
-    grid::Region region;
-  };
-  std::vector<std::vector<std::uint64_t>> units;
-  std::map<std::vector<std::uint64_t>, std::size_t> unit_number;
-  std::vector<std::vector<Job>> jobs;
-  grid::DimIndex unit;
-  for (std::size_t s = 0; s < selections.size(); ++s) {
-    const grid::UnitPieces pieces(selections[s], info_.block);
-    for (std::uint64_t t = 0; t < pieces.size(); ++t) {
-      grid::Region region;
-      pieces.get(t, unit, region);
-      auto [it, fresh] = unit_number.try_emplace(std::vector<std::uint64_t>(unit.begin(), unit.end()), units.size());
-      if (fresh) {
-        units.push_back(it->first);
-        jobs.emplace_back();
-      }
-      jobs[it->second].push_back({s, std::move(region)});
-    }
-  }
-  std::vector<Shape> dst_shapes(selections.size());
-  for (std::size_t s = 0; s < selections.size(); ++s)
-    for (const auto& r : selections[s]) dst_shapes[s].push_back(r.count);
-  const std::size_t item = info_.dtype.itemsize;
-  const std::uint64_t unit_bytes = shape_size(info_.block) * item;
-  const std::string id = cache_id();
-  // One unit per task: the chunk is pinned only while its regions are copied out. Units write
-  // disjoint parts of the destinations.
-  parallel_for(units.size(), [&](std::size_t u) {
-    const auto chunk = cache.get_or_load(ChunkKey{id, units[u]}, [&] {
-      Buffer decoded(unit_bytes);
-      read_unit(units[u], decoded.span());
-      return decoded;
-    });
-    for (const Job& job : jobs[u])
-      copy_region(chunk->data(), info_.block, dests[job.sel].data(), dst_shapes[job.sel], job.region, item);
+void GdalArray::fetch_units(std::span<const Unit> units, const UnitSink& sink) const {
+  // One unit per task, each on its thread's own GDAL handle.
+  parallel_for(units.size(), [&](std::size_t i) {
+    sink(i, [&](MutableByteView out) { read_unit(units[i], out); });
   });
-  std::uint64_t delivered = 0;
-  for (const auto& d : dests) delivered += d.size();
-  cache.note_delivered(delivered);
 }
 
 }  // namespace lazycube::netcdf

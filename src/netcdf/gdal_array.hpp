@@ -1,6 +1,6 @@
 // One GDAL multidimensional array (a NetCDF/HDF5 variable, a GRIB field) as a lazycube Array.
-// Reads go through the calling thread's GDAL handle; read_cached() reads whole read units
-// (the file's block: HDF5 chunk, GRIB message) into the chunk cache.
+// Reads go through the calling thread's GDAL handle; cached reads (ChunkedArray's planner) read
+// whole read units (the file's block: HDF5 chunk, GRIB message) into the chunk cache.
 #pragma once
 
 #include <memory>
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gdal_source.hpp"
-#include "lazycube/array.hpp"
+#include "lazycube/cache/chunked_array.hpp"
 #include "lazycube/refs/hdf5_native_chunks.hpp"
 
 namespace lazycube::netcdf {
@@ -31,7 +31,7 @@ struct GdalArrayInfo {
   std::string driver;
 };
 
-class GdalArray final : public Array {
+class GdalArray final : public ChunkedArray {
  public:
   GdalArray(std::shared_ptr<GdalSource> source, GdalArrayInfo info);
 
@@ -51,12 +51,14 @@ class GdalArray final : public Array {
   void read_converted(const ArraySelection& selection, MutableByteView dest,
                       const ElementConversion& conversion) const override;
   void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
-  void read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
-                   ChunkCache& cache) const override;
   std::string cache_id() const override { return "gdal:" + describe(); }
 
  private:
-  void check_selection(const ArraySelection& selection, std::size_t dest_bytes) const;
+  void check_selection(const ArraySelection& selection) const override;
+  // check_selection, and `dest_bytes` must hold the selection's elements.
+  void check_read(const ArraySelection& selection, std::size_t dest_bytes) const;
+  // The planner's hook (ChunkedArray): each unit read whole (read_unit) on the pool.
+  void fetch_units(std::span<const Unit> units, const UnitSink& sink) const override;
   // read() and read_converted() (conv null: as stored); the selection is already checked.
   void read_pieces(const ArraySelection& selection, MutableByteView dest, const ElementConversion* conv) const;
   // read_pieces() for a variable read natively: every read unit the selection touches, decoded

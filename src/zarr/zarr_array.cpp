@@ -206,19 +206,19 @@ void ZarrArray::for_each_unit(const ArraySelection& sel, Decode&& decode) const 
     });
     return;
   }
-  // Network stores: list the units, then fetch them in batches (fetch_units).
+  // Network stores: list the units, then fetch them in batches (fetch_encoded).
   std::vector<std::vector<std::uint64_t>> units;
   std::vector<Region> regions;
   run_units(sel, [&](const DimIndex& unit, const Region& r) {
     units.emplace_back(unit.begin(), unit.end());
     regions.push_back(r);
   }, /*parallel=*/false);
-  fetch_units(units, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
+  fetch_encoded(units, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
     decode(encoded, what, regions[i]);
   });
 }
 
-void ZarrArray::fetch_units(const std::vector<std::vector<std::uint64_t>>& units, const UnitSink& sink) const {
+void ZarrArray::fetch_encoded(std::span<const Unit> units, const EncodedSink& sink) const {
   if (!store_->prefers_batches()) {
     parallel_for(units.size(), [&](std::size_t i) {
       std::string what;
@@ -336,10 +336,6 @@ void ZarrArray::run_units(const ArraySelection& sel, Task&& task, bool parallel)
   }
 }
 
-void ZarrArray::visit_unit_pieces(const ArraySelection& sel, const PieceVisitor& piece) const {
-  run_units(sel, piece, /*parallel=*/false);
-}
-
 void ZarrArray::decode_unit(const Buffer* encoded, const std::string& what, MutableByteView out) const {
   if (!encoded) {
     const DimIndex origin(unit_shape_.size(), 0);
@@ -351,6 +347,12 @@ void ZarrArray::decode_unit(const Buffer* encoded, const std::string& what, Muta
   } catch (const CodecError& e) {
     throw CodecError(what + " of " + describe() + ": " + e.what());
   }
+}
+
+void ZarrArray::fetch_units(std::span<const Unit> units, const UnitSink& sink) const {
+  fetch_encoded(units, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
+    sink(i, [&](MutableByteView out) { decode_unit(encoded, what, out); });
+  });
 }
 
 std::string ZarrArray::cache_id() const {
@@ -367,16 +369,16 @@ void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {
   if (dest.size() != n * meta_.dtype.itemsize)
     throw UsageError(describe() + ": destination holds " + std::to_string(dest.size()) +
                      " bytes, selection needs " + std::to_string(n * meta_.dtype.itemsize));
-  read_units(sel, dest, nullptr);
+  read_selection(sel, dest, nullptr);
 }
 
 void ZarrArray::read_converted(const ArraySelection& sel, MutableByteView dest,
                                const ElementConversion& conversion) const {
   converted_count(sel, dest, conversion);
-  read_units(sel, dest, &conversion);
+  read_selection(sel, dest, &conversion);
 }
 
-void ZarrArray::read_units(const ArraySelection& sel, MutableByteView dest, const ElementConversion* conv) const {
+void ZarrArray::read_selection(const ArraySelection& sel, MutableByteView dest, const ElementConversion* conv) const {
   Shape dst_shape;
   for (const auto& r : sel) dst_shape.push_back(r.count);
   const std::size_t item = meta_.dtype.itemsize;

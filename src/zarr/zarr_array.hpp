@@ -12,8 +12,7 @@
 
 #include "array_metadata.hpp"
 #include "util/chunk_copy.hpp"
-#include "lazycube/array.hpp"
-#include "lazycube/cache/chunk_cache.hpp"
+#include "lazycube/cache/chunked_array.hpp"
 #include "lazycube/store/store.hpp"
 #include "sharding_codec.hpp"
 
@@ -31,7 +30,7 @@ using grid::for_each_row;
 using grid::Region;
 using grid::UnitPieces;
 
-class ZarrArray final : public Array {
+class ZarrArray final : public ChunkedArray {
  public:
   ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata);
 
@@ -56,11 +55,6 @@ class ZarrArray final : public Array {
   void read_converted(const ArraySelection& selection, MutableByteView dest,
                       const ElementConversion& conversion) const override;
   void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
-  void read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
-                   ChunkCache& cache) const override;
-  std::vector<std::vector<std::uint64_t>> read_units(std::span<const ArraySelection> selections) const override;
-  std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
-                                                        ChunkCache& cache) const override;
   // describe(), except for memory stores, which all share one URL: their store id is added.
   std::string cache_id() const override;
 
@@ -90,23 +84,17 @@ class ZarrArray final : public Array {
   // Fetches the encoded bytes of units[i] for every i and calls sink(i, encoded or nullptr
   // when absent, what) on the thread pool: per unit for local stores; for stores that prefer
   // batches, in get_each batches, each unit as soon as its bytes arrive.
-  using UnitSink = std::function<void(std::size_t, const Buffer*, const std::string&)>;
-  void fetch_units(const std::vector<std::vector<std::uint64_t>>& units, const UnitSink& sink) const;
-  // Calls piece(unit, region) for every read unit a selection touches (C order of units), with
-  // the region it contributes to the selection.
-  using PieceVisitor = std::function<void(const DimIndex& unit, const Region& region)>;
-  void visit_unit_pieces(const ArraySelection& selection, const PieceVisitor& piece) const;
+  using EncodedSink = std::function<void(std::size_t, const Buffer*, const std::string&)>;
+  void fetch_encoded(std::span<const Unit> units, const EncodedSink& sink) const;
+  // The planner's hook (ChunkedArray): fetch_encoded, each unit decoded by the sink's caller.
+  void fetch_units(std::span<const Unit> units, const UnitSink& sink) const override;
   // Decodes one unit's encoded bytes (nullptr: absent, filled with the fill value) into `out`
   // (one whole unit); CodecError naming the unit and the array.
   void decode_unit(const Buffer* encoded, const std::string& what, MutableByteView out) const;
   // read() and read_converted() (conv null: elements copied as stored); dest already checked.
-  void read_units(const ArraySelection& selection, MutableByteView dest, const ElementConversion* conv) const;
+  void read_selection(const ArraySelection& selection, MutableByteView dest, const ElementConversion* conv) const;
   std::string chunk_key(const std::vector<std::uint64_t>& unit) const;
-  // The cached chunks of `units` (read_cached's rounds, load_units): looked up, the missing
-  // ones fetched together and decoded into the cache, then loads of other callers joined.
-  std::vector<ChunkCache::Chunk> cached_units(std::span<const std::vector<std::uint64_t>> units, ChunkCache& cache,
-                                              ChunkCache::Purpose purpose) const;
-  void check_selection(const ArraySelection& selection) const;
+  void check_selection(const ArraySelection& selection) const override;
   template <class Task>
   void run_units(const ArraySelection& selection, Task&& task, bool parallel = true) const;
 

@@ -234,3 +234,21 @@ TEST(SelectSel, WorksAfterIsel) {
   EXPECT_EQ(values_of<float>(w.isel({{"time", std::int64_t{0}}}).read()),
             (std::vector<float>{12, 13, 14, 15}));
 }
+
+// Issue 33: float16 coordinate labels read as 0.0, so `sel` on a float16 coordinate found
+// nothing or the wrong positions.
+TEST(SelectSel, Float16CoordinateLabels) {
+  // x = 1.5, 3.5, ..., 11.5 as IEEE half bits.
+  auto x = FakeArray::of(DataType::float_(2), {6},
+                         std::vector<std::uint16_t>{0x3e00, 0x4300, 0x4580, 0x4780, 0x48c0, 0x49c0});
+  x->with_dims({"x"});
+  auto v = FakeArray::of(DataType::float_(4), {6}, std::vector<float>{0, 10, 20, 30, 40, 50});
+  v->with_dims({"x"});
+  const Dataset ds({variable_from_array("x", x, true, 3), variable_from_array("v", v, true, 3)}, nlohmann::json::object());
+  const Variable& var = ds["v"];
+  EXPECT_EQ(values_of<float>(var.sel({{"x", Label(5.5)}}).read()), (std::vector<float>{20}));
+  EXPECT_EQ(values_of<float>(var.sel({{"x", LabelSlice(3.5, 9.5)}}).read()), (std::vector<float>{10, 20, 30, 40}));
+  const SelOptions nearest{SelMethod::Nearest, std::nullopt};
+  EXPECT_EQ(values_of<float>(var.sel({{"x", Label(8.2)}}, nearest).read()), (std::vector<float>{30}));
+  EXPECT_THROW((void)var.sel({{"x", Label(0.0)}}), SelectionError);
+}

@@ -9,6 +9,7 @@
 
 #include "gdal_test_files.hpp"
 #include "lazycube/batch/batch_generator.hpp"
+#include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
 
@@ -176,4 +177,44 @@ TEST_F(GdalNetcdf4, EngineOptionAndDetection) {
   OpenOptions zarr;
   zarr.engine = "zarr";
   EXPECT_THROW(open(path_, zarr), Error);
+}
+
+// GDAL arrays read through ChunkedArray's planner: cached reads equal direct ones, each HDF5
+// chunk is read once, and fetch-ahead (load_units) loads what later readers hit.
+TEST_F(GdalNetcdf4, CachedReadsAndFetchAheadGoThroughThePlanner) {
+  const Dataset ds = open(path_);
+  const ArrayPtr a = ds["t"].array();  // int16 (6, 20, 30) in units of (2, 10, 15)
+  const std::vector<ArraySelection> sels = {
+      {{0, 6, 1}, {0, 20, 1}, {0, 30, 1}},
+      {{5, 3, -2}, {3, 10, 1}, {29, 10, -3}},
+      {{1, 1, 1}, {19, 1, 1}, {0, 30, 1}},
+  };
+  const auto units = a->read_units(sels);
+  EXPECT_EQ(units.size(), 12u);
+  auto read_all = [&](ChunkCache& cache) {
+    std::vector<Buffer> got;
+    std::vector<MutableByteView> dests;
+    for (const auto& s : sels) got.emplace_back(s[0].count * s[1].count * s[2].count * 2);
+    for (auto& b : got) dests.push_back(b.span());
+    a->read_cached(sels, dests, cache);
+    for (std::size_t i = 0; i < sels.size(); ++i) {
+      Buffer want(got[i].size());
+      a->read(sels[i], want.span());
+      EXPECT_EQ(std::memcmp(want.data(), got[i].data(), want.size()), 0) << "selection " << i;
+    }
+  };
+  ChunkCache cache(std::uint64_t{64} << 20);
+  read_all(cache);
+  EXPECT_EQ(cache.stats().misses, units.size());
+  read_all(cache);
+  EXPECT_EQ(cache.stats().misses, units.size());
+  EXPECT_EQ(cache.stats().hits, units.size());
+
+  ChunkCache ahead(std::uint64_t{64} << 20);
+  const auto held = a->load_units(units, ahead);
+  EXPECT_EQ(held.size(), units.size());
+  EXPECT_EQ(ahead.stats().fetched_ahead, units.size());
+  read_all(ahead);
+  EXPECT_EQ(ahead.stats().hits, units.size());
+  EXPECT_EQ(ahead.stats().misses, units.size());  // the fetch-ahead's own
 }
