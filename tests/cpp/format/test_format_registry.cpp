@@ -186,8 +186,9 @@ TEST(FormatRegistry, GdalFilesAreRecognisedBySuffixAndSignature) {
 // answers fresh (404s included), sends nothing at all.
 TEST(FormatRegistry, RemoteSniffingIsKeptByThePersistentCache) {
   LAZYCUBE_REQUIRE_NGINX();
-  TempDir cache;
-  test::NginxServer server(std::string(LAZYCUBE_SOURCE_DIR) + "/data");
+  TempDir cache, www;  // the server writes its log marks into its root: a copy, not the repository
+  std::filesystem::copy(kSample, www.path() / "era5_sample_v2.zarr", std::filesystem::copy_options::recursive);
+  test::NginxServer server(www.path());
   server.set_faults("cache_control = 'public, max-age=3600'");
   OpenOptions o;
   o.storage_options = {{"cache_dir", cache.str()}};
