@@ -271,9 +271,10 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
     path, file://, http(s)://, s3://, gs:// or gcs://, az:// (abfs[s]://), reference://) lazily:
     only metadata is read.
     ``storage_options`` are fsspec-style options for the cloud stores (credentials,
-    endpoint_url, ...; ``allowed_prefixes`` for reference sets). ``engine``: None (auto: "gdal"
-    for .nc/.nc4/.cdf/.h5/.hdf5/.he5/.grib/.grib2/.grb/.grb2 or a local file with such a
-    signature, else "zarr"), "zarr" or "gdal". ``mask_valid_range=True`` masks stored values
+    endpoint_url, ...; ``allowed_prefixes`` for reference sets). ``engine``: None (the format
+    registry recognises the format: "gdal" for .nc/.nc4/.cdf/.h5/.hdf5/.he5/.grib/.grib2/.grb/.grb2
+    or a local file with such a signature, "kerchunk" for reference sets, "icechunk" for
+    repositories, else "zarr"; docs/formats.md) or one of those names. ``mask_valid_range=True`` masks stored values
     outside a variable's ``valid_range`` / ``valid_min`` / ``valid_max`` to NaN (before
     scale/offset, as netCDF4-python does; xarray never does) and moves those attributes to the
     encoding.

@@ -31,7 +31,7 @@ class UsageProblem : public std::runtime_error {
 // in main.cpp; log takes --option and the version flags), one OpenOptions (open_options_of).
 struct OpenArgs {
   std::vector<std::string> options;  // storage options, KEY=VALUE
-  std::string engine;                // "", "zarr" or "gdal"
+  std::string engine;                // "" or a registered format's engine (format/registry.hpp)
   bool mask_valid_range = false;     // OpenOptions::mask_valid_range
   icechunk::VersionRef version;      // --branch, --tag, --snapshot (at most one)
   std::vector<std::string> virtual_prefixes;  // --virtual PREFIX (repeatable)

@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "lazycube/batch/sampler.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/format/registry.hpp"
 
 namespace {
 
@@ -36,8 +37,16 @@ void add_repository_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
 // The repository flags plus --engine, --mask-valid-range, --virtual, --virtual-option (info,
 // read, bench): how the URL is opened (OpenArgs).
 void add_open_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
-  cmd->add_option("--engine", open.engine, "zarr or gdal (default: gdal for .nc/.h5/.grib... files, else zarr)")
-      ->check(CLI::IsMember({"zarr", "gdal"}));
+  // The engines are the format registry's (a format added there is an engine here too).
+  std::vector<std::string> engines;
+  std::string listed;
+  for (const auto& f : lazycube::format::registry().formats()) {
+    engines.push_back(f.engine);
+    listed += (listed.empty() ? "" : ", ") + f.engine;
+  }
+  cmd->add_option("--engine", open.engine,
+                  "the format that reads the URL: " + listed + " (default: recognised from the URL or the store)")
+      ->check(CLI::IsMember(engines));
   add_repository_flags(cmd, open);
   // Spelled as the storage option it sets, so that the option table stays the one definition.
   cmd->add_option_function<std::string>(

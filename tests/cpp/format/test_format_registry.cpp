@@ -181,6 +181,29 @@ TEST(FormatRegistry, GdalFilesAreRecognisedBySuffixAndSignature) {
   EXPECT_NE(m.find("format option 'consolidated' = true applies to Zarr stores only"), std::string::npos) << m;
 }
 
+// engine= names any registered format: it is used without recognition.
+TEST(FormatRegistry, AnEngineNamesAnyRegisteredFormat) {
+  TempDir tmp;
+  test::write_file(tmp.path() / "refs.txt",  // a reference set without the .json suffix
+                   R"({"version": 1, "refs": {".zgroup": "{\"zarr_format\": 2}", ".zattrs": "{\"title\": \"r\"}"}})");
+  OpenOptions o;
+  o.engine = "kerchunk";
+  EXPECT_EQ(open((tmp.path() / "refs.txt").string(), o).attrs().at("title"), "r");
+  o.engine = "zarr";
+  EXPECT_EQ(open(kSample, o).data_var_names(), open(kSample).data_var_names());
+  o.engine = "icechunk";
+  const auto m = message_of<NotFound>([&] { open(kSample, o); });
+  EXPECT_NE(m.find("no Icechunk repository"), std::string::npos) << m;
+  LAZYCUBE_REQUIRE_SHARED_DATA(shared);
+  const auto repo = shared / "icechunk-fixtures" / "test-repo-v2";
+  if (!std::filesystem::exists(repo)) GTEST_SKIP() << "Icechunk fixtures not found: " << repo.string();
+  OpenOptions g;
+  g.group = "group1/small_chunks";
+  const auto names = open(repo.string(), g).data_var_names();
+  g.engine = "icechunk";
+  EXPECT_EQ(open(repo.string(), g).data_var_names(), names);
+}
+
 // A remote open through the persistent cache: the first sends the sniffing round (HEADs of the
 // probes in one go, then the objects that exist); a second one, the server having declared its
 // answers fresh (404s included), sends nothing at all.
