@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "disk_cache_store.hpp"
 #include "lazycube/error.hpp"
 
 namespace lazycube {
@@ -20,6 +19,14 @@ void BackendRegistry::add(Backend backend) {
   const auto at = std::upper_bound(backends_.begin(), backends_.end(), backend.listing_order,
                                    [](int order, const Backend& b) { return order < b.listing_order; });
   backends_.insert(at, std::move(backend));
+}
+
+void BackendRegistry::add_layer(StoreLayer layer) {
+  for (const auto& l : layers_)
+    if (l.name == layer.name) throw StoreError("store layer '" + std::string(layer.name) + "' registered twice");
+  const auto at = std::upper_bound(layers_.begin(), layers_.end(), layer.order,
+                                   [](int order, const StoreLayer& l) { return order < l.order; });
+  layers_.insert(at, layer);
 }
 
 const BackendRegistry& backend_registry() {
@@ -56,10 +63,11 @@ Location open_registered(const ParsedUrl& url, const StoreOptions& options) {
     throw StoreError("unsupported URL scheme '" + url.scheme + "' in '" + url.canonical() + "' (this build reads " +
                      registered_schemes_text() + ")");
   Location location = url.backend->open(url, options);
-  // The persistent chunk cache wraps every network store here, the one place they are opened.
+  // The store layers (the persistent cache) wrap every network store here, the one place they
+  // are opened.
   if (url.backend->takes_storage_options()) {
-    const DiskCacheOptions cache = disk_cache_options(parse_storage_options(options, *url.backend));
-    if (!cache.dir.empty()) location.store = make_disk_cache_store(std::move(location.store), cache);
+    const StorageOptions parsed = parse_storage_options(options, *url.backend);
+    for (const auto& layer : backend_registry().layers()) location = layer.wrap(std::move(location), parsed);
   }
   return location;
 }

@@ -55,14 +55,30 @@ struct Backend {
   bool takes_storage_options() const { return role == BackendRole::Http || role == BackendRole::ObjectStore; }
 };
 
+// A layer over the stores the network backends open (the persistent cache: cache_dir), as zarrs
+// layers storage adapters: it registers from its own file (BackendRegistry::add_layer) and
+// open_registered applies every layer, in order, to each Http/ObjectStore backend's store. Every
+// format read through lazycube's stores gets it (GDAL does its own I/O: vsi_location.cpp refuses
+// a cache_dir for it).
+struct StoreLayer {
+  std::string_view name;
+  int order = 100;  // smaller wraps first (innermost)
+  // `location` wrapped when `options` ask for this layer; `location` itself otherwise.
+  Location (*wrap)(Location location, const StorageOptions& options) = nullptr;
+};
+
 class BackendRegistry {
  public:
   // StoreError when a scheme or https host is already claimed (a build error, caught by tests).
   void add(Backend backend);
+  // StoreError when the name is taken.
+  void add_layer(StoreLayer layer);
   const std::vector<Backend>& backends() const { return backends_; }  // in listing order
+  const std::vector<StoreLayer>& layers() const { return layers_; }   // innermost first
 
  private:
   std::vector<Backend> backends_;
+  std::vector<StoreLayer> layers_;
 };
 
 // The registry, filled once (thread-safe) by the generated register_all_backends.

@@ -35,6 +35,7 @@
 
 #include "lazycube/error.hpp"
 #include "util/diagnostics.hpp"
+#include "backend_registry.hpp"
 #include "storage_options.hpp"
 
 namespace lazycube {
@@ -465,3 +466,13 @@ std::shared_ptr<Store> make_disk_cache_store(std::shared_ptr<Store> inner, const
 }
 
 }  // namespace lazycube
+
+// The persistent cache is a store layer over every network store (backend_registry.hpp).
+LAZYCUBE_REGISTER_BACKEND(disk_cache) {
+  using namespace lazycube;
+  registry.add_layer({.name = "disk_cache", .order = 100, .wrap = [](Location location, const StorageOptions& options) {
+                        const DiskCacheOptions cache = disk_cache_options(options);
+                        if (!cache.dir.empty()) location.store = make_disk_cache_store(std::move(location.store), cache);
+                        return location;
+                      }});
+}

@@ -64,6 +64,29 @@ TEST(UrlScheme, BackendsAndCanonicalNames) {
   EXPECT_FALSE(local_path_of("s3://b/k").has_value());
 }
 
+// Store layers register once each, ordered innermost first; the persistent cache is one, and it
+// wraps a network store only when its options ask for it.
+TEST(BackendRegistry, StoreLayersRegisterOnceAndWrapOnRequest) {
+  BackendRegistry r;
+  r.add_layer({.name = "outer", .order = 200});
+  r.add_layer({.name = "inner", .order = 10});
+  EXPECT_THROW(r.add_layer({.name = "inner"}), StoreError);
+  ASSERT_EQ(r.layers().size(), 2u);
+  EXPECT_EQ(r.layers()[0].name, "inner");
+  std::vector<std::string_view> names;
+  for (const auto& l : backend_registry().layers()) names.push_back(l.name);
+  EXPECT_EQ(names, (std::vector<std::string_view>{"disk_cache"}));
+  const Backend& http = *backend_for_scheme("http");
+  const Location plain = open_registered(parse_url_scheme("http://127.0.0.1:9/x"), {});
+  EXPECT_EQ(plain.store->stats().cache_hits + plain.store->stats().cache_misses, 0u);
+  TempDir cache;
+  const auto wrapped = backend_registry().layers()[0].wrap(plain, parse_storage_options({{"cache_dir", cache.str()}}, http));
+  EXPECT_NE(wrapped.store.get(), plain.store.get());
+  EXPECT_EQ(wrapped.store->url(), plain.store->url());
+  const auto same = backend_registry().layers()[0].wrap(plain, parse_storage_options({{"cache_dir", ""}}, http));
+  EXPECT_EQ(same.store.get(), plain.store.get());
+}
+
 // The registry refuses a second claim of a scheme or https host (each is defined once); every
 // shared option a backend names exists. (Each scheme registered once: test_azure_store.cpp.)
 TEST(BackendRegistry, ClaimsAreExclusiveAndSharedOptionsExist) {
