@@ -68,8 +68,11 @@ def main(args):
                     if (killed_at is None and epoch == args.get("kill_epoch", 0)
                             and out["delivered"] >= args["kill_after"]):
                         out["killed_pid"] = workers[0].pid
-                        os.kill(workers[0].pid, signal.SIGKILL)
+                        # The time first: torch's SIGCHLD handler may raise its RuntimeError at
+                        # the first bytecode after the kill, before a statement after it ran
+                        # (an error_after_s of None, seen on a loaded machine).
                         killed_at = time.monotonic()
+                        os.kill(workers[0].pid, signal.SIGKILL)
                 out["epochs_done"] += 1
         except Exception as exc:  # the loader's report of the dead worker
             out["errors"].append([type(exc).__name__, str(exc)])

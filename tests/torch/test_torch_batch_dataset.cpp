@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "batch_test_data.hpp"
 #include "lazycube/adapters/torch.hpp"
 #include "lazycube/error.hpp"
@@ -142,6 +144,38 @@ TEST(TorchBatchDataset, TensorsEqualTheGeneratorBatchesOnTheBundledSample) {
   EXPECT_FALSE(gen.next().has_value());
   EXPECT_EQ(batches, gen.size());
   EXPECT_GT(batches, 1u);
+}
+
+// The LibTorch adapter takes the generator's one document too (BatchOptions::from_json, as
+// Python and the CLI): the same batches as the options filled field by field.
+TEST(TorchBatchDataset, TakesTheGeneratorDocument) {
+  const std::string url = std::string(LAZYCUBE_SOURCE_DIR) + "/data/era5_sample_v2.zarr";
+  const auto document = nlohmann::ordered_json::parse(R"({
+      "input_dims": {"time": 1, "latitude": 32, "longitude": 32}, "batch_size": 16,
+      "variables": ["t2m", "u10"], "target": {"variables": ["t2m"], "offset": {"time": 1}},
+      "shuffle": "chunk", "seed": 11})");
+  batch::BatchOptions o;
+  o.input_dims = {{"time", 1}, {"latitude", 32}, {"longitude", 32}};
+  o.batch_size = 16;
+  o.variables = {"t2m", "u10"};
+  o.target = batch::TargetSpec{{"t2m"}, {{"time", 1}}};
+  o.shuffle = batch::Shuffle::Chunk;
+  o.seed = 11;
+  LcBatchDataset from_document(url, batch::BatchOptions::from_json(document));
+  LcBatchDataset by_fields(url, o);
+  ASSERT_EQ(from_document.size().value(), by_fields.size().value());
+  std::uint64_t batches = 0;
+  while (auto a = from_document.get_batch(16)) {
+    auto b = by_fields.get_batch(16);
+    ASSERT_TRUE(b.has_value());
+    EXPECT_TRUE(::torch::equal(a->data, b->data)) << "x of batch " << batches;
+    EXPECT_TRUE(::torch::equal(a->target, b->target)) << "y of batch " << batches;
+    ++batches;
+  }
+  EXPECT_EQ(batches, from_document.size().value());
+  const std::string m = message_of<UsageError>(
+      [] { batch::BatchOptions::from_json(nlohmann::ordered_json::parse(R"({"batch_sise": 16})")); });
+  EXPECT_NE(m.find("batch_sise"), std::string::npos) << m;
 }
 
 TEST(TorchBatchDataset, TensorsPointIntoTheBatchBufferAndOutliveTheDataset) {
