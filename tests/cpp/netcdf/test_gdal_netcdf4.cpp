@@ -200,7 +200,8 @@ TEST_F(GdalNetcdf4, CachedReadsAndFetchAheadGoThroughThePlanner) {
     for (std::size_t i = 0; i < sels.size(); ++i) {
       Buffer want(got[i].size());
       a->read(sels[i], want.span());
-      EXPECT_EQ(std::memcmp(want.data(), got[i].data(), want.size()), 0) << "selection " << i;
+      // An empty selection's buffers have no data pointer (memcmp takes none: UBSan).
+      EXPECT_TRUE(want.size() == 0 || std::memcmp(want.data(), got[i].data(), want.size()) == 0) << "selection " << i;
     }
   };
   ChunkCache cache(std::uint64_t{64} << 20);
