@@ -43,7 +43,8 @@ bool takes_key(const Format& f, const std::string& key) {
 void check_document(const json& document) {
   if (document.is_null()) return;
   if (!document.is_object()) throw UsageError("format options must be a JSON object, not " + document.dump());
-  for (const auto& [key, value] : document.items()) {
+  for (const auto& item : document.items()) {
+    const std::string& key = item.key();  // a plain reference: clang 14 cannot capture bindings
     const auto& all = registry().formats();
     if (std::none_of(all.begin(), all.end(), [&](const Format& f) { return takes_key(f, key); })) {
       std::string known;
@@ -70,7 +71,9 @@ void check_used(const Chain& chain, const Request& request) {
     throw UsageError("group '" + request.group + "': only for formats with groups, not with the " + last.engine +
                      " engine (" + chain.url + ")");
   if (!request.format_options.is_object()) return;
-  for (const auto& [key, value] : request.format_options.items()) {
+  for (const auto& item : request.format_options.items()) {
+    const std::string& key = item.key();
+    const nlohmann::json& value = item.value();
     if (std::any_of(chain.formats.begin(), chain.formats.end(), [&](const Format* f) { return takes_key(*f, key); }))
       continue;
     std::string owners;
