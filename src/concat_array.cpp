@@ -108,6 +108,16 @@ std::string ConcatArray::describe() const {
   return out;
 }
 
+std::string ConcatArray::data_version() const {
+  std::string out;
+  for (const auto& p : parts_) {
+    const std::string v = p->data_version();
+    if (v.empty()) return {};
+    out += v + "|";
+  }
+  return out;
+}
+
 std::string ConcatArray::cache_id() const {
   std::string out = "concat:";
   for (const auto& p : parts_) out += p->cache_id() + "|";

@@ -108,6 +108,12 @@ class Array {
                                                                 ChunkCache& cache) const;
   // Identity of the array's data for cache keys: the store's URL and the array path.
   virtual std::string cache_id() const { return describe(); }
+  // The version of the array's data, for caches of what is computed from it (the forecast
+  // validity index): it changes when the metadata or, as far as the store can tell, any chunk
+  // changes (a local store: every file's version; a remote object store: the metadata's ETag;
+  // Icechunk: the snapshot). "" when the store cannot tell, which such caches read as "do not
+  // cache".
+  virtual std::string data_version() const { return {}; }
   // Convenience: the selection into a fresh NDArray (either kind of dtype).
   NDArray read(const ArraySelection& selection) const;
   NDArray read_all() const;

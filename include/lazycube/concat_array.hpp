@@ -53,6 +53,7 @@ class ConcatArray final : public Array {
   std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
                                                         ChunkCache& cache) const override;
   std::string cache_id() const override;
+  std::string data_version() const override;
 
   // One part's share of a selection: the part, its selection, and where its elements go along
   // the axis of the selection's output (first index and count).

@@ -50,6 +50,13 @@ class SelectionError : public Error {
   using Error::Error;
 };
 
+// Values that had to be present are missing (NaN or a CF fill value), e.g. in a forecast
+// sample with missing="error"; the message names the variable and the time.
+class MissingDataError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Caller misuse of the API (wrong buffer size, wrong dtype requested).
 class UsageError : public Error {
  public:

@@ -14,6 +14,7 @@ from ._errors import (
     CodecError,
     Error,
     MetadataError,
+    MissingDataError,
     NotFoundError,
     SelectionError,
     StoreError,
@@ -24,6 +25,7 @@ from .dataset import Dataset, Variable, merge, open_dataset, open_mfdataset
 from .writing import convert, to_zarr
 from .prediction import PredictionWriter
 from .statistics import Stats, stats
+from .forecast import ForecastSamples
 from . import pipeline as _pipeline, sources as _sources
 
 # resolve_source moved from lazycube.pipeline up to lazycube.sources (python/lazycube/_layers.py:
@@ -76,6 +78,7 @@ __all__ = [
     "Dataset",
     "Variable",
     "BatchGenerator",
+    "ForecastSamples",
     *_errors.__all__,
     "__version__",
 ]

@@ -11,6 +11,7 @@ __all__ = [
     "AuthError",
     "CodecError",
     "MetadataError",
+    "MissingDataError",
 ]
 
 
@@ -50,3 +51,8 @@ class CodecError(Error, ValueError):
 
 class MetadataError(Error, ValueError):
     """Metadata is malformed or unsupported."""
+
+
+class MissingDataError(Error, ValueError):
+    """Values that had to be present are missing (NaN or a fill value): a forecast sample with
+    ``missing="error"``. The message names the variable and the time."""

@@ -29,7 +29,9 @@ LAYERS = (
     ("sources",),
     # the core Python API
     ("dataset", "statistics", "xbatcher_compat"),
-    ("writing", "prediction", "batch"),
+    ("writing", "prediction", "batch", "forecast"),
+    # the torch adapter of forecast samples (lazycube.torch re-exports it)
+    ("torch_forecast",),
     # adapters: xarray's engine (xr.open_dataset(engine="lazycube")), the ds.lazycube
     # accessor, PyTorch datasets
     ("xarray_backend", "accessor", "torch"),

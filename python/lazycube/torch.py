@@ -75,10 +75,11 @@ import torch.utils.data
 from . import _core, _errors
 from .batch import generator_arguments
 from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, keep_foreign, scrub
+from .torch_forecast import ForecastDataset
 from .sources import resolve_source
 from .statistics import Stats, is_stats_argument, normalize_document
 
-__all__ = ["BatchDataset", "WindowDataset"]
+__all__ = ["BatchDataset", "WindowDataset", "ForecastDataset"]
 
 _OPEN_KEYS = ("storage_options",) + OPEN_ARGS
 

@@ -31,6 +31,7 @@ class CharArray final : public Array {
   void read(const ArraySelection& selection, MutableByteView dest) const override;
   void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
   std::string cache_id() const override { return chars_->cache_id() + "#chars"; }
+  std::string data_version() const override { return chars_->data_version(); }
 
  private:
   ArrayPtr chars_;

@@ -2,6 +2,7 @@
 // zarr.json documents (from the snapshot) and chunk keys (per the array's chunk_key_encoding),
 // which the manifests map to inline bytes, byte ranges of chunks/<id>, or virtual locations.
 #include <algorithm>
+#include <limits>
 #include <charconv>
 #include <mutex>
 #include <shared_mutex>
@@ -184,6 +185,14 @@ class IcechunkStore final : public Store {
     Resolved r = resolve(key);
     if (r.kind == Resolved::Missing) return std::nullopt;
     return r.size();
+  }
+
+  // Every key of a snapshot is fixed for good: its version is the snapshot's id.
+  ObjectVersion version(std::string_view key) override {
+    const bool exists = resolve(key).kind != Resolved::Missing;
+    return ObjectVersion{.etag = exists ? "snapshot-" + snapshot_id_ : std::string(),
+                         .fresh_until = std::numeric_limits<std::int64_t>::max(),
+                         .exists = exists};
   }
 
   std::vector<std::string> list(std::string_view prefix) override {

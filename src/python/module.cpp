@@ -30,12 +30,13 @@ void bind_zarr_output(py::module_& m);  // zarr_output.cpp
 void bind_zarr_writer(py::module_& m);  // zarr_writer.cpp
 void bind_window_grid(py::module_& m);  // window_grid.cpp
 void bind_stats(py::module_& m);  // stats.cpp
+void bind_forecast(py::module_& m);  // forecast.cpp
 
 namespace {
 
 // The Python classes of python/lazycube/_errors.py, looked up once at import.
 struct ErrorClasses {
-  py::object base, not_found, selection, usage, store, auth, codec, metadata;
+  py::object base, not_found, selection, usage, store, auth, codec, metadata, missing_data;
 };
 ErrorClasses* g_errors = nullptr;
 
@@ -60,6 +61,8 @@ void translate(std::exception_ptr p) {
     set_error(c.codec, e);
   } catch (const MetadataError& e) {
     set_error(c.metadata, e);
+  } catch (const MissingDataError& e) {
+    set_error(c.missing_data, e);
   } catch (const Error& e) {
     set_error(c.base, e);
   }
@@ -165,7 +168,8 @@ PYBIND11_MODULE(_core, m) {
     g_errors = new ErrorClasses{errors.attr("Error"),          errors.attr("NotFoundError"),
                                 errors.attr("SelectionError"), errors.attr("UsageError"),
                                 errors.attr("StoreError"),     errors.attr("AuthError"),
-                                errors.attr("CodecError"),     errors.attr("MetadataError")};
+                                errors.attr("CodecError"),     errors.attr("MetadataError"),
+                                errors.attr("MissingDataError")};
     py::register_exception_translator(&translate);
   }
 
@@ -352,4 +356,5 @@ PYBIND11_MODULE(_core, m) {
   bind_zarr_writer(m);
   bind_window_grid(m);
   bind_stats(m);
+  bind_forecast(m);
 }

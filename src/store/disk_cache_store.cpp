@@ -35,6 +35,7 @@
 
 #include "lazycube/error.hpp"
 #include "util/diagnostics.hpp"
+#include "util/hash.hpp"
 #include "backend_registry.hpp"
 #include "storage_options.hpp"
 
@@ -47,12 +48,6 @@ constexpr std::size_t kHeader = 32;  // magic, identity length, payload length, 
 constexpr const char* kSuffix = ".lcc";         // a cached byte range
 constexpr const char* kRecordSuffix = ".lcv";   // a version record
 constexpr const char* kRecordMagic = "LZCVER1";
-
-std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ULL) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
-  return h;
-}
 
 // The payload checksum: Fletcher-style sums of 64-bit words in four independent lanes, kept in
 // registers (a byte-at-a-time FNV-1a over each hit's payload cost more than decoding it),
@@ -86,13 +81,6 @@ std::uint64_t get_u64(const unsigned char* at) {
   std::uint64_t v;
   std::memcpy(&v, at, 8);
   return v;
-}
-
-std::string hex16(std::uint64_t v) {
-  static const char* digits = "0123456789abcdef";
-  std::string s(16, '0');
-  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(i)] = digits[v & 15];
-  return s;
 }
 
 bool write_all(int fd, const void* data, std::size_t n) {

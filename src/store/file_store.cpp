@@ -80,6 +80,17 @@ class FileStore final : public Store {
     return static_cast<std::uint64_t>(st.st_size);
   }
 
+  // The file's local ETag (inode, mtime, size): a file rewritten in place gets another.
+  ObjectVersion version(std::string_view key) override {
+    struct stat st {};
+    const std::string path = path_of(key);
+    if (::stat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) {
+      if (errno == ENOENT || errno == ENOTDIR || S_ISDIR(st.st_mode)) return ObjectVersion{.etag = "", .fresh_until = 0, .exists = false};
+      throw StoreError("cannot stat " + path + ": " + std::strerror(errno));
+    }
+    return ObjectVersion{.etag = local_etag(st), .fresh_until = 0, .exists = true};
+  }
+
   bool writable() const override { return true; }
 
   // Written to a temporary file beside the target, then renamed over it: a reader sees the old
@@ -199,13 +210,17 @@ class FileStore final : public Store {
 
   // The file must be the one `condition` names: object_store's local ETag
   // ("{inode:x}-{mtime in microseconds:x}-{size:x}") and a whole-second mtime not after the date.
-  static void check_condition(const struct stat& st, const ReadCondition& condition, const std::string& path) {
-    if (condition.empty()) return;
+  static std::string local_etag(const struct stat& st) {
     char etag[64];
     const auto mtime_us = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000u +
                           static_cast<std::uint64_t>(st.st_mtim.tv_nsec) / 1000u;
     std::snprintf(etag, sizeof etag, "%llx-%llx-%llx", static_cast<unsigned long long>(st.st_ino),
                   static_cast<unsigned long long>(mtime_us), static_cast<unsigned long long>(st.st_size));
+    return etag;
+  }
+  static void check_condition(const struct stat& st, const ReadCondition& condition, const std::string& path) {
+    if (condition.empty()) return;
+    const std::string etag = local_etag(st);
     std::string_view want = condition.etag;
     if (want.size() >= 2 && want.front() == '"' && want.back() == '"') want = want.substr(1, want.size() - 2);
     const bool etag_ok = condition.etag.empty() || want == etag;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "util/chunk_copy.hpp"
+#include "util/hash.hpp"
 #include "lazycube/error.hpp"
 #include "util/thread_pool.hpp"
 
@@ -359,6 +360,19 @@ std::string ZarrArray::cache_id() const {
   if (dynamic_cast<const MemoryStore*>(store_.get()) != nullptr)
     return store_->url() + "#" + std::to_string(store_->id()) + "/" + path_;
   return describe();
+}
+
+std::string ZarrArray::data_version() const {
+  const std::string prefix = path_.empty() ? std::string() : path_ + "/";
+  const ObjectVersion meta = store_->version(prefix + (meta_.zarr_format == 2 ? ".zarray" : "zarr.json"));
+  if (meta.etag.empty() || !meta.exists) return {};
+  std::uint64_t h = fnv1a(meta.etag);
+  // A store that declares its objects unchanged for ever (an Icechunk snapshot) needs no more;
+  // on a local store chunks are rewritten in place without touching the metadata, and reading
+  // every file's version costs a listing and a stat per file; remote stores: the metadata's ETag.
+  if (meta.fresh_until != std::numeric_limits<std::int64_t>::max() && !store_->prefers_batches())
+    for (const auto& key : store_->list(prefix)) h = fnv1a(store_->version(key).etag, fnv1a(key, h));
+  return hex16(h);
 }
 
 void ZarrArray::read(const ArraySelection& sel, MutableByteView dest) const {

@@ -57,6 +57,7 @@ class ZarrArray final : public ChunkedArray {
   void read_strings(const ArraySelection& selection, std::vector<std::string>& dest) const override;
   // describe(), except for memory stores, which all share one URL: their store id is added.
   std::string cache_id() const override;
+  std::string data_version() const override;
 
   // Reads the encoded bytes of one read unit (a chunk, or an inner chunk of a shard) into `out`;
   // false when it is absent (read as fill). `what` receives a description for messages.

@@ -1,0 +1,203 @@
+// lazycube._core.ForecastSampler / ForecastSchedule / derived_forcing over lazycube::batch's
+// forecast samples (include/lazycube/batch/forecast.hpp); lazycube/forecast.py builds on them.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "convert.hpp"
+#include "lazycube/batch/forecast.hpp"
+#include "lazycube/error.hpp"
+
+namespace lazycube::python {
+
+using batch::ForecastBatch;
+using batch::ForecastSampler;
+using batch::ForecastSchedule;
+using batch::ForecastSpec;
+
+namespace {
+
+py::object optional_array(const std::optional<batch::BatchArray>& a) {
+  if (!a) return py::none();
+  return shared_to_numpy(a->dtype, a->shape, a->data);
+}
+
+py::array times_numpy(const std::vector<std::int64_t>& ns) {
+  py::array out(py::dtype("datetime64[ns]"), std::vector<py::ssize_t>{static_cast<py::ssize_t>(ns.size())});
+  if (!ns.empty()) std::memcpy(out.mutable_data(), ns.data(), ns.size() * sizeof(std::int64_t));
+  return out;
+}
+
+py::dict batch_to_py(ForecastBatch&& b) {
+  py::dict out;
+  out["samples"] = py::array_t<std::uint64_t>(static_cast<py::ssize_t>(b.samples.size()), b.samples.data());
+  out["anchors"] = times_numpy(b.anchors);
+  out["rollout"] = b.rollout;
+  out["epoch"] = b.epoch;
+  out["index"] = b.index;
+  py::list streams;
+  for (auto& s : b.streams) {
+    py::dict d;
+    d["stream"] = s.stream;
+    d["inputs"] = shared_to_numpy(s.inputs.dtype, s.inputs.shape, s.inputs.data);
+    d["targets"] = shared_to_numpy(s.targets.dtype, s.targets.shape, s.targets.data);
+    d["forcings"] = optional_array(s.forcings);
+    d["inputs_mask"] = optional_array(s.inputs_mask);
+    d["targets_mask"] = optional_array(s.targets_mask);
+    d["forcings_mask"] = optional_array(s.forcings_mask);
+    d["input_channels"] = str_tuple(s.input_channels);
+    d["target_channels"] = str_tuple(s.target_channels);
+    d["forcing_channels"] = str_tuple(s.forcing_channels);
+    d["grid_dims"] = str_tuple(s.grid_dims);
+    py::list patches;
+    for (const auto& p : s.patches) {
+      py::list ranges;
+      for (const auto& r : p) ranges.append(py::make_tuple(r.start, r.start + r.count));
+      patches.append(ranges);
+    }
+    d["patches"] = patches;
+    streams.append(d);
+  }
+  out["streams"] = streams;
+  return out;
+}
+
+std::vector<std::uint64_t> ids_of(const py::handle& ids) {
+  std::vector<std::uint64_t> out;
+  for (auto i : ids) {
+    const auto v = as_int64(i);
+    if (v < 0) throw SelectionError("sample numbers must not be negative, got " + std::to_string(v));
+    out.push_back(static_cast<std::uint64_t>(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_forecast(py::module_& m) {
+  py::class_<ForecastSampler, std::shared_ptr<ForecastSampler>>(m, "ForecastSampler")
+      .def(py::init([](std::vector<std::pair<std::string, Dataset>> streams, const py::dict& spec,
+                       std::optional<std::uint64_t> cache_bytes, std::optional<std::string> index_dir,
+                       py::object progress) {
+             std::vector<std::string> names;
+             for (const auto& [n, ds] : streams) names.push_back(n);
+             ForecastSpec s = ForecastSpec::from_json(py_to_ordered_json(spec), names);
+             batch::ForecastRuntime rt;
+             if (cache_bytes) rt.cache = std::make_shared<ChunkCache>(*cache_bytes);
+             if (index_dir) rt.index_dir = *index_dir;
+             if (!progress.is_none())
+               rt.progress = [progress](const std::string& what, std::uint64_t done, std::uint64_t total) {
+                 py::gil_scoped_acquire gil;
+                 progress(what, done, total);
+               };
+             py::gil_scoped_release release;
+             return std::make_shared<ForecastSampler>(std::move(streams), std::move(s), std::move(rt));
+           }),
+           py::arg("streams"), py::arg("spec"), py::arg("cache_bytes") = py::none(), py::arg("index_dir") = py::none(),
+           py::arg("progress") = py::none())
+      .def("__len__", &ForecastSampler::size)
+      .def_property_readonly("patches", &ForecastSampler::patches)
+      .def_property_readonly("anchor_times", [](const ForecastSampler& s) { return times_numpy(s.anchor_times()); })
+      .def_property_readonly("excluded",
+                             [](const ForecastSampler& s) {
+                               py::dict d;
+                               d["out_of_range"] = s.excluded().out_of_range;
+                               d["time_absent"] = s.excluded().time_absent;
+                               d["missing_values"] = s.excluded().missing_values;
+                               return d;
+                             })
+      .def_property_readonly("spec", [](const ForecastSampler& s) { return json_to_py(nlohmann::json::parse(s.spec().to_json().dump())); })
+      .def_property_readonly("index_loaded", &ForecastSampler::index_loaded)
+      .def_property_readonly("stream_names", &ForecastSampler::stream_names)
+      .def(
+          "channels",
+          [](const ForecastSampler& s, std::size_t stream, const std::string& role) {
+            const batch::ForecastRole r = role == "inputs"    ? batch::ForecastRole::Inputs
+                                          : role == "targets" ? batch::ForecastRole::Targets
+                                          : role == "forcings"
+                                              ? batch::ForecastRole::Forcings
+                                              : throw UsageError("role must be inputs, targets or forcings, not " + role);
+            py::list out;
+            for (const auto& c : s.channels(stream, r)) {
+              py::dict at;
+              for (const auto& [d, i] : c.at) at[py::str(d)] = i;
+              out.append(py::make_tuple(c.name, c.variable, at, c.derived));
+            }
+            return out;
+          },
+          py::arg("stream"), py::arg("role"))
+      .def("cache_stats",
+           [](const ForecastSampler& s) {
+             const CacheStats st = s.cache()->stats();
+             py::dict d;
+             d["bytes_fetched"] = st.bytes_fetched;
+             d["misses"] = st.misses;
+             d["hits"] = st.hits;
+             return d;
+           })
+      .def(
+          "batch",
+          [](const ForecastSampler& s, const py::object& ids, std::uint64_t rollout) {
+            const auto v = ids_of(ids);
+            ForecastBatch b;
+            {
+              py::gil_scoped_release release;
+              b = s.batch(v, rollout);
+            }
+            return batch_to_py(std::move(b));
+          },
+          py::arg("ids"), py::arg("rollout") = 0)
+      .def(
+          "schedule",
+          [](const ForecastSampler& s, std::uint64_t batch_size, const py::object& shuffle, std::uint64_t seed,
+             std::uint64_t epoch, std::uint32_t rank, std::uint32_t world_size, std::uint32_t worker,
+             std::uint32_t num_workers, std::uint64_t start, bool drop_last) {
+            batch::ShardSpec shard{rank, world_size, worker, num_workers};
+            const batch::Shuffle sh = shuffle.is_none()                ? batch::Shuffle::None
+                                      : py::isinstance<py::bool_>(shuffle) ? (shuffle.cast<bool>() ? batch::Shuffle::Random
+                                                                                                   : batch::Shuffle::None)
+                                                                       : batch::parse_shuffle(py::str(shuffle).cast<std::string>());
+            return ForecastSchedule(s.size(), batch_size, sh, seed, epoch, shard, start,
+                                    sh == batch::Shuffle::Chunk ? s.sample_chunk_starts() : batch::ChunkStarts{}, drop_last);
+          },
+          py::arg("batch_size"), py::arg("shuffle") = py::none(), py::arg("seed") = 0, py::arg("epoch") = 0,
+          py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
+          py::arg("start") = 0, py::arg("drop_last") = false);
+
+  py::class_<ForecastSchedule>(m, "ForecastSchedule")
+      .def_property_readonly("rank_batches", &ForecastSchedule::rank_batches)
+      .def_property_readonly("worker_batches", &ForecastSchedule::worker_batches)
+      .def("batch", &ForecastSchedule::batch)
+      .def("rank_batch_index", &ForecastSchedule::rank_batch_index)
+      .def("position", &ForecastSchedule::position);
+
+  m.def(
+      "derived_forcing",
+      [](const std::string& name, std::int64_t time_ns, const py::array_t<double, py::array::c_style | py::array::forcecast>& lat,
+         const py::array_t<double, py::array::c_style | py::array::forcecast>& lon, std::optional<std::size_t> count) {
+        const std::size_t n = count ? *count : static_cast<std::size_t>(std::max(lat.size(), lon.size()));
+        py::array_t<double> out(static_cast<py::ssize_t>(n));
+        batch::compute_derived_forcing(name, time_ns, {lat.data(), static_cast<std::size_t>(lat.size())},
+                                       {lon.data(), static_cast<std::size_t>(lon.size())},
+                                       {out.mutable_data(), n});
+        return out;
+      },
+      py::arg("name"), py::arg("time_ns"), py::arg("lat"), py::arg("lon"), py::arg("count") = py::none(),
+      "A derived forcing at one time on points (degrees), unscaled, float64.");
+  m.attr("DERIVED_FORCINGS") = str_tuple(batch::derived_forcing_names());
+  m.attr("FORECAST_KEYS") = str_tuple(ForecastSpec::json_keys());
+  m.def("parse_duration_ns", [](const std::string& text, const std::string& field) {
+    return batch::parse_duration_ns(text, field);
+  }, py::arg("text"), py::arg("field") = "duration");
+}
+
+}  // namespace lazycube::python
