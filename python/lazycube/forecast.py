@@ -263,7 +263,7 @@ def _rebuild(sources, document, runtime):
 def _shape_batch(b, single):
     """The core's batch dict as users see it: one stream's arrays at the top level, or one dict
     per stream name."""
-    out = {"anchor": b["anchors"], "samples": b["samples"], "rollout": b["rollout"],
+    out = {"anchor": b["anchors"], "samples": b["samples"].astype(np.int64), "rollout": b["rollout"],
            "epoch": b["epoch"], "index": b["index"]}
     for s in b["streams"]:
         part = {"inputs": s["inputs"], "targets": s["targets"], "input_channels": s["input_channels"],

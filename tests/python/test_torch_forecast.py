@@ -1,0 +1,156 @@
+"""lazycube.torch.ForecastDataset: batches as tensors equal to ForecastSamples' (and so to the
+xarray references of test_forecast.py), every sample once per epoch across DataLoader workers
+(forked and spawned), rollout schedules, normalisation from `lazycube stats` against NumPy, and
+an elastic resume: a 2-rank torchrun job (gloo, spawned workers) interrupted and finished by a
+3-rank job, every sample of the epoch delivered exactly once."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import import_lazycube
+
+torch = pytest.importorskip("torch")
+lazycube = import_lazycube()
+import lazycube.torch as lctorch  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+SPEC = dict(inputs=["t2m", "u10"], targets=["t2m"], forcings=["year_progress_sin"],
+            input_offsets=["-1h", "0h"], target_offsets=["1h", "2h", "3h"])
+
+
+@pytest.fixture(scope="module")
+def url(sample_dir):
+    return str(sample_dir / "era5_sample_v2.zarr")
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("validity"))
+
+
+@pytest.fixture(scope="module")
+def samples(url, index_dir):
+    return lazycube.ForecastSamples(url, index_dir=index_dir, **SPEC)
+
+
+def test_batches_equal_the_samples(samples):
+    ds = lctorch.ForecastDataset(samples, batch_size=5, shuffle="chunk", seed=2)
+    seen = []
+    for batch in ds:
+        assert batch["inputs"].dtype == torch.float32
+        for j, s in enumerate(batch["samples"].tolist()):
+            item = samples[s]
+            np.testing.assert_array_equal(batch["inputs"][j].numpy(), item["inputs"])
+            np.testing.assert_array_equal(batch["targets"][j].numpy(), item["targets"])
+            np.testing.assert_array_equal(batch["forcings"][j].numpy(), item["forcings"])
+        seen.extend(batch["samples"].tolist())
+    assert sorted(seen) == list(range(len(samples)))
+    assert len(ds) == -(-len(samples) // 5)
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn", "forkserver"])
+def test_workers_cover_the_epoch_once(url, index_dir, context):
+    ds = lctorch.ForecastDataset(url, batch_size=4, shuffle="random", seed=5, index_dir=index_dir, **SPEC)
+    ds.set_epoch(3)
+    loader = ds.loader(num_workers=2, multiprocessing_context=context)
+    seen = [s for batch in loader for s in batch["samples"].tolist()]
+    assert sorted(seen) == list(range(len(ds.samples)))
+    order = [s for b in ds.samples.batches(4, "random", 5, 3) for s in b["samples"].tolist()]
+    assert seen == order  # the DataLoader hands the workers' batches out in the rank's order
+
+
+def test_rollout_schedule_grows_with_the_epoch(samples):
+    ds = lctorch.ForecastDataset(samples, batch_size=8, rollout={"start": 1, "every_epochs": 2, "max": 3})
+    leads = {}
+    for epoch in (0, 1, 2, 5):
+        ds.set_epoch(epoch)
+        leads[epoch] = next(iter(ds))["targets"].shape[1]
+    assert leads == {0: 1, 1: 1, 2: 2, 5: 3}
+    with pytest.raises(ValueError, match="rollout"):
+        lctorch.ForecastDataset(samples, batch_size=8, rollout=4)
+
+
+def test_normalize_with_level_statistics(tmp_path, index_dir):
+    xr = pytest.importorskip("xarray")
+    rng = np.random.default_rng(0)
+    times = np.datetime64("2000-01-01", "ns") + np.arange(12) * np.timedelta64(6, "h")
+    z = rng.normal(5e4, 1e3, (12, 3, 4, 5)).astype("float32") * np.array([1, 2, 3], "float32")[None, :, None, None]
+    t2m = rng.normal(280, 10, (12, 4, 5)).astype("float32")
+    xr.Dataset({"z": (("time", "level", "lat", "lon"), z), "t2m": (("time", "lat", "lon"), t2m)},
+               coords={"time": times, "level": [1000, 850, 500], "lat": np.arange(4.0), "lon": np.arange(5.0)}
+               ).to_zarr(str(tmp_path / "z.zarr"))
+    stats_path = str(tmp_path / "stats.json")
+    lazycube.stats(str(tmp_path / "z.zarr"), dims=["time", "lat", "lon"]).to_json(stats_path)
+    ds = lctorch.ForecastDataset(str(tmp_path / "z.zarr"), batch_size=2, normalize=stats_path, inputs=["t2m", "z"],
+                                 targets=["z"], input_offsets=["0h"], target_offsets=["6h"], index_dir=index_dir)
+    batch = next(iter(ds))
+    level_mean = z.astype("float64").mean(axis=(0, 2, 3))
+    level_std = z.astype("float64").std(axis=(0, 2, 3))
+    raw = ds.samples.batch(batch["samples"].tolist())
+    want_x = np.concatenate([(raw["inputs"][:, :, :1] - t2m.astype("float64").mean()) / t2m.astype("float64").std(),
+                             (raw["inputs"][:, :, 1:] - level_mean[None, None, :, None, None])
+                             / level_std[None, None, :, None, None]], axis=2)
+    np.testing.assert_allclose(batch["inputs"].numpy(), want_x, rtol=1e-5, atol=1e-5)
+    want_y = (raw["targets"] - level_mean[None, None, :, None, None]) / level_std[None, None, :, None, None]
+    np.testing.assert_allclose(batch["targets"].numpy(), want_y, rtol=1e-5, atol=1e-5)
+
+
+def test_state_resumes_with_another_worker_count(url, index_dir):
+    ds = lctorch.ForecastDataset(url, batch_size=4, shuffle="random", seed=9, index_dir=index_dir, **SPEC)
+    ds.set_epoch(2)
+    first = []
+    for k, batch in enumerate(ds.loader(num_workers=2)):
+        first.extend(batch["samples"].tolist())
+        if k == 4:
+            break
+    state = ds.state_dict()
+    assert state["position"] == 20 and state["epoch"] == 2
+    again = lctorch.ForecastDataset(url, batch_size=4, shuffle="random", seed=9, index_dir=index_dir, **SPEC)
+    again.load_state_dict(json.loads(json.dumps(state)))
+    rest = [s for batch in again.loader(num_workers=3) for s in batch["samples"].tolist()]
+    assert sorted(first + rest) == list(range(len(ds.samples)))
+    other = lctorch.ForecastDataset(url, batch_size=4, shuffle="random", seed=10, index_dir=index_dir, **SPEC)
+    with pytest.raises(ValueError, match="seed"):
+        other.load_state_dict(state)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _torchrun(nproc, *args):
+    env = dict(os.environ)
+    pkg = str(Path(lazycube.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([pkg] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["OMP_NUM_THREADS"] = "1"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % nproc, "--nnodes=1",
+           "--master_addr=127.0.0.1", "--master_port=%d" % _free_port(), "--redirects", "9:1", "--tee", "9:1",
+           "--monitor_interval", "0.2", str(HERE / "forecast_distributed_worker.py")] + [str(a) for a in args]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, "torchrun failed (%d)\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
+
+
+def test_elastic_resume_two_ranks_then_three(url, index_dir, tmp_path):
+    if not torch.distributed.is_available():
+        pytest.skip("torch.distributed is not available in this torch build")
+    _torchrun(2, "--url", url, "--out", tmp_path, "--mode", "first", "--stop-after", 3, "--index-dir", index_dir)
+    first = [json.loads((tmp_path / ("first-rank%d.json" % r)).read_text()) for r in range(2)]
+    assert first[0]["state"] == first[1]["state"]
+    assert first[0]["state"]["position"] == 3 * 2 * 4
+    (tmp_path / "state.json").write_text(json.dumps(first[0]["state"]))
+    _torchrun(3, "--url", url, "--out", tmp_path, "--mode", "resume", "--state", tmp_path / "state.json",
+              "--workers", 1, "--index-dir", index_dir)
+    resumed = [json.loads((tmp_path / ("resume-rank%d.json" % r)).read_text()) for r in range(3)]
+    assert len(set(resumed[0]["all_batches"])) == 1  # every rank stepped as often
+    delivered = [s for r in first for s in r["samples"]] + [s for r in resumed for s in r["samples"]]
+    assert sorted(delivered) == list(range(first[0]["total"]))
+    assert all(r["epoch"] == 1 for r in resumed)
