@@ -39,6 +39,15 @@ _STATE_FORMAT = "lazycube-forecast-state"
 _FORK_CACHE_BYTES = 512 << 20
 
 
+def _shuffle_name(shuffle):
+    """The registered order's name a shuffle argument means (as the core's states write it)."""
+    if shuffle is None or shuffle is False:
+        return "none"
+    if shuffle is True:
+        return "random"
+    return str(shuffle)
+
+
 def _channel_norm(stats, channels, role):
     """(mean, std) float32 arrays over `channels` (the core's (name, variable, at, derived)),
     from the statistics of each channel's variable at the channel's element of its kept dims.
@@ -169,7 +178,7 @@ class ForecastDataset(torch.utils.data.IterableDataset):
                                       self._start_position(epoch), self.drop_last)
         return {"format": _STATE_FORMAT, "epoch": epoch, "position": int(sched.position(k)),
                 "samples": len(self.samples), "batch_size": self.batch_size, "seed": self.seed,
-                "shuffle": self.shuffle if self.shuffle is None or isinstance(self.shuffle, (bool, str)) else str(self.shuffle),
+                "shuffle": _shuffle_name(self.shuffle),
                 "spec": self.samples.spec}
 
     def load_state_dict(self, state: Mapping):
@@ -177,7 +186,8 @@ class ForecastDataset(torch.utils.data.IterableDataset):
         and worker count (ValueError when it belongs to other samples or another order)."""
         if not isinstance(state, Mapping) or state.get("format") != _STATE_FORMAT:
             raise ValueError("not a ForecastDataset state (format %r)" % (state.get("format") if isinstance(state, Mapping) else state,))
-        for key, mine in (("samples", len(self.samples)), ("seed", self.seed), ("shuffle", self.shuffle),
+        for key, mine in (("samples", len(self.samples)), ("seed", self.seed), ("shuffle", _shuffle_name(self.shuffle)),
+                          ("batch_size", self.batch_size),
                           ("spec", self.samples.spec)):
             if state.get(key) != mine:
                 raise ValueError("the state belongs to other forecast samples: its %s is %r, this dataset's %r"

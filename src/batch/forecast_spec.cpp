@@ -193,6 +193,8 @@ std::optional<std::int64_t> to_time(const Json& v, const std::string& field) {
   std::string full = text;
   if (full.size() == 4 && std::isdigit(static_cast<unsigned char>(full[0]))) full += "-01-01";
   else if (full.size() == 7 && full[4] == '-') full += "-01";
+  // an hour alone ("2017-01-01T06", as NumPy writes it): its first minute
+  else if (full.size() == 13 && (full[10] == 'T' || full[10] == ' ')) full += ":00";
   const auto ns = cf::parse_datetime_ns(full);
   if (!ns) throw UsageError(field + ": '" + text + "' is not a date-time (write e.g. \"2017-01-01\" or \"2017-01-01T06:00\")");
   return *ns;

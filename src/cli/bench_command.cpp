@@ -35,12 +35,6 @@ double since(Clock::time_point t0, Clock::time_point t1) {
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
 std::string dims_text(const batch::DimSizes& dims) {
   std::string out;
   for (const auto& [dim, n] : dims) out += (out.empty() ? "" : ", ") + dim + "=" + std::to_string(n);
@@ -71,7 +65,17 @@ void check_against(const Dataset& ds, const std::string& url, const std::vector<
 
 }  // namespace
 
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
 int run_bench(const BenchArgs& args) {
+  if (!args.forecast.empty()) return run_forecast_bench(args);
+  if (args.variables.empty()) throw UsageProblem("--variables is required (or give --forecast)");
+  if (args.input_dims.empty()) throw UsageProblem("--input-dims is required (or give --forecast)");
+  if (args.rollout != 0) throw UsageProblem("--rollout applies to --forecast");
   // Everything that can be checked without the data first (usage errors, exit status 2).
   // The flags as the generator's one document (BatchOptions::from_json, the names Python's
   // BatchGenerator takes); the flag -> field mapping is the bench command's only part.

@@ -75,11 +75,17 @@ struct BenchArgs {
   std::uint64_t cache_mb = 1024;  // MiB; 0: cache off
   std::uint64_t prefetch = 2;
   std::optional<std::uint64_t> fetch_ahead_mb;  // MiB; 0: off; unset: from the cache budget
+  std::string forecast;           // a ForecastSpec JSON file: forecast samples instead of windows
+  std::uint64_t rollout = 0;      // --forecast: lead times per sample (0: all)
   bool json = false;
   OpenArgs open;
   ProgressMode progress = ProgressMode::Auto;
 };
 int run_bench(const BenchArgs& args);
+// bench --forecast: batches of forecast samples (forecast_bench.cpp).
+int run_forecast_bench(const BenchArgs& args);
+// The process's peak resident set so far, MiB.
+double peak_rss_mib();
 
 struct LogArgs {
   std::string url;

@@ -120,12 +120,12 @@ int main(int argc, char** argv) {
       "bench", "Iterate training batches (N windows x variables as channels) and report throughput");
   bench_cmd->add_option("URL", bench.url, "Zarr group, or NetCDF/HDF5/GRIB file (path or URL)")->required();
   add_open_flags(bench_cmd, bench.open);
-  bench_cmd->add_option("--variables", bench.variables, "Variables stacked as channels, in order: V1,V2,...")
-      ->required()
+  bench_cmd->add_option("--variables", bench.variables,
+                        "Variables stacked as channels, in order: V1,V2,... (required without --forecast)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  bench_cmd->add_option("--input-dims", bench.input_dims, "Window length per dim: DIM=N,DIM=N,...")
-      ->required()
+  bench_cmd->add_option("--input-dims", bench.input_dims,
+                        "Window length per dim: DIM=N,DIM=N,... (required without --forecast)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   bench_cmd->add_option("--input-overlap", bench.input_overlap, "Overlap of consecutive windows: DIM=N,... (default 0)")
@@ -146,6 +146,11 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--fetch-ahead-mb", bench.fetch_ahead_mb,
                         "Decoded chunks fetched ahead along the epoch's order, in MiB (0: off; default: the cache "
                         "budget less the room batches re-read chunks from, at most 256)");
+  bench_cmd->add_option("--forecast", bench.forecast,
+                        "Forecast samples instead of windows: a JSON file of the sample specification "
+                        "(docs/forecast.md; the keys of lazycube.ForecastSamples) over URL");
+  bench_cmd->add_option("--rollout", bench.rollout, "With --forecast: lead times read per sample (0: all)")
+      ->capture_default_str();
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of text");
   add_progress_flags(bench_cmd, bench.progress);
 

@@ -46,3 +46,12 @@ def test_train_era5_learns_on_the_gpu():
         pytest.skip("torch %s has no CUDA: the GPU run of the example is not exercised here" % torch.__version__)
     out = run_example("train_era5.py", "data/era5_sample_v2.zarr", "--steps", "30", "--device", "cuda")
     assert check_learns(out).endswith("on cuda")
+
+
+def test_train_forecast_learns_with_rollout():
+    out = run_example("train_forecast.py", "data/era5_sample_v2.zarr", "--epochs", "3")
+    lines = [l for l in out.splitlines() if l.startswith("epoch ")]
+    assert [l.split()[3] for l in lines] == ["1", "2", "3"]  # the rollout grows with the epochs
+    first = float(lines[0].split("loss ")[1].split(" ")[0])
+    last = float(lines[-1].split("-> ")[1])
+    assert last < first, out

@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include "lazycube/batch/batch_generator.hpp"
+#include "lazycube/batch/forecast.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/dtype.hpp"
 
@@ -86,6 +87,56 @@ class BatchDataset
   // The shared generator, for its metadata (grid(), total_windows(), cache()...). Do not
   // iterate it while a DataLoader runs over this dataset.
   batch::BatchGenerator& generator() const;
+
+ private:
+  struct Shared;
+  std::shared_ptr<Shared> shared_;
+};
+
+// One batch of forecast samples (docs/forecast.md) as tensors over the batch's buffers.
+struct ForecastStreamTensors {
+  std::string stream;                 // "" for a single source
+  ::torch::Tensor inputs, targets;    // (sample, time|lead, channel, grid...) float32
+  ::torch::Tensor forcings;           // undefined without forcings
+  ::torch::Tensor inputs_mask, targets_mask, forcings_mask;  // missing "keep" only
+};
+struct ForecastExample {
+  ::torch::Tensor samples;  // int64 sample numbers
+  ::torch::Tensor anchors;  // int64 ns since 1970-01-01
+  std::vector<ForecastStreamTensors> streams;
+};
+
+struct ForecastDatasetOptions {
+  std::uint64_t batch_size = 8;
+  batch::Shuffle shuffle = batch::Shuffle::None;
+  std::uint64_t seed = 0;
+  std::uint64_t rollout = 0;  // lead times read per sample (0: all)
+  bool drop_last = false;
+  std::uint32_t rank = 0, world_size = 1;  // this process's part of a distributed job
+};
+
+// A stateful dataset of forecast batches over a ForecastSampler (the same document and sharding
+// as Python's lazycube.torch.ForecastDataset): each get_batch() returns the next batch of this
+// rank's part of the epoch; reset() runs the next epoch as BatchDataset's does. save() records
+// the epoch and the epoch position the batches handed out reach (ForecastSchedule::position), and
+// load() resumes it in a job of any world size.
+class ForecastDataset
+    : public ::torch::data::datasets::StatefulDataset<ForecastDataset, ForecastExample, std::size_t> {
+ public:
+  ForecastDataset(std::shared_ptr<batch::ForecastSampler> sampler, ForecastDatasetOptions options);
+  // One source (stream ""): opens `url` with lazycube::open and resolves `spec` (ForecastSpec
+  // JSON, the keys of lazycube.ForecastSamples) against it.
+  ForecastDataset(const std::string& url, const std::string& spec_json, ForecastDatasetOptions options);
+
+  ::torch::optional<ForecastExample> get_batch(std::size_t ignored_batch_size) override;
+  ::torch::optional<std::size_t> size() const override;  // batches of this rank in the epoch
+  void reset() override;
+  void set_epoch(std::uint64_t epoch);
+  std::uint64_t epoch() const;
+  // {"epoch", "position"} as the string entry "lazycube_forecast_state".
+  void save(::torch::serialize::OutputArchive& archive) const override;
+  void load(::torch::serialize::InputArchive& archive) override;
+  const batch::ForecastSampler& sampler() const;
 
  private:
   struct Shared;

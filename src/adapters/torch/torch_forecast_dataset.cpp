@@ -1,0 +1,157 @@
+// lazycube::torch::ForecastDataset: batches of forecast samples (ForecastSampler) as zero-copy
+// tensors for LibTorch's stateful DataLoader, dealt to ranks by ForecastSchedule.
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "lazycube/adapters/torch.hpp"
+#include "lazycube/dataset/dataset.hpp"
+#include "lazycube/error.hpp"
+
+namespace lazycube::torch {
+
+namespace {
+
+constexpr const char* kForecastStateKey = "lazycube_forecast_state";
+
+::torch::Tensor optional_tensor(const std::optional<batch::BatchArray>& a) {
+  return a ? to_tensor(*a) : ::torch::Tensor();
+}
+
+::torch::Tensor int64_tensor(const void* data, std::size_t n) {
+  return ::torch::from_blob(const_cast<void*>(data), {static_cast<std::int64_t>(n)}, ::torch::kInt64).clone();
+}
+
+}  // namespace
+
+struct ForecastDataset::Shared {
+  std::shared_ptr<batch::ForecastSampler> sampler;
+  ForecastDatasetOptions options;
+  std::mutex mutex;
+  std::uint64_t epoch = 0, start = 0, next = 0;  // start: the epoch position resumed from
+  bool untouched = true;
+  std::optional<batch::ForecastSchedule> schedule;
+
+  batch::ForecastSchedule& current() {
+    if (!schedule)
+      schedule.emplace(sampler->size(), options.batch_size, options.shuffle, options.seed, epoch,
+                       batch::ShardSpec{options.rank, options.world_size, 0, 1}, start,
+                       options.shuffle == batch::Shuffle::Chunk ? sampler->sample_chunk_starts() : batch::ChunkStarts{},
+                       options.drop_last);
+    return *schedule;
+  }
+  void begin(std::uint64_t e, std::uint64_t from) {
+    epoch = e;
+    start = from;
+    next = 0;
+    schedule.reset();
+    untouched = true;
+  }
+};
+
+ForecastDataset::ForecastDataset(std::shared_ptr<batch::ForecastSampler> sampler, ForecastDatasetOptions options)
+    : shared_(std::make_shared<Shared>()) {
+  if (!sampler) throw UsageError("ForecastDataset needs a sampler");
+  if (options.batch_size == 0) throw UsageError("ForecastDatasetOptions::batch_size must be at least 1");
+  if (options.rollout > sampler->spec().target_offsets.size())
+    throw UsageError("rollout " + std::to_string(options.rollout) + " exceeds the " +
+                     std::to_string(sampler->spec().target_offsets.size()) + " lead times");
+  batch::ShardSpec{options.rank, options.world_size, 0, 1}.validate();
+  shared_->sampler = std::move(sampler);
+  shared_->options = options;
+}
+
+ForecastDataset::ForecastDataset(const std::string& url, const std::string& spec_json, ForecastDatasetOptions options)
+    : ForecastDataset(
+          [&] {
+            std::vector<std::pair<std::string, Dataset>> streams;
+            streams.emplace_back("", lazycube::open(url));
+            nlohmann::ordered_json doc;
+            try {
+              doc = nlohmann::ordered_json::parse(spec_json);
+            } catch (const nlohmann::json::exception& e) {
+              throw UsageError(std::string("the forecast specification is not JSON: ") + e.what());
+            }
+            return std::make_shared<batch::ForecastSampler>(std::move(streams),
+                                                            batch::ForecastSpec::from_json(doc, {""}));
+          }(),
+          options) {}
+
+::torch::optional<ForecastExample> ForecastDataset::get_batch(std::size_t /*ignored_batch_size*/) {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(shared_->mutex);
+    shared_->untouched = false;
+    batch::ForecastSchedule& s = shared_->current();
+    if (shared_->next >= s.worker_batches()) return ::torch::nullopt;
+    ids = s.batch(shared_->next++);
+  }
+  const batch::ForecastBatch b = shared_->sampler->batch(ids, shared_->options.rollout);
+  ForecastExample out;
+  out.samples = int64_tensor(b.samples.data(), b.samples.size());
+  out.anchors = int64_tensor(b.anchors.data(), b.anchors.size());
+  for (const auto& s : b.streams)
+    out.streams.push_back({s.stream, to_tensor(s.inputs), to_tensor(s.targets), optional_tensor(s.forcings),
+                           optional_tensor(s.inputs_mask), optional_tensor(s.targets_mask),
+                           optional_tensor(s.forcings_mask)});
+  return out;
+}
+
+::torch::optional<std::size_t> ForecastDataset::size() const {
+  std::lock_guard lock(shared_->mutex);
+  return static_cast<std::size_t>(shared_->current().rank_batches());
+}
+
+void ForecastDataset::reset() {
+  std::lock_guard lock(shared_->mutex);
+  const bool at_end = shared_->next >= shared_->current().worker_batches();
+  if (!shared_->untouched || at_end) shared_->begin(shared_->epoch + 1, 0);
+  shared_->untouched = true;
+}
+
+void ForecastDataset::set_epoch(std::uint64_t epoch) {
+  std::lock_guard lock(shared_->mutex);
+  shared_->begin(epoch, 0);
+}
+
+std::uint64_t ForecastDataset::epoch() const {
+  std::lock_guard lock(shared_->mutex);
+  return shared_->epoch;
+}
+
+void ForecastDataset::save(::torch::serialize::OutputArchive& archive) const {
+  std::string state;
+  {
+    std::lock_guard lock(shared_->mutex);
+    const nlohmann::json j = {{"format", "lazycube-forecast-state"},
+                              {"epoch", shared_->epoch},
+                              {"position", shared_->current().position(shared_->next)},
+                              {"samples", shared_->sampler->size()},
+                              {"batch_size", shared_->options.batch_size},
+                              {"seed", shared_->options.seed},
+                              {"shuffle", batch::shuffle_name(shared_->options.shuffle)}};
+    state = j.dump();
+  }
+  archive.write(kForecastStateKey, c10::IValue(std::move(state)));
+}
+
+void ForecastDataset::load(::torch::serialize::InputArchive& archive) {
+  c10::IValue value;
+  if (!archive.try_read(kForecastStateKey, value) || !value.isString())
+    throw UsageError(std::string("the archive holds no ") + kForecastStateKey + " entry");
+  const nlohmann::json j = nlohmann::json::parse(value.toStringRef());
+  std::lock_guard lock(shared_->mutex);
+  const auto& o = shared_->options;
+  if (j.at("samples").get<std::uint64_t>() != shared_->sampler->size() ||
+      j.at("seed").get<std::uint64_t>() != o.seed || j.at("shuffle").get<std::string>() != batch::shuffle_name(o.shuffle) ||
+      j.at("batch_size").get<std::uint64_t>() != o.batch_size)
+    throw UsageError("the saved forecast state belongs to other samples or another order: " + j.dump());
+  shared_->begin(j.at("epoch").get<std::uint64_t>(), j.at("position").get<std::uint64_t>());
+}
+
+const batch::ForecastSampler& ForecastDataset::sampler() const { return *shared_->sampler; }
+
+}  // namespace lazycube::torch
