@@ -74,8 +74,6 @@ bool attr_is(const nlohmann::json& attrs, const char* key, const std::set<std::s
 }  // namespace forecast_sampling
 }  // namespace
 
-using namespace forecast_sampling;
-
 // One variable of a stream as it enters a batch.
 struct ForecastField {
   std::string name;
@@ -179,6 +177,7 @@ void ForecastSampler::Impl::resolve_times(ForecastStream& s) {
 }
 
 void ForecastSampler::Impl::resolve_stream(ForecastStream& s) {
+  using namespace forecast_sampling;
   resolve_times(s);
   const std::string& tdim = spec.time_dim;
   auto var_of = [&](const std::string& n, const char* role) -> Variable {
@@ -310,6 +309,7 @@ void ForecastSampler::Impl::resolve_stream(ForecastStream& s) {
 }
 
 void ForecastSampler::Impl::resolve_points(ForecastStream& s) {
+  using namespace forecast_sampling;
   // Latitude / longitude: coordinates over grid dims, recognised by name, units or standard_name.
   static const std::set<std::string> lat_names = {"lat", "latitude", "nav_lat", "y_lat"};
   static const std::set<std::string> lon_names = {"lon", "longitude", "nav_lon", "x_lon"};
@@ -677,6 +677,7 @@ BatchArray mask_of(const BatchArray& a) {
 }  // namespace
 
 ForecastBatch ForecastSampler::batch(std::span<const std::uint64_t> ids, std::uint64_t rollout) const {
+  using namespace forecast_sampling;
   const Impl& m = *impl_;
   const std::uint64_t leads = m.spec.target_offsets.size();
   if (rollout > leads)

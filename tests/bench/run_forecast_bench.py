@@ -10,7 +10,9 @@ lsm (lat, lon); 40 time steps removed (a gap) and NaN in u10 at 25 time steps. F
 forcings [toa_incident_solar_radiation, year_progress_sin, day_progress_cos, lsm], batch 8.
 
 Rows (each in its own process, --batches batches after the first):
-  lazycube local        ForecastDataset, shuffle random, iterated in the process (the engine's threads)
+  lazycube local        ForecastDataset, shuffle chunk (each time chunk fetched about once per
+                        epoch), iterated in the process (the engine's threads)
+  lazycube local, random shuffle         the same with a random order
   lazycube local, DataLoader 2 workers   the same through ds.loader(num_workers=2)
   lazycube over nginx 50 ms              the same store served by nginx with 50 ms injected latency
   peer (GraphCast-style)                 xr.open_dataset(engine="zarr", chunks={}), per sample
@@ -108,11 +110,11 @@ def python_env():
 
 # ---- the rows, each run in a child process (`--row NAME`) ------------------------------------
 
-def row_lazycube(url, batches, workers, index_dir):
+def row_lazycube(url, batches, workers, index_dir, shuffle):
     import torch  # noqa: F401
     import lazycube.torch as lctorch
     t0 = time.perf_counter()
-    ds = lctorch.ForecastDataset(url, batch_size=BATCH, shuffle="random", seed=1, index_dir=index_dir, **SPEC)
+    ds = lctorch.ForecastDataset(url, batch_size=BATCH, shuffle=shuffle, seed=1, index_dir=index_dir, **SPEC)
     loader = ds.loader(num_workers=workers, multiprocessing_context="spawn" if workers else None)
     n = 0
     t_first = None
@@ -233,7 +235,7 @@ def row_first_batch(url, index_dir):
 
 def child(args):
     if args.row == "lazycube":
-        r = row_lazycube(args.url, args.batches, args.workers, args.index_dir)
+        r = row_lazycube(args.url, args.batches, args.workers, args.index_dir, args.shuffle)
     elif args.row == "peer":
         r = row_peer(args.url, args.batches)
     elif args.row == "rollout":
@@ -256,7 +258,8 @@ def run_row(row, url, args, **more):
 
 def markdown(r):
     lines = ["| row | samples/s | first batch (s) |", "|---|---|---|"]
-    for name in ("lazycube local", "lazycube local, DataLoader 2 workers", "lazycube over nginx 50 ms", "peer"):
+    for name in ("lazycube local", "lazycube local, random shuffle", "lazycube local, DataLoader 2 workers",
+                 "lazycube over nginx 50 ms", "peer"):
         if name in r["rows"]:
             x = r["rows"][name]
             lines.append(f"| {name} | {x['samples_per_s']:.1f} | {x['first_batch_s']:.2f} |")
@@ -279,6 +282,7 @@ def main():
     p.add_argument("--row")
     p.add_argument("--url")
     p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--shuffle", default="chunk")
     p.add_argument("--json", action="store_true")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--save")
@@ -295,6 +299,7 @@ def main():
     rows["first batch, index cold"] = run_row("first", url, args)
     rows["first batch"] = run_row("first", url, args)
     rows["lazycube local"] = run_row("lazycube", url, args)
+    rows["lazycube local, random shuffle"] = run_row("lazycube", url, args, shuffle="random")
     rows["lazycube local, DataLoader 2 workers"] = run_row("lazycube", url, args, workers=2)
     rows["peer"] = run_row("peer", url, args)
     rows["rollout"] = run_row("rollout", url, args)
@@ -307,6 +312,7 @@ def main():
     summary = {
         "store": f"{size / 1e9:.2f} GB, {rows['first batch']['anchors']} anchors",
         "lazycube / peer": f"{local / rows['peer']['samples_per_s']:.1f}x (target >= 10x)",
+        "lazycube random shuffle / peer": f"{rows['lazycube local, random shuffle']['samples_per_s'] / rows['peer']['samples_per_s']:.1f}x",
         "nginx 50 ms / local": f"{rows['lazycube over nginx 50 ms']['samples_per_s'] / local:.2f} (target >= 0.5)",
         "rollout=1 / rollout=4 bytes": f"{rows['rollout']['ratio']:.3f} (target <= {rows['rollout']['target_ratio']:.3f})",
         "first batch, index cached": f"{rows['first batch']['first_batch_s']:.2f} s (target <= 1 s; index loaded: "

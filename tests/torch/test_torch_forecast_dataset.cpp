@@ -29,7 +29,7 @@ std::shared_ptr<batch::ForecastSampler> sampler() {
       std::move(streams), batch::ForecastSpec::from_json(nlohmann::ordered_json::parse(kSpec), {""}), rt);
 }
 
-std::vector<std::int64_t> ids_of(const torch::ForecastExample& e) {
+std::vector<std::int64_t> ids_of(const lazycube::torch::ForecastExample& e) {
   const auto* p = e.samples.data_ptr<std::int64_t>();
   return std::vector<std::int64_t>(p, p + e.samples.numel());
 }
@@ -38,12 +38,12 @@ std::vector<std::int64_t> ids_of(const torch::ForecastExample& e) {
 
 TEST(TorchForecastDataset, BatchesAreTheSamplersAndCoverTheEpoch) {
   auto s = sampler();
-  torch::ForecastDatasetOptions o;
+  lazycube::torch::ForecastDatasetOptions o;
   o.batch_size = 6;
   o.shuffle = batch::Shuffle::Random;
   o.seed = 4;
   o.rollout = 1;
-  torch::ForecastDataset data(s, o);
+  lazycube::torch::ForecastDataset data(s, o);
   auto loader = ::torch::data::make_data_loader(data, ::torch::data::DataLoaderOptions().workers(0));
   std::vector<std::int64_t> seen;
   for (auto& b : *loader) {
@@ -52,8 +52,8 @@ TEST(TorchForecastDataset, BatchesAreTheSamplersAndCoverTheEpoch) {
     EXPECT_EQ(b.streams[0].targets.size(1), 1);  // rollout 1
     std::vector<std::uint64_t> u(ids.begin(), ids.end());
     const batch::ForecastBatch want = s->batch(u, 1);
-    EXPECT_TRUE(::torch::equal(b.streams[0].inputs, torch::to_tensor(want.streams[0].inputs)));
-    EXPECT_TRUE(::torch::equal(b.streams[0].forcings, torch::to_tensor(*want.streams[0].forcings)));
+    EXPECT_TRUE(::torch::equal(b.streams[0].inputs, lazycube::torch::to_tensor(want.streams[0].inputs)));
+    EXPECT_TRUE(::torch::equal(b.streams[0].forcings, lazycube::torch::to_tensor(*want.streams[0].forcings)));
     seen.insert(seen.end(), ids.begin(), ids.end());
   }
   std::sort(seen.begin(), seen.end());
@@ -66,13 +66,13 @@ TEST(TorchForecastDataset, StateOfTwoRanksResumesInThree) {
   std::vector<std::int64_t> seen;
   std::string saved;
   for (std::uint32_t r = 0; r < 2; ++r) {
-    torch::ForecastDatasetOptions o;
+    lazycube::torch::ForecastDatasetOptions o;
     o.batch_size = 4;
     o.shuffle = batch::Shuffle::Random;
     o.seed = 9;
     o.rank = r;
     o.world_size = 2;
-    torch::ForecastDataset data(s, o);
+    lazycube::torch::ForecastDataset data(s, o);
     data.set_epoch(1);
     for (int k = 0; k < 3; ++k) {
       auto b = data.get_batch(0);
@@ -90,13 +90,13 @@ TEST(TorchForecastDataset, StateOfTwoRanksResumesInThree) {
   }
   std::set<std::uint64_t> counts;
   for (std::uint32_t r = 0; r < 3; ++r) {
-    torch::ForecastDatasetOptions o;
+    lazycube::torch::ForecastDatasetOptions o;
     o.batch_size = 4;
     o.shuffle = batch::Shuffle::Random;
     o.seed = 9;
     o.rank = r;
     o.world_size = 3;
-    torch::ForecastDataset data(s, o);
+    lazycube::torch::ForecastDataset data(s, o);
     std::istringstream in(saved);
     ::torch::serialize::InputArchive archive;
     archive.load_from(in);
