@@ -34,6 +34,9 @@ set(LAZYCUBE_TSAN_TEST_SOURCES
   cpp/batch/test_batch_generator.cpp
   cpp/batch/test_batch_zarr.cpp
   cpp/batch/test_batch_xbatcher_mode.cpp
+  # batch/forecast_sampler.cpp: a batch's fields read at once, each on its own thread, their
+  # windows decoded and copied on the pool.
+  cpp/batch/test_forecast.cpp
   # zarr/zarr_array.cpp: chunks decoded on the pool as their bodies stream in over HTTP.
   cpp/zarr/test_http_zarr.cpp
   # dataset/stats.cpp: the parallel reduction merging partials under a mutex.

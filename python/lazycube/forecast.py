@@ -214,12 +214,13 @@ class ForecastSamples:
                                    int(worker), int(num_workers), int(start), bool(drop_last))
 
     def batches(self, batch_size, shuffle=None, seed=0, epoch=0, rollout=None, drop_last=False, rank=0,
-                world_size=1, start=0, prefetch=2, worker=0, num_workers=1):
+                world_size=1, start=0, prefetch=4, worker=0, num_workers=1):
         """Iterates the epoch's batches: `shuffle` None (anchor order), "random" or "chunk"
         (anchors grouped so that each time chunk is fetched about once per epoch), from sample
         position `start`, for `rank` of `world_size` (and DataLoader `worker` of `num_workers`:
         the rank's batches worker, worker + num_workers, ...); `rollout` an int or a schedule. Batches are
-        assembled `prefetch` ahead on a background thread (the engine releases the GIL)."""
+        assembled `prefetch` ahead, that many at once, on background threads (the engine releases
+        the GIL)."""
         sched = self.schedule(batch_size, shuffle, seed, epoch, rank, world_size, worker, num_workers, start, drop_last)
         k = rollout_at(rollout, epoch, self.leads) if self.leads else 0
         single = self.streams == ("",)
@@ -234,7 +235,8 @@ class ForecastSamples:
             for j in range(n):
                 yield make(j)
             return
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        # `prefetch` batches assembled at once: over a remote store their round trips overlap
+        with ThreadPoolExecutor(max_workers=prefetch) as pool:
             pending = [pool.submit(make, j) for j in range(min(prefetch, n))]
             for j in range(n):
                 batch = pending.pop(0).result()

@@ -93,7 +93,7 @@ class ForecastDataset(torch.utils.data.IterableDataset):
     there (pinned and non-blocking for CUDA)."""
 
     def __init__(self, samples, *, batch_size, shuffle=None, seed=0, rollout=None, normalize=None, device=None,
-                 drop_last=False, rank=None, world_size=None, prefetch=2, **kwargs):
+                 drop_last=False, rank=None, world_size=None, prefetch=4, **kwargs):
         super().__init__()
         if isinstance(samples, ForecastSamples):
             if kwargs:

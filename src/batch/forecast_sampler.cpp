@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <functional>
+#include <future>
 #include <limits>
 #include <set>
 #include <string>
@@ -701,6 +704,7 @@ ForecastBatch ForecastSampler::batch(std::span<const std::uint64_t> ids, std::ui
   std::vector<std::int64_t> all_times = m.spec.input_offsets;
   all_times.insert(all_times.end(), leads_used.begin(), leads_used.end());
   const std::uint64_t B = ids.size();
+  std::vector<std::function<void()>> reads;  // one per field: run together below
   for (const auto& s : m.streams) {
     ForecastStreamBatch sb;
     sb.stream = s.name;
@@ -726,15 +730,19 @@ ForecastBatch ForecastSampler::batch(std::span<const std::uint64_t> ids, std::ui
     sb.inputs = float_array("inputs", dims_of("time"), shape_of(s.inputs.empty() ? 0 : Tin, s.input_count));
     std::uint64_t c = 0;
     for (const auto& f : s.inputs) {
-      m.fill_block(s, f, anchors, patch_ranges, m.spec.input_offsets, Tin, 0, s.input_count, c,
-                   reinterpret_cast<float*>(sb.inputs.data.get()));
+      float* dst = reinterpret_cast<float*>(sb.inputs.data.get());
+      reads.push_back([&m, &s, &f, &anchors, &patch_ranges, Tin, c, dst] {
+        m.fill_block(s, f, anchors, patch_ranges, m.spec.input_offsets, Tin, 0, s.input_count, c, dst);
+      });
       c += f.channels;
     }
     sb.targets = float_array("targets", dims_of("lead"), shape_of(s.targets.empty() ? 0 : R, s.target_count));
     c = 0;
     for (const auto& f : s.targets) {
-      m.fill_block(s, f, anchors, patch_ranges, leads_used, R, 0, s.target_count, c,
-                   reinterpret_cast<float*>(sb.targets.data.get()));
+      float* dst = reinterpret_cast<float*>(sb.targets.data.get());
+      reads.push_back([&m, &s, &f, &anchors, &patch_ranges, &leads_used, R, c, dst] {
+        m.fill_block(s, f, anchors, patch_ranges, leads_used, R, 0, s.target_count, c, dst);
+      });
       c += f.channels;
     }
     if (!s.forcings.empty()) {
@@ -746,7 +754,9 @@ ForecastBatch ForecastSampler::batch(std::span<const std::uint64_t> ids, std::ui
       for (const auto& fc : s.forcings) {
         if (!fc.derived) {
           const ForecastField& f = s.forcing_fields[fc.field];
-          m.fill_block(s, f, anchors, patch_ranges, all_times, Tf, 0, s.forcing_count, c, fo);
+          reads.push_back([&m, &s, &f, &anchors, &patch_ranges, &all_times, Tf, c, fo] {
+            m.fill_block(s, f, anchors, patch_ranges, all_times, Tf, 0, s.forcing_count, c, fo);
+          });
           c += f.channels;
           continue;
         }
@@ -784,13 +794,32 @@ ForecastBatch ForecastSampler::batch(std::span<const std::uint64_t> ids, std::ui
         c += 1;
       }
     }
-    if (m.spec.missing == MissingPolicy::Keep) {
+    out.streams.push_back(std::move(sb));
+  }
+  // Every field's reads at once, each on a thread of its own (the decoding runs on the pool):
+  // over a remote store the batch then costs one round trip, not one per field.
+  std::vector<std::future<void>> running;
+  std::exception_ptr failed;
+  for (std::size_t r = 1; r < reads.size(); ++r) running.push_back(std::async(std::launch::async, reads[r]));
+  try {
+    if (!reads.empty()) reads.front()();
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  for (auto& f : running) {
+    try {
+      f.get();
+    } catch (...) {
+      if (!failed) failed = std::current_exception();
+    }
+  }
+  if (failed) std::rethrow_exception(failed);
+  if (m.spec.missing == MissingPolicy::Keep)
+    for (auto& sb : out.streams) {
       sb.inputs_mask = mask_of(sb.inputs);
       sb.targets_mask = mask_of(sb.targets);
       if (sb.forcings) sb.forcings_mask = mask_of(*sb.forcings);
     }
-    out.streams.push_back(std::move(sb));
-  }
   return out;
 }
 
