@@ -561,6 +561,7 @@ void ForecastSampler::Impl::fill_block(const ForecastStream& s, const ForecastFi
                                        const std::vector<std::int64_t>& offsets, std::uint64_t times_out,
                                        std::uint64_t time_first, std::uint64_t channels_out,
                                        std::uint64_t channel_first, float* out) const {
+  if (sample_anchors.empty()) return;  // an empty batch (a rank's share of the last round)
   const std::size_t nd = f.var.ndim();
   const Shape vshape = f.var.shape();
   const std::size_t B = sample_anchors.size();

@@ -156,6 +156,11 @@ TEST(ForecastSampler, AnchorsByValueAndFieldsAtTheirOffsets) {
     }
   }
   EXPECT_THROW(keep.batch(ids, 3), UsageError);
+  // an empty batch (a rank's share of an epoch's last round can be empty): arrays of 0 samples
+  const ForecastBatch none = keep.batch(std::vector<std::uint64_t>{}, 0);
+  ASSERT_EQ(none.streams.size(), 1u);
+  EXPECT_EQ(none.streams[0].inputs.shape, (Shape{0, 2, 1, 2, 3}));
+  EXPECT_EQ(none.streams[0].targets.shape, (Shape{0, 2, 1, 2, 3}));
 
   ForecastSampler error(one_stream(),
                         spec_of({{"inputs", {"a"}}, {"input_offsets", {"0h"}}, {"missing", "error"}}), rt);
