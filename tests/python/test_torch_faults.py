@@ -129,6 +129,9 @@ def test_worker_killed_mid_epoch(www, request, tmp_path, form, store, method, pe
     # batch in flight, as the next exception (the user's traceback ends with it). Forkserver
     # workers are not children of this process: no SIGCHLD, so after that ConnectionError no
     # report follows (torch's limit; its own check finds a dead worker after 5 s otherwise).
+    # A forked worker can miss its report too: when the main process's liveness check
+    # (multiprocessing's is_alive(), a waitpid) reaps the dead worker before torch's SIGCHLD handler
+    # asks (waitid), the handler finds nothing to report (seen once in CI with persistent workers).
     errors = result["errors"]
     assert errors, "the loop ended without an error after the worker was killed: %s" % result
     named = [msg for kind, msg in errors if kind == "RuntimeError" and "DataLoader worker (pid" in msg
@@ -138,7 +141,7 @@ def test_worker_killed_mid_epoch(www, request, tmp_path, form, store, method, pe
     # kill closed -- before the connection (refused), mid-connection (reset) or before a byte of
     # the answer (EOFError from multiprocessing's recv_handle)
     in_flight = errors[0][0] in ("ConnectionResetError", "ConnectionRefusedError", "EOFError")
-    assert named or (method == "forkserver" and in_flight), "no error naming the killed worker: %s" % result
+    assert named or in_flight, "no error naming the killed worker: %s" % result
     assert errors[0][0] == "RuntimeError" or in_flight, result
     assert result["error_after_s"] is not None and result["error_after_s"] < ERROR_WITHIN_S, result
     assert result["epochs_done"] == (1 if persistent else 0), result
