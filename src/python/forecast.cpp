@@ -162,10 +162,9 @@ void bind_forecast(py::module_& m) {
              std::uint64_t epoch, std::uint32_t rank, std::uint32_t world_size, std::uint32_t worker,
              std::uint32_t num_workers, std::uint64_t start, bool drop_last) {
             batch::ShardSpec shard{rank, world_size, worker, num_workers};
-            const batch::Shuffle sh = shuffle.is_none()                ? batch::Shuffle::None
-                                      : py::isinstance<py::bool_>(shuffle) ? (shuffle.cast<bool>() ? batch::Shuffle::Random
-                                                                                                   : batch::Shuffle::None)
-                                                                       : batch::parse_shuffle(py::str(shuffle).cast<std::string>());
+            // the shuffle argument as the generator's document reads it (None, a bool or a name)
+            const batch::Shuffle sh =
+                batch::BatchOptions::from_json(nlohmann::ordered_json{{"shuffle", py_to_ordered_json(shuffle)}}).shuffle;
             return ForecastSchedule(s.size(), batch_size, sh, seed, epoch, shard, start,
                                     sh == batch::Shuffle::Chunk ? s.sample_chunk_starts() : batch::ChunkStarts{}, drop_last);
           },
