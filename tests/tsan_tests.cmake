@@ -62,6 +62,7 @@ set(LAZYCUBE_TSAN_SKIPPED_CASES
 add_executable(lazycube_tsan_tests ${LAZYCUBE_TSAN_TEST_SOURCES})
 target_compile_options(lazycube_tsan_tests PRIVATE ${LAZYCUBE_TEST_COMPILE_OPTIONS})
 target_precompile_headers(lazycube_tsan_tests PRIVATE ${LAZYCUBE_TEST_PCH})
+lazycube_test_unity(lazycube_tsan_tests)
 target_include_directories(lazycube_tsan_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp/support)
 target_link_libraries(lazycube_tsan_tests PRIVATE lazycube GTest::gtest GTest::gtest_main)
 target_compile_definitions(lazycube_tsan_tests PRIVATE

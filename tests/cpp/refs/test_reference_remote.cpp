@@ -11,6 +11,7 @@
 #include "lazycube/refs/references.hpp"
 #include "moto_fixture.hpp"
 #include "nginx_server.hpp"
+#include "read_helpers.hpp"
 
 using namespace lazycube;
 using namespace lazycube::test;
@@ -39,18 +40,6 @@ std::vector<float> write_cube(const fs::path& dir, const std::string& target, co
     refs["x/" + std::to_string(c)] = json::array({target, 8 + c * kPerChunk * 4, kPerChunk * 4});
   write_file(dir / refs_name, json({{"version", 1}, {"refs", refs}}).dump());
   return x;
-}
-
-std::vector<float> read_x(const std::string& url, const StoreOptions& options) {
-  OpenOptions o;
-  o.storage_options = options;
-  const NDArray a = open(url, o)["x"].read_raw();
-  auto v = a.values<float>();
-  return {v.begin(), v.end()};
-}
-
-std::string refused(const std::string& url, const StoreOptions& options) {
-  return message_of<StoreError>([&] { read_x(url, options); });
 }
 
 }  // namespace

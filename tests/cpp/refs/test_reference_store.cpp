@@ -13,6 +13,7 @@
 #include "lazycube/store/store.hpp"
 #include "util/text.hpp"
 #include "test_support.hpp"
+#include "read_helpers.hpp"
 
 using namespace lazycube;
 using namespace lazycube::test;
@@ -45,18 +46,6 @@ json refs_to(const std::string& target) {
   refs["x/0"] = json::array({target, kHeader, 16});
   refs["x/1"] = json::array({target, kHeader + 16, 16});
   return {{"version", 1}, {"refs", refs}};
-}
-
-std::vector<float> read_x(const std::string& url, const StoreOptions& options = {}) {
-  OpenOptions o;
-  o.storage_options = options;
-  const NDArray a = open(url, o)["x"].read_raw();
-  auto v = a.values<float>();
-  return {v.begin(), v.end()};
-}
-
-std::string refused(const std::string& url, const StoreOptions& options = {}) {
-  return message_of<StoreError>([&] { read_x(url, options); });
 }
 
 }  // namespace

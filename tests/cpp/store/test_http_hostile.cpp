@@ -15,16 +15,13 @@
 #include "lazycube/store/store.hpp"
 #include "hostile_server.hpp"
 #include "test_support.hpp"
+#include "read_helpers.hpp"
 
 using namespace lazycube;
 using namespace lazycube::test;
 using nlohmann::json;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // A reference set in `dir` whose one chunk (16 float32 values) lies at `target`.
 void write_refs(const fs::path& dir, const std::string& target, const std::string& name) {
@@ -35,14 +32,6 @@ void write_refs(const fs::path& dir, const std::string& target, const std::strin
                {"x/.zattrs", R"({"_ARRAY_DIMENSIONS": ["x"]})"},
                {"x/0", json::array({target, 0, 64})}};
   write_file(dir / name, json({{"version", 1}, {"refs", refs}}).dump());
-}
-
-std::vector<float> read_x(const std::string& url, const StoreOptions& options) {
-  OpenOptions o;
-  o.storage_options = options;
-  const NDArray a = open(url, o)["x"].read_raw();
-  auto v = a.values<float>();
-  return {v.begin(), v.end()};
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
 #include "nginx_server.hpp"
+#include "read_helpers.hpp"
 
 using namespace lazycube;
 using namespace lazycube::test;
@@ -39,8 +40,6 @@ struct HttpRestart : ::testing::Test {
   std::vector<std::string> objects;
   std::unique_ptr<NginxServer> server;
 };
-
-std::string as_string(const Buffer& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
 
 // store.get_many(reqs) while another thread, once `stop_when()` holds, stops nginx (if it runs),
 // keeps the port closed for `down` and starts it again. That thread lives until the read ends: the new nginx

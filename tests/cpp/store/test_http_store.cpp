@@ -8,13 +8,12 @@
 #include "lazycube/error.hpp"
 #include "lazycube/store/store.hpp"
 #include "nginx_server.hpp"
+#include "read_helpers.hpp"
 
 using namespace lazycube;
 using namespace lazycube::test;
 
 namespace {
-
-std::string as_string(const Buffer& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
 
 std::string pattern(std::size_t n) {
   std::string s(n, '\0');

@@ -21,17 +21,12 @@
 #include "lazycube/store/store.hpp"
 #include "moto_fixture.hpp"
 #include "nginx_server.hpp"
+#include "read_helpers.hpp"
 
 using namespace lazycube;
 using namespace lazycube::test;
 
 namespace {
-
-std::string as_string(const Buffer& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // ---------------------------------------------------------------------------------------------
 // The scheme table.
