@@ -19,6 +19,7 @@ values allowed where the document takes text: durations as ``datetime.timedelta`
 from __future__ import annotations
 
 import datetime as _dt
+import sys
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
@@ -114,6 +115,15 @@ def rollout_at(rollout, epoch: int, leads: int) -> int:
     return k or leads
 
 
+def _is_streams(source) -> bool:
+    """Whether `source` is ``{stream_name: source}``: a mapping that is not itself a dataset (an
+    xarray Dataset is a mapping of its variables, and so may a lazycube Dataset be)."""
+    if not isinstance(source, Mapping) or hasattr(source, "_core"):
+        return False
+    xr = sys.modules.get("xarray")
+    return xr is None or not isinstance(source, (xr.Dataset, xr.DataArray))
+
+
 class ForecastSamples:
     """Forecast samples over one source (URL, lazycube or xarray Dataset) or several
     (``{stream_name: source}``): ``len()``, ``anchor_times``, ``excluded`` (anchors left out, per
@@ -129,13 +139,14 @@ class ForecastSamples:
             inputs=inputs, targets=targets, forcings=forcings, input_offsets=input_offsets,
             target_offsets=target_offsets, anchors=anchors, anchor_step=anchor_step, time_dim=time_dim,
             missing=missing, patch_dims=patch_dims, patch_overlap=patch_overlap)
-        given = source if isinstance(source, Mapping) else {"": source}
+        several = _is_streams(source)
+        given = source if several else {"": source}
         if not given:
             raise ValueError("source is an empty dict: give at least one stream")
         self._sources = {}
         cores = []
         for name, src in given.items():
-            if not isinstance(name, str) or (name == "" and isinstance(source, Mapping)):
+            if not isinstance(name, str) or (name == "" and several):
                 raise ValueError("stream names must be non-empty strings, got %r" % (name,))
             found, core, _ = resolve_source(src, storage_options, **open_args)
             if core is None:

@@ -141,6 +141,21 @@ def test_items_match_xarray_reference(store, index_dir):
             np.testing.assert_allclose(f[k, 1], np.full((5, 8), np.sin(2 * np.pi * p)), atol=1e-6)
 
 
+def test_every_source_form_gives_the_same_samples(store, index_dir):
+    """A URL, a lazycube Dataset and an xarray Dataset (engine="lazycube", itself a mapping of
+    its variables, not a dict of streams) give the same samples."""
+    spec = dict(inputs=["t2m", "z"], targets=["t2m"], input_offsets=["-6h", "0h"],
+                target_offsets=["6h"], index_dir=index_dir)
+    by_url = lazycube.ForecastSamples(store, **spec)
+    for source in (lazycube.open_dataset(store), xr.open_dataset(store, engine="lazycube")):
+        other = lazycube.ForecastSamples(source, **spec)
+        assert other.streams == ("",)
+        np.testing.assert_array_equal(other.anchor_times, by_url.anchor_times)
+        for i in (0, len(by_url) - 1):
+            np.testing.assert_array_equal(other[i]["inputs"], by_url[i]["inputs"])
+            np.testing.assert_array_equal(other[i]["targets"], by_url[i]["targets"])
+
+
 def test_batches_stack_items(store, index_dir):
     samples = lazycube.ForecastSamples(store, inputs=["t2m"], targets=["t2m"], input_offsets=["0h"],
                                        target_offsets=["6h", "12h"], index_dir=index_dir)

@@ -6,10 +6,12 @@ over a local store, HTTP (nginx), S3 (moto with SigV4 checking on, the credentia
 Forms: BatchDataset(url), BatchDataset(lazycube.open_dataset(url)),
 BatchDataset(lazycube.BatchGenerator(lazycube.open_dataset(url), ...)),
 BatchDataset(xr.open_dataset(url, engine=lazycube)), WindowDataset(lazycube.open_dataset(url)),
-WindowDataset(url). One DataLoader per start method runs all of them over every store
+WindowDataset(url); and ForecastDataset(url), ForecastDataset(lazycube.open_dataset(url)),
+ForecastDataset(xr.open_dataset(url, engine=lazycube)) and ForecastDataset of a two-stream
+ForecastSamples (a lazycube and an xarray Dataset). One DataLoader per start method runs all of them over every store
 (tagged_datasets.Tagged), with 2 persistent workers, for 2 epochs: each epoch yields every
-window of every (store, form) exactly once with the values xarray reads from the local store,
-and set_epoch reshuffles. A store whose server cannot run here is left out with a visible skip
+window (or forecast sample) of every (store, form) exactly once with the values xarray reads
+from the local store, and set_epoch reshuffles. A store whose server cannot run here is left out with a visible skip
 (test_store_available).
 """
 
@@ -50,7 +52,9 @@ def www(tmp_path_factory):
     """The tiny cube (8 x 16 x 16 float32, two variables, 4 x 8 x 8 chunks) in a folder that
     nginx serves and moto is loaded from."""
     root = tmp_path_factory.mktemp("www")
-    t, y, x = np.arange(8), np.arange(16) * 0.5, np.arange(16) * 0.25
+    # hourly datetimes: the forecast forms match their offsets against them by value
+    t = np.datetime64("2020-01-01T00", "ns") + np.arange(8) * np.timedelta64(1, "h")
+    y, x = np.arange(16) * 0.5, np.arange(16) * 0.25
     values = np.arange(8 * 16 * 16, dtype=np.float32).reshape(8, 16, 16)
     ds = xr.Dataset({"a": (("time", "y", "x"), values), "b": (("time", "y", "x"), -2 * values)},
                     coords={"time": t, "y": y, "x": x})
@@ -198,6 +202,73 @@ def test_every_form_every_store_in_workers(method, stores, reference, no_aws_env
             assert sorted(seen[tag]) == list(range(WINDOWS)), "epoch %d, %s: %r" % (e, tag, seen[tag])
     for tag in tags:
         assert epochs[0][tag] != epochs[1][tag], "%s: set_epoch did not reshuffle" % tag
+
+
+# Forecast samples of the cube: inputs a at the anchor and an hour before, targets b one and two
+# hours ahead; anchors 01:00 .. 05:00 (those whose four times all exist).
+FORECAST = dict(input_offsets=["-1h", "0h"], target_offsets=["1h", "2h"])
+ANCHORS = 5
+
+
+def _forecast_forms(url, options, index_dir):
+    so = {"storage_options": options} if options else {}
+    spec = dict(FORECAST, inputs=["a"], targets=["b"], index_dir=index_dir)
+    batch = dict(batch_size=2, shuffle="random", seed=7)
+    streams = lazycube.ForecastSamples(
+        {"one": lazycube.open_dataset(url, **so), "two": xr.open_dataset(url, engine="lazycube", **so)},
+        inputs={"one": ["a"], "two": ["b"]}, targets={"one": ["b"], "two": ["a"]}, **FORECAST,
+        index_dir=index_dir)
+    return {
+        "ForecastDataset(url)": lctorch.ForecastDataset(url, **batch, **spec, **so),
+        "ForecastDataset(lazycube.open_dataset)": lctorch.ForecastDataset(
+            lazycube.open_dataset(url, **so), **batch, **spec),
+        "ForecastDataset(xr.open_dataset)": lctorch.ForecastDataset(
+            xr.open_dataset(url, engine="lazycube", **so), **batch, **spec),
+        "ForecastDataset(two streams)": lctorch.ForecastDataset(streams, **batch),
+    }
+
+
+def _forecast_epoch(loader, reference):
+    """{tag: [sample ids in the order they came]} of one pass, each sample's arrays checked
+    against the reference: sample i is the anchor at hour i + 1."""
+    a, b = reference
+    seen = {}
+    for tag, batch in loader:
+        parts = [(batch["one"], a, b), (batch["two"], b, a)] if "one" in batch else [(batch, a, b)]
+        for k, sid in enumerate(batch["samples"].tolist()):
+            t = sid + 1
+            for part, src, dst in parts:
+                np.testing.assert_array_equal(part["inputs"][k].numpy(), src[t - 1:t + 1, None],
+                                              err_msg="%s: sample %d inputs" % (tag, sid))
+                np.testing.assert_array_equal(part["targets"][k].numpy(), dst[t + 1:t + 3, None],
+                                              err_msg="%s: sample %d targets" % (tag, sid))
+            seen.setdefault(tag, []).append(sid)
+    return seen
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_forecast_every_form_every_store_in_workers(method, stores, reference, no_aws_environment,
+                                                    tmp_path):
+    """ForecastDataset in each construction form over every store, credentials only in
+    storage_options: spawned and forkserver workers reopen the sources from what pickled."""
+    available, _ = stores
+    members = [("%s %s" % (store, form), ds)
+               for store, (url, options) in available.items()
+               for form, ds in _forecast_forms(url, options, str(tmp_path / store)).items()]
+    data = Tagged(members)
+    loader = DataLoader(data, batch_size=None, num_workers=2, multiprocessing_context=method,
+                        persistent_workers=True)
+    epochs = []
+    for epoch in range(2):
+        data.set_epoch(epoch)
+        epochs.append(_forecast_epoch(loader, reference))
+    del loader
+    tags = [tag for tag, _ in members]
+    for e, seen in enumerate(epochs):
+        assert sorted(seen) == sorted(tags), "epoch %d: forms without samples" % e
+        for tag in tags:
+            assert sorted(seen[tag]) == list(range(ANCHORS)), "epoch %d, %s: %r" % (e, tag, seen[tag])
+    assert any(epochs[0][tag] != epochs[1][tag] for tag in tags), "set_epoch did not reshuffle"
 
 
 def test_secrets_never_shown(stores):
