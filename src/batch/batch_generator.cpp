@@ -97,7 +97,10 @@ struct BatchGenerator::Impl {
   bool stopping = false;
   bool running = false;
 
-  Impl(Dataset ds, BatchOptions opt) : source(std::move(ds), std::move(opt)) { make_order(0); }
+  Impl(Dataset ds, BatchOptions opt) : source(std::move(ds), std::move(opt)) {
+    if (source.options().resume) make_order(source.options().resume->epoch);  // checks its stretches now
+    make_order(0);
+  }
   ~Impl() { stop_producer(); }
 
   void make_order(std::uint64_t e) {
@@ -107,7 +110,9 @@ struct BatchGenerator::Impl {
     order.reset();
     if (source.units() == 0) return;
     const BatchOptions& o = source.options();
-    order.emplace(source.order_grid(), o.shuffle, o.seed, e, o.shard, source.chunk_starts());
+    std::shared_ptr<const std::vector<PositionRange>> remaining;
+    if (o.resume && o.resume->epoch == e) remaining = std::make_shared<const std::vector<PositionRange>>(o.resume->remaining);
+    order.emplace(source.order_grid(), o.shuffle, o.seed, e, o.shard, source.chunk_starts(), std::move(remaining));
   }
 
   std::uint64_t shard_units() const { return order ? order->size() : 0; }

@@ -70,6 +70,20 @@ std::vector<VariableStats> to_normalize(const Json& v) {
   }
 }
 
+EpochRemainder to_remainder(const Json& v) {
+  const char* want = "{\"epoch\": e, \"remaining\": [[begin, end], ...]}";
+  if (!v.is_object() || !v.contains("epoch") || !v.contains("remaining") || v.size() != 2) bad("resume", want, v);
+  EpochRemainder r;
+  r.epoch = to_uint(v["epoch"], "resume.epoch");
+  const Json& ranges = v["remaining"];
+  if (!ranges.is_array()) bad("resume.remaining", "a list of [begin, end] pairs", ranges);
+  for (const Json& pair : ranges) {
+    if (!pair.is_array() || pair.size() != 2) bad("resume.remaining", "a list of [begin, end] pairs", pair);
+    r.remaining.push_back({to_uint(pair[0], "resume.remaining"), to_uint(pair[1], "resume.remaining")});
+  }
+  return r;
+}
+
 }  // namespace options_json
 }  // namespace
 
@@ -77,7 +91,7 @@ const std::vector<std::string>& BatchOptions::json_keys() {
   static const std::vector<std::string> keys = {
       "input_dims", "input_overlap", "batch_dims", "concat_input_dims", "batch_size", "drop_last",
       "variables", "dtype", "float_dtype", "target", "filter", "normalize", "shuffle", "seed",
-      "rank", "world_size", "worker", "num_workers", "prefetch", "fetch_ahead_bytes", "cache_bytes"};
+      "rank", "world_size", "worker", "num_workers", "resume", "prefetch", "fetch_ahead_bytes", "cache_bytes"};
   return keys;
 }
 
@@ -128,6 +142,8 @@ BatchOptions BatchOptions::from_json(const nlohmann::ordered_json& document) {
       o.shard.worker = static_cast<std::uint32_t>(to_uint(v, key, u32));
     } else if (key == "num_workers") {
       o.shard.num_workers = static_cast<std::uint32_t>(to_uint(v, key, u32));
+    } else if (key == "resume") {
+      o.resume = to_remainder(v);
     } else if (key == "prefetch") {
       o.prefetch = static_cast<std::size_t>(to_uint(v, key, std::numeric_limits<std::size_t>::max()));
     } else if (key == "fetch_ahead_bytes") {

@@ -24,6 +24,13 @@ std::int64_t find_index(const std::vector<std::string>& names, const std::string
   return it == names.end() ? -1 : static_cast<std::int64_t>(it - names.begin());
 }
 
+// A resumed epoch in a state's configuration: a state taken in it continues only in it.
+nlohmann::json resume_json(const EpochRemainder& r) {
+  nlohmann::json ranges = nlohmann::json::array();
+  for (const PositionRange& p : r.remaining) ranges.push_back({p.begin, p.end});
+  return {{"epoch", r.epoch}, {"remaining", ranges}};
+}
+
 nlohmann::json dims_json(const DimSizes& dims) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& [d, n] : dims) j.push_back({d, n});
@@ -273,6 +280,7 @@ void BatchSource::resolve_stacked() {
              {"shuffle", shuffle_name(o.shuffle)},
              {"seed", o.seed},
              {"shard", {o.shard.rank, o.shard.world_size, o.shard.worker, o.shard.num_workers}}};
+  if (o.resume) config_["resume"] = resume_json(*o.resume);
 }
 
 void BatchSource::warn_random_reads(const Variable& first) {
@@ -338,6 +346,7 @@ void BatchSource::resolve_xbatcher() {
              {"shuffle", shuffle_name(o.shuffle)},
              {"seed", o.seed},
              {"shard", {o.shard.rank, o.shard.world_size, o.shard.worker, o.shard.num_workers}}};
+  if (o.resume) config_["resume"] = resume_json(*o.resume);
 }
 
 ArraySelection BatchSource::window_selection(const Variable& var, std::uint64_t id, bool target) const {

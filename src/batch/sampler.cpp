@@ -100,8 +100,9 @@ EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t se
                        const ShardSpec& shard, const std::vector<std::uint64_t>& chunk_lengths)
     : EpochOrder(grid, shuffle, seed, epoch, shard, ChunkStarts::regular(grid, chunk_lengths)) {}
 
-EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed,
-                       std::uint64_t epoch, const ShardSpec& shard, const ChunkStarts& chunks) {
+EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,
+                       const ShardSpec& shard, const ChunkStarts& chunks,
+                       std::shared_ptr<const std::vector<PositionRange>> remaining) {
   shard.validate();
   if (!chunks.starts.empty() && chunks.starts.size() != grid.ndim())
     throw UsageError("chunk starts given for " + std::to_string(chunks.starts.size()) +
@@ -113,8 +114,23 @@ EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t se
   }
   order_ = SampleOrderRegistry::instance().get(shuffle.name()).make(SampleOrderContext{grid, derive_seed(seed, epoch), chunks.starts});
 
+  std::uint64_t total = order_->size();
+  if (remaining) {
+    auto starts = std::make_shared<std::vector<std::uint64_t>>();
+    std::uint64_t sum = 0, last = 0;
+    for (const PositionRange& r : *remaining) {
+      if (r.begin > r.end || r.begin < last || r.end > total)
+        throw UsageError("resume: the remaining stretch [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
+                         ") is out of order or past the epoch's " + std::to_string(total) + " windows");
+      starts->push_back(sum);
+      sum += r.end - r.begin;
+      last = r.end;
+    }
+    ranges_ = std::move(remaining);
+    range_starts_ = std::move(starts);
+    total = sum;
+  }
   // Contiguous blocks, the first total % count of them one window longer.
-  const std::uint64_t total = order_->size();
   const std::uint64_t base = total / shard.count(), extra = total % shard.count();
   begin_ = shard.index() * base + std::min(shard.index(), extra);
   end_ = begin_ + base + (shard.index() < extra ? 1 : 0);
@@ -124,7 +140,18 @@ std::uint64_t EpochOrder::window(std::uint64_t p) const {
   if (p >= size())
     throw UsageError("epoch position " + std::to_string(p) + " out of range (shard has " +
                      std::to_string(size()) + " windows)");
-  return order_->window(begin_ + p);
+  return order_->window(epoch_position(p));
+}
+
+std::uint64_t EpochOrder::epoch_position(std::uint64_t p) const {
+  const std::uint64_t q = begin_ + p;
+  if (!ranges_) return q;
+  const auto& starts = *range_starts_;
+  if (starts.empty()) return 0;  // nothing remains
+  // the last stretch starting at or before q (an empty stretch shares its start with the next)
+  const std::size_t i = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), q) - starts.begin()) - 1;
+  const PositionRange& r = (*ranges_)[i];
+  return std::min(r.begin + (q - starts[i]), r.end);
 }
 
 }  // namespace lazycube::batch

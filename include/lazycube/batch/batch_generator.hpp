@@ -44,6 +44,14 @@ struct ValidityFilter {
 // aligned, freed by the returned pointer's deleter.
 using BatchAllocator = std::function<std::shared_ptr<std::byte>(std::size_t bytes)>;
 
+// What is left of an epoch interrupted mid-way (docs/batching.md "Elastic resume"): its number
+// and the stretches of its whole order not yet delivered, which a job of any world size and
+// worker count shares out again (EpochOrder's `remaining`). Other epochs are whole.
+struct EpochRemainder {
+  std::uint64_t epoch = 0;
+  std::vector<PositionRange> remaining;
+};
+
 struct BatchOptions {
   // xbatcher's arguments (batch_dims and concat_input_dims: compatibility mode only).
   DimSizes input_dims;
@@ -76,6 +84,7 @@ struct BatchOptions {
   Shuffle shuffle = Shuffle::None;  // compatibility mode: None or Random (over batches)
   std::uint64_t seed = 0;
   ShardSpec shard;
+  std::optional<EpochRemainder> resume;
 
   std::size_t prefetch = 2;            // batches assembled ahead of the caller (0: on demand)
   // Decoded bytes of chunks fetched ahead along the epoch's order and held until their batch
@@ -91,7 +100,7 @@ struct BatchOptions {
   // (NumPy dtype names), target (a name, names, or {"variables", "offset": {dim: int}}),
   // filter ({"variable", "max_nan_fraction"}), normalize (a stats document, or the path of a
   // stats JSON file), shuffle (true/false or a window order's name), seed, rank, world_size,
-  // worker, num_workers, prefetch, fetch_ahead_bytes, cache_bytes (a private ChunkCache of
+  // worker, num_workers, resume ({"epoch": e, "remaining": [[begin, end], ...]}), prefetch, fetch_ahead_bytes, cache_bytes (a private ChunkCache of
   // that budget). Absent or null: the default above. UsageError naming the field for a value
   // of the wrong type or range, and for an unknown key (listing the known ones). `cache`
   // (other than cache_bytes) and `allocator` are not in the document.

@@ -77,6 +77,12 @@ struct ShardSpec {
 
 class SampleOrder;
 
+// A stretch [begin, end) of positions in an epoch's whole visiting order (all shards).
+struct PositionRange {
+  std::uint64_t begin = 0, end = 0;
+  friend bool operator==(const PositionRange&, const PositionRange&) = default;
+};
+
 // Where the data's chunks (or groups of chunks) start along each dim of a window grid, in the
 // grid's element coordinates: Shuffle::Chunk groups windows by the chunk their start falls in.
 // Per dim: ascending positions, the first 0; empty: one group along that dim. Irregular grids
@@ -100,18 +106,26 @@ class EpochOrder {
   EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,
              const ShardSpec& shard, const std::vector<std::uint64_t>& chunk_lengths = {});
   // The same with the chunk starts of each grid dim (ChunkStarts::regular of the lengths above).
+  // `remaining` (a resumed epoch, docs/batching.md "Elastic resume"): only these stretches of
+  // the epoch's order are visited, ascending and disjoint; the shards' blocks are cut from
+  // their concatenation. Null: the whole epoch. UsageError for ranges out of order or past it.
   EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,
-             const ShardSpec& shard, const ChunkStarts& chunks);
+             const ShardSpec& shard, const ChunkStarts& chunks,
+             std::shared_ptr<const std::vector<PositionRange>> remaining = nullptr);
   // Windows this shard visits in the epoch.
   std::uint64_t size() const { return end_ - begin_; }
   // Grid number of the p-th window this shard visits (p < size()).
   std::uint64_t window(std::uint64_t p) const;
-  // Position in the whole epoch's order (all shards) of this shard's first window.
-  std::uint64_t begin() const { return begin_; }
+  // Position in the whole epoch's order of the p-th window this shard visits (p <= size():
+  // size() gives the position after its last window).
+  std::uint64_t epoch_position(std::uint64_t p) const;
 
  private:
   std::shared_ptr<const SampleOrder> order_;  // the whole epoch (shared: copies stay cheap)
-  std::uint64_t begin_ = 0, end_ = 0;
+  // A resumed epoch's stretches and where each starts in their concatenation (null: whole).
+  std::shared_ptr<const std::vector<PositionRange>> ranges_;
+  std::shared_ptr<const std::vector<std::uint64_t>> range_starts_;
+  std::uint64_t begin_ = 0, end_ = 0;  // this shard's block (in the concatenation when resumed)
 };
 
 }  // namespace lazycube::batch

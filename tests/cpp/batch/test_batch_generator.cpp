@@ -214,6 +214,52 @@ TEST(BatchGenerator, ShardsPartitionEachEpochExactly) {
   EXPECT_THROW(BatchGenerator(ds, o), UsageError);
 }
 
+TEST(BatchGenerator, AResumedEpochSharesOutOnlyTheRemainingStretches) {
+  auto ds = position_dataset(10, 12, 20, {2, 12, 20});
+  auto whole = stacked(4);
+  whole.shuffle = Shuffle::Random;
+  whole.seed = 3;
+  BatchGenerator one(ds, whole);
+  const auto order = epoch_ids(one, 1);  // epoch position -> window
+  ASSERT_EQ(order.size(), 60u);
+  const std::vector<PositionRange> remaining = {{3, 10}, {25, 25}, {25, 40}, {55, 60}};
+  std::multiset<std::uint64_t> want;
+  for (const auto& r : remaining)
+    for (auto p = r.begin; p < r.end; ++p) want.insert(order[p]);
+  for (std::uint32_t shards = 1; shards <= 5; ++shards) {
+    std::multiset<std::uint64_t> got, next_epoch;
+    for (std::uint32_t s = 0; s < shards; ++s) {
+      auto o = whole;
+      o.shard = {s, shards, 0, 1};
+      o.resume = EpochRemainder{1, remaining};
+      BatchGenerator g(ds, o);
+      const auto ids = epoch_ids(g, 1);
+      got.insert(ids.begin(), ids.end());
+      const auto later = epoch_ids(g, 2);  // other epochs are whole
+      next_epoch.insert(later.begin(), later.end());
+    }
+    EXPECT_EQ(got, want) << shards << " shards";
+    EXPECT_EQ(next_epoch.size(), 60u);
+  }
+  // the document form, and stretches that do not fit the epoch
+  auto doc = nlohmann::ordered_json::parse(R"({"input_dims": {"time": 2, "y": 4, "x": 5}, "batch_size": 4,
+      "shuffle": "random", "seed": 3, "resume": {"epoch": 1, "remaining": [[3, 10], [25, 25], [25, 40], [55, 60]]}})");
+  const BatchOptions parsed = BatchOptions::from_json(doc);
+  ASSERT_TRUE(parsed.resume.has_value());
+  EXPECT_EQ(parsed.resume->remaining, remaining);
+  doc["resume"]["remaining"] = {{10, 3}};
+  EXPECT_THROW(BatchGenerator(ds, BatchOptions::from_json(doc)), UsageError);
+  doc["resume"]["remaining"] = {{50, 61}};
+  EXPECT_THROW(BatchGenerator(ds, BatchOptions::from_json(doc)), UsageError);
+  doc["resume"] = {{"epoch", 1}};
+  try {
+    BatchOptions::from_json(doc);
+    FAIL() << "a resume without remaining stretches was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("resume"), std::string::npos) << e.what();
+  }
+}
+
 TEST(BatchGenerator, StateRestoresMidEpochInANewGenerator) {
   auto ds = position_dataset(10, 12, 20, {2, 12, 20});
   auto o = stacked(4);

@@ -86,6 +86,7 @@ TEST(BatchOptionsJson, EveryFieldIsParsed) {
                     {"world_size", 2},
                     {"worker", 2},
                     {"num_workers", 3},
+                    {"resume", {{"epoch", 2}, {"remaining", {{4, 9}, {12, 30}}}}},
                     {"prefetch", 0},
                     {"fetch_ahead_bytes", 1024},
                     {"cache_bytes", 1 << 20}};
@@ -116,6 +117,9 @@ TEST(BatchOptionsJson, EveryFieldIsParsed) {
   EXPECT_EQ(o.shard.world_size, 2u);
   EXPECT_EQ(o.shard.worker, 2u);
   EXPECT_EQ(o.shard.num_workers, 3u);
+  ASSERT_TRUE(o.resume);
+  EXPECT_EQ(o.resume->epoch, 2u);
+  EXPECT_EQ(o.resume->remaining, (std::vector<PositionRange>{{4, 9}, {12, 30}}));
   EXPECT_EQ(o.prefetch, 0u);
   EXPECT_EQ(*o.fetch_ahead_bytes, 1024u);
   ASSERT_NE(o.cache, nullptr);
