@@ -30,6 +30,8 @@ LAYERS = (
     # the core Python API
     ("dataset", "statistics", "xbatcher_compat"),
     ("writing", "prediction", "batch", "forecast"),
+    # the DataLoader the torch datasets' resume counts batches with
+    ("torch_loader",),
     # the torch adapter of forecast samples (lazycube.torch re-exports it)
     ("torch_forecast",),
     # adapters: xarray's engine (xr.open_dataset(engine="lazycube")), the ds.lazycube

@@ -76,12 +76,21 @@ from . import _core, _errors
 from .batch import generator_arguments
 from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, keep_foreign, scrub
 from .torch_forecast import ForecastDataset
+from .torch_loader import CountingLoader, received_per_worker
 from .sources import resolve_source
 from .statistics import Stats, is_stats_argument, normalize_document
 
 __all__ = ["BatchDataset", "WindowDataset", "ForecastDataset"]
 
 _OPEN_KEYS = ("storage_options",) + OPEN_ARGS
+_STATE_FORMAT = "lazycube-batch-state"
+# What a state_dict() may be loaded by: the generator's configuration less what a resumed job may
+# change (its shard, batch size, drop_last, and the resume itself).
+_RESUME_FREE = ("shard", "batch_size", "drop_last", "resume")
+
+
+def _resume_config(config):
+    return {k: v for k, v in config.items() if k not in _RESUME_FREE}
 
 
 def _pipeline_of(source, open_kwargs, kwargs, *, rank=None, world_size=None):
@@ -359,6 +368,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
         self._pending_restore = None
         self._gens = {}  # (pid, shard) -> _core.BatchGenerator of this process
         self._lens = {}
+        self._received = 0  # batches the training loop received this epoch (state_dict)
+        self._received_workers = 1
         # Builds this process's generator now: bad arguments fail here, not in a worker.
         config = self._generator().state()["config"]
         x_vars = list(config["variables"])
@@ -524,6 +535,108 @@ class BatchDataset(torch.utils.data.IterableDataset):
             raise ValueError("epoch must be >= 0")
         self._epoch.fill_(epoch)
         self._pending_restore = None
+        self._received = 0
+
+    # ---- elastic resume (docs/torch.md "Resume") ----
+    def _config(self):
+        return self._generator().state()["config"]
+
+    def _remaining(self, epoch, total):
+        """The stretches of epoch `epoch`'s order this job visits: a resumed epoch's, or all."""
+        resume = (self._pipeline.generator.get("resume") if self._pipeline is not None else None) or {}
+        if resume and int(resume["epoch"]) == epoch:
+            return [(int(a), int(b)) for a, b in resume["remaining"]]
+        return [(0, total)]
+
+    def _blocks(self, epoch, world, nworkers):
+        """[(begin, size)] of every shard (rank * nworkers + worker) in the concatenation of the
+        epoch's remaining stretches (EpochOrder's contiguous blocks), and the stretches."""
+        stretches = self._remaining(epoch, int(self._generator().total_windows))
+        total = sum(b - a for a, b in stretches)
+        count = world * nworkers
+        base, extra = divmod(total, count)
+        return [(i * base + min(i, extra), base + (1 if i < extra else 0)) for i in range(count)], stretches
+
+    def _batches_of(self, size):
+        config = self._config()
+        bs = int(config["batch_size"])
+        return size // bs if config["drop_last"] else -(-size // bs)
+
+    def state_dict(self, received=None, num_workers=None) -> dict:
+        """Where the job stands in the current epoch: the stretches of its order not yet
+        delivered. `received`: batches this rank's training loop received this epoch (default:
+        what the dataset, iterated here, or its :meth:`loader` yielded); `num_workers`: the
+        DataLoader workers they came through (default: the counting loader's). In a DDP job every
+        rank receives as many batches, so rank 0's state describes the whole job; a job of any
+        world size and worker count continues it with :meth:`load_state_dict`."""
+        if self._pipeline is None:
+            raise TypeError("state_dict: this BatchDataset wraps a lazycube._core.BatchGenerator, "
+                            "which cannot be rebuilt for another shard; use state()/restore()")
+        config = self._config()
+        if config.get("filter"):
+            raise ValueError("state_dict: with filter= the windows a batch holds depend on the data, so "
+                             "the epoch position of a batch count is not known; use state()/restore() "
+                             "per process")
+        rank, world, _, _ = self._shard()
+        epoch = self.epoch
+        k = self._received if received is None else int(received)
+        n = self._received_workers if num_workers is None else int(num_workers)
+        if k < 0 or n < 1:
+            raise ValueError("state_dict: received must be >= 0 and num_workers >= 1")
+        bs = int(config["batch_size"])
+        blocks, stretches = self._blocks(epoch, world, n)
+        consumed = []  # (begin, end) in the concatenation of the stretches
+        for r in range(world):
+            mine = blocks[r * n:(r + 1) * n]
+            got = received_per_worker(k, [self._batches_of(size) for _, size in mine])
+            consumed += [(begin, begin + min(g * bs, size)) for (begin, size), g in zip(mine, got)]
+        left, at = [], 0
+        for a, b in sorted(consumed) + [(sum(e - s for s, e in stretches),) * 2]:
+            if a > at:
+                left.append((at, a))
+            at = max(at, b)
+        # back to positions of the epoch's whole order
+        remaining, offset = [], 0
+        for s, e in stretches:
+            for a, b in left:
+                lo, hi = max(a, offset), min(b, offset + e - s)
+                if lo < hi:
+                    remaining.append([s + lo - offset, s + hi - offset])
+            offset += e - s
+        return {"format": _STATE_FORMAT, "epoch": epoch, "remaining": remaining,
+                "windows": int(self._generator().total_windows), "config": _resume_config(config)}
+
+    def load_state_dict(self, state: Mapping):
+        """Continues the epoch of `state` (from :meth:`state_dict`), delivering the windows it
+        has not: in this job whatever its world size, worker count and batch size. Call it before
+        the DataLoader starts its workers. ValueError for a state of another dataset, order or
+        seed."""
+        if self._pipeline is None:
+            raise TypeError("load_state_dict: this BatchDataset wraps a lazycube._core.BatchGenerator, "
+                            "which cannot be rebuilt; wrap lazycube.BatchGenerator(...) or pass a URL")
+        if not isinstance(state, Mapping) or state.get("format") != _STATE_FORMAT:
+            raise ValueError("not a BatchDataset state (format %r)"
+                             % (state.get("format") if isinstance(state, Mapping) else state,))
+        mine = _resume_config(self._config())
+        if state.get("windows") != int(self._generator().total_windows) or state.get("config") != mine:
+            theirs = state.get("config") or {}
+            differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k)) or ["windows"]
+            raise ValueError("the state belongs to another BatchDataset: it differs in %s" % ", ".join(differ))
+        resume = {"epoch": int(state["epoch"]), "remaining": [[int(a), int(b)] for a, b in state["remaining"]]}
+        self._pipeline = self._pipeline.replace(generator=dict(self._pipeline.generator, resume=resume))
+        self._wrapped = None
+        self._gens = {}
+        self._lens = {}
+        self._generator()  # checks the stretches now (UsageError naming resume)
+        self._epoch.fill_(resume["epoch"])
+        self._pending_restore = None
+        self._received = 0
+
+    def loader(self, **kwargs) -> torch.utils.data.DataLoader:
+        """A DataLoader over this dataset (batch_size=None: items are whole batches) that counts
+        the batches it yields to the training loop, for state_dict()."""
+        kwargs.setdefault("batch_size", None)
+        return CountingLoader(self, **kwargs)
 
     def state(self):
         """This process's position (see BatchGenerator.state()); single-process use."""
@@ -552,20 +665,19 @@ class BatchDataset(torch.utils.data.IterableDataset):
         return scrub(text) if self._pipeline is None else self._pipeline.scrub(text)
 
     def __len__(self):
-        """Batches per epoch of this rank: of this worker's shard inside a DataLoader worker,
-        otherwise the sum over `num_workers` (default 1) worker shards."""
+        """Batches per epoch of this rank (of the current epoch: a resumed one has fewer): of this
+        worker's shard inside a DataLoader worker, otherwise the sum over `num_workers` (default
+        1) worker shards. With filter= an upper bound."""
         rank, world, worker, nworkers = self._shard()
-        if torch.utils.data.get_worker_info() is not None:
-            return len(self._generator())
-        key = (rank, world, self.len_workers)
+        if torch.utils.data.get_worker_info() is None:
+            worker, nworkers = None, self.len_workers
+        key = (rank, world, worker, nworkers, self.epoch)
         if key not in self._lens:
-            if self.len_workers == 1:
-                n = len(self._generator())
-            else:
-                n = sum(len(self._pipeline.build(w, self.len_workers, rank=rank, world_size=world,
-                                                 prefetch=0))
-                        for w in range(self.len_workers))
-            self._lens[key] = n
+            blocks, _ = self._blocks(self.epoch, world, nworkers)
+            mine = blocks[rank * nworkers:(rank + 1) * nworkers]
+            if worker is not None:
+                mine = [mine[worker]]
+            self._lens[key] = sum(self._batches_of(size) for _, size in mine)
         return self._lens[key]
 
     # iteration
@@ -596,6 +708,15 @@ class BatchDataset(torch.utils.data.IterableDataset):
             self._pending_restore = None
         else:
             gen.set_epoch(self.epoch)
+        if torch.utils.data.get_worker_info() is None:  # the loop receives what this yields
+            self._received_workers = 1
+            for item in self._items(gen, transform):
+                self._received += 1
+                yield item
+        else:
+            yield from self._items(gen, transform)
+
+    def _items(self, gen, transform):
         if self.return_window_ids or (transform and (self._x_transforms is not None
                                                      or self._y_transforms is not None)):
             while True:

@@ -30,6 +30,7 @@ import torch.utils.data
 from .forecast import ForecastSamples, _rebuild, rollout_at
 from .pipeline import keep_foreign, resolve_shard
 from .statistics import Stats, normalize_document
+from .torch_loader import CountingLoader
 
 __all__ = ["ForecastDataset"]
 
@@ -258,15 +259,4 @@ class ForecastDataset(torch.utils.data.IterableDataset):
         """A DataLoader over this dataset (batch_size=None: items are whole batches) that counts
         the batches it yields to the training loop, for state_dict()."""
         kwargs.setdefault("batch_size", None)
-        return _CountingLoader(self, **kwargs)
-
-
-class _CountingLoader(torch.utils.data.DataLoader):
-    def __iter__(self):
-        dataset = self.dataset
-        if self.num_workers == 0:  # the dataset, iterated in this process, counts itself
-            yield from super().__iter__()
-            return
-        for item in super().__iter__():
-            dataset._received += 1
-            yield item
+        return CountingLoader(self, **kwargs)

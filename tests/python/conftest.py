@@ -228,3 +228,31 @@ def redecode_packed(ds, raw):
                     out[values == fill] = np.nan
         ds[name] = ds[name].copy(data=out.astype(t))
     return ds
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(script, nproc, *args, timeout=300, pythonpath=()):
+    """Runs tests/python/`script` (a path) as `nproc` ranks of one node under PyTorch's own
+    launcher (gloo over loopback), with the lazycube package this test run imports on the
+    workers' PYTHONPATH (and `pythonpath`); fails the test with its output unless it exits 0.
+    Debian's torch 1.13 torchrun needs non-zero --redirects on Python 3.11 (ENVIRONMENT.md)."""
+    lazycube = import_lazycube()
+    env = dict(os.environ)
+    pkg = str(Path(lazycube.__file__).resolve().parents[1])  # the staged package dir
+    env["PYTHONPATH"] = os.pathsep.join([pkg] + [str(p) for p in pythonpath]
+                                        + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["OMP_NUM_THREADS"] = "1"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % nproc, "--nnodes=1",
+           "--master_addr=127.0.0.1", "--master_port=%d" % _free_port(), "--redirects", "9:1",
+           "--tee", "9:1", "--monitor_interval", "0.2", str(script)] + [str(a) for a in args]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, "torchrun failed (%d)\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
+    return proc

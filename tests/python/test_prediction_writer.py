@@ -3,16 +3,13 @@ written back as a Zarr store, overlaps blended ("mean", "hann", "last"), shards 
 as their windows are complete, from DataLoader workers and from 2 DDP ranks (torchrun, gloo)."""
 
 import json
-import os
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import import_lazycube
+from conftest import import_lazycube, torchrun
 from prediction_model import BATCH, INPUT_DIMS, INPUT_OVERLAP, OUTPUTS, SEED, VARIABLES, model
 
 lazycube = import_lazycube()
@@ -296,12 +293,6 @@ def test_window_dataset_items_and_torch_tensors_on_any_device(tmp_path, template
         np.testing.assert_array_equal(got[exact], want[exact])
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _store_files(root):
     root = Path(root)
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
@@ -324,19 +315,8 @@ def ddp(tmp_path_factory, template_url):
     for job in jobs:
         job["out"] = str(tmp / ("%s.zarr" % job["name"]))
     (tmp / "jobs.json").write_text(json.dumps(jobs))
-    env = dict(os.environ)
-    pkg = str(Path(lazycube.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(
-        [pkg, str(HERE)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    env["OMP_NUM_THREADS"] = "1"
-    # Debian's torch 1.13 torchrun needs non-zero --redirects on Python 3.11 (ENVIRONMENT.md)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--nnodes=1",
-           "--master_addr=127.0.0.1", "--master_port=%d" % _free_port(), "--redirects", "9:1",
-           "--tee", "9:1", "--monitor_interval", "0.2", str(HERE / "prediction_worker.py"),
-           "--url", template_url, "--jobs", str(tmp / "jobs.json"), "--result", str(tmp / "result")]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180,
-                          stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, "torchrun failed (%d)\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
+    torchrun(HERE / "prediction_worker.py", 2, "--url", template_url, "--jobs", tmp / "jobs.json",
+             "--result", tmp / "result", timeout=180, pythonpath=[HERE])
     ranks = [json.loads((tmp / ("result.rank%d.json" % r)).read_text()) for r in range(2)]
     return {job["name"]: ([r[job["name"]] for r in ranks], Path(job["out"])) for job in jobs}
 

@@ -8,15 +8,11 @@ non-zero value (`--redirects 9:1 --tee 9:1`: a rank that does not exist) avoids 
 """
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import import_lazycube
+from conftest import import_lazycube, torchrun
 
 torch = pytest.importorskip("torch")
 lazycube = import_lazycube()
@@ -28,24 +24,8 @@ WORKER = HERE / "distributed_worker.py"
 WORLD = 2
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun(url, out, *args):
-    env = dict(os.environ)
-    pkg = str(Path(lazycube.__file__).resolve().parents[1])  # the staged package dir
-    env["PYTHONPATH"] = os.pathsep.join([pkg] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    env["OMP_NUM_THREADS"] = "1"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % WORLD, "--nnodes=1",
-           "--master_addr=127.0.0.1", "--master_port=%d" % free_port(),
-           "--redirects", "9:1", "--tee", "9:1", "--monitor_interval", "0.2",
-           str(WORKER), "--url", url, "--out", str(out)] + [str(a) for a in args]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, "torchrun failed (%d)\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
+def run_ranks(url, out, *args):
+    torchrun(WORKER, WORLD, "--url", url, "--out", out, *args, timeout=120)
     modes = args[args.index("--mode") + 1].split(",")
     return {m: [json.loads((Path(out) / ("%s-rank%d.json" % (m, r))).read_text()) for r in range(WORLD)]
             for m in modes}
@@ -60,10 +40,10 @@ def url(sample_dir):
 def runs(url, tmp_path_factory):
     """Two full runs with the same seed, and an interrupted run of epoch 1 resumed from state."""
     a, b = tmp_path_factory.mktemp("run_a"), tmp_path_factory.mktemp("run_b")
-    first = torchrun(url, a, "--mode", "full", "--epochs", 2)
-    second = torchrun(url, b, "--mode", "full,workers,interrupt,forms", "--epochs", 2, "--epoch", 1,
+    first = run_ranks(url, a, "--mode", "full", "--epochs", 2)
+    second = run_ranks(url, b, "--mode", "full,workers,interrupt,forms", "--epochs", 2, "--epoch", 1,
                       "--stop-after", 3)
-    third = torchrun(url, b, "--mode", "resume")
+    third = run_ranks(url, b, "--mode", "resume")
     return {"a": first["full"], "b": second["full"], "interrupt": second["interrupt"],
             "resume": third["resume"], "workers": second["workers"], "forms": second["forms"]}
 

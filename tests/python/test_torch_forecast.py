@@ -5,16 +5,12 @@ an elastic resume: a 2-rank torchrun job (gloo, spawned workers) interrupted and
 3-rank job, every sample of the epoch delivered exactly once."""
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import import_lazycube
+from conftest import import_lazycube, torchrun
 
 torch = pytest.importorskip("torch")
 lazycube = import_lazycube()
@@ -121,22 +117,8 @@ def test_state_resumes_with_another_worker_count(url, index_dir):
         other.load_state_dict(state)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _torchrun(nproc, *args):
-    env = dict(os.environ)
-    pkg = str(Path(lazycube.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([pkg] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    env["OMP_NUM_THREADS"] = "1"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=%d" % nproc, "--nnodes=1",
-           "--master_addr=127.0.0.1", "--master_port=%d" % _free_port(), "--redirects", "9:1", "--tee", "9:1",
-           "--monitor_interval", "0.2", str(HERE / "forecast_distributed_worker.py")] + [str(a) for a in args]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, "torchrun failed (%d)\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
+    torchrun(HERE / "resume_distributed_worker.py", nproc, *args)
 
 
 def test_elastic_resume_two_ranks_then_three(url, index_dir, tmp_path):
@@ -151,6 +133,6 @@ def test_elastic_resume_two_ranks_then_three(url, index_dir, tmp_path):
               "--workers", 1, "--index-dir", index_dir)
     resumed = [json.loads((tmp_path / ("resume-rank%d.json" % r)).read_text()) for r in range(3)]
     assert len(set(resumed[0]["all_batches"])) == 1  # every rank stepped as often
-    delivered = [s for r in first for s in r["samples"]] + [s for r in resumed for s in r["samples"]]
+    delivered = [s for r in first for s in r["items"]] + [s for r in resumed for s in r["items"]]
     assert sorted(delivered) == list(range(first[0]["total"]))
     assert all(r["epoch"] == 1 for r in resumed)
