@@ -10,6 +10,7 @@
 
 #include "batch_assembly.hpp"
 #include "sample_order.hpp"
+#include "window_reader.hpp"
 #include "lazycube/error.hpp"
 #include "util/text.hpp"
 #include "util/thread_pool.hpp"
@@ -428,38 +429,15 @@ BatchArray BatchSource::stack_channels(const std::string& name, const std::vecto
     const Variable& v = vars[c];
     std::vector<ArraySelection> sels(n);
     for (std::size_t k = 0; k < n; ++k) sels[k] = window_selection(v, ids[k], target);
-    auto normalize = [&] {
-      if (!norms.empty())
-        for (std::size_t k = 0; k < n; ++k)
-          norms[c].apply(base + (k * channels + c) * window_elems * item, out_extent_, sels[k]);
-    };
-    const bool same_order = v.dims() == out_dims_;
-    if (same_order && v.dtype() == dtype) {
-      // Straight into the batch: window k of channel c is one contiguous slab.
-      std::vector<MutableByteView> dests(n);
-      for (std::size_t k = 0; k < n; ++k)
-        dests[k] = {base + (k * channels + c) * window_elems * item, window_elems * item};
-      v.read_windows_into(sels, dests, cache_.get());
-      normalize();
-      return;
-    }
-    // Otherwise read in the variable's own order and dtype, then cast and transpose.
-    const std::size_t vitem = v.dtype().itemsize;
-    Buffer raw(n * window_elems * vitem);
-    std::vector<MutableByteView> dests(n);
-    for (std::size_t k = 0; k < n; ++k) dests[k] = raw.span().subspan(k * window_elems * vitem, window_elems * vitem);
-    v.read_windows_into(sels, dests, cache_.get());
-    Shape src_shape;
-    for (const auto& d : v.dims()) src_shape.push_back(out_extent_[static_cast<std::size_t>(find_index(out_dims_, d))]);
-    std::vector<int> axes;
-    for (const auto& d : out_dims_) axes.push_back(static_cast<int>(find_index(v.dims(), d)));
-    parallel_for(n, [&](std::size_t k) {
-      thread_local Buffer cast;
-      cast.resize(window_elems * item);
-      cast_elements(raw.data() + k * window_elems * vitem, v.dtype(), cast.data(), dtype, window_elems);
-      permuted_copy(cast.data(), src_shape, base + (k * channels + c) * window_elems * item, out_extent_, axes, item);
-    });
-    normalize();
+    WindowLayout layout;
+    for (const auto& d : v.dims()) layout.src_shape.push_back(out_extent_[static_cast<std::size_t>(find_index(out_dims_, d))]);
+    for (const auto& d : out_dims_) layout.src_axes.push_back(static_cast<int>(find_index(v.dims(), d)));
+    layout.dst_shape = out_extent_;
+    std::vector<std::byte*> dests(n);
+    for (std::size_t k = 0; k < n; ++k) dests[k] = base + (k * channels + c) * window_elems * item;
+    read_windows_as(v, sels, layout, dtype, dests, cache_.get());
+    if (!norms.empty())
+      for (std::size_t k = 0; k < n; ++k) norms[c].apply(dests[k], out_extent_, sels[k]);
   });
   return out;
 }

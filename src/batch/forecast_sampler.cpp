@@ -22,6 +22,7 @@
 #include "util/text.hpp"
 #include "util/thread_pool.hpp"
 #include "validity_index.hpp"
+#include "window_reader.hpp"
 
 namespace lazycube::batch {
 
@@ -571,8 +572,6 @@ void ForecastSampler::Impl::fill_block(const ForecastStream& s, const ForecastFi
     for (std::size_t k = 0; k < patch_axes.size(); ++k) grid_out[patch_axes[k]] = patches.front()[k].count;
   const std::uint64_t grid_n = shape_size(grid_out);
   const std::uint64_t block_n = f.channels * grid_n;  // elements of one (sample, time) window
-  const DataType dt = f.var.dtype();
-  const std::size_t item = dt.itemsize;
   // windows: one per (sample, time) (a static field: one per sample with a patch, else one)
   const std::size_t reads = f.has_time ? B * T : (patches.empty() ? 1 : B);
   std::vector<ArraySelection> windows(reads);
@@ -590,50 +589,44 @@ void ForecastSampler::Impl::fill_block(const ForecastStream& s, const ForecastFi
       for (std::size_t k = 0; k < patch_axes.size(); ++k) w[f.grid_axes[patch_axes[k]]] = patches[b][k];
     windows[r] = std::move(w);
   }
-  std::vector<std::byte> raw(reads * block_n * item);
-  std::vector<MutableByteView> dests(reads);
-  for (std::size_t r = 0; r < reads; ++r) dests[r] = MutableByteView(raw.data() + r * block_n * item, block_n * item);
-  f.var.read_windows_into(windows, dests, cache.get());
-  // Cast to float32 and move the channel axes before the grid axes.
-  std::vector<float> cast;
-  const float* src_all = nullptr;
-  if (dt == DataType::float_(4)) {
-    src_all = reinterpret_cast<const float*>(raw.data());
-  } else {
-    cast.resize(reads * block_n);
-    cast_elements(raw.data(), dt, reinterpret_cast<std::byte*>(cast.data()), DataType::float_(4), cast.size());
-    src_all = cast.data();
-  }
   // the window's own axes (the var's dims without time) and, for each output axis, its source
-  Shape src_shape;
+  WindowLayout layout;
   std::vector<int> src_pos(nd, -1);
   for (std::size_t a = 0; a < nd; ++a) {
     if (f.has_time && a == f.time_axis) continue;
-    src_pos[a] = static_cast<int>(src_shape.size());
-    src_shape.push_back(windows[0][a].count);
+    src_pos[a] = static_cast<int>(layout.src_shape.size());
+    layout.src_shape.push_back(windows[0][a].count);
   }
-  Shape dst_shape;
-  std::vector<int> src_axes;
   for (std::size_t k = 0; k < f.extra_axes.size(); ++k) {
-    dst_shape.push_back(f.extra_shape[k]);
-    src_axes.push_back(src_pos[f.extra_axes[k]]);
+    layout.dst_shape.push_back(f.extra_shape[k]);
+    layout.src_axes.push_back(src_pos[f.extra_axes[k]]);
   }
   for (std::size_t g = 0; g < f.grid_axes.size(); ++g) {
-    dst_shape.push_back(grid_out[g]);
-    src_axes.push_back(src_pos[f.grid_axes[g]]);
+    layout.dst_shape.push_back(grid_out[g]);
+    layout.src_axes.push_back(src_pos[f.grid_axes[g]]);
   }
-  bool identity = true;
-  for (std::size_t k = 0; k < src_axes.size(); ++k) identity = identity && src_axes[k] == static_cast<int>(k);
+  // The (sample, time) blocks of the output, channels before the grid: contiguous, so a field
+  // with time is read straight into them; a static one is read once (per patch) and copied to
+  // every time of its sample.
   const std::uint64_t times_block = f.has_time ? T : offsets.size();
-  parallel_for(B * times_block, [&](std::size_t job) {
-    const std::size_t b = job / times_block, k = job % times_block;
-    const std::size_t r = f.has_time ? job : (patches.empty() ? 0 : b);
-    const float* src = src_all + r * block_n;
-    float* dst = out + ((b * times_out + time_first + k) * channels_out + channel_first) * grid_n;
-    if (identity) std::memcpy(dst, src, block_n * sizeof(float));
-    else permuted_copy(reinterpret_cast<const std::byte*>(src), src_shape, reinterpret_cast<std::byte*>(dst), dst_shape,
-                       src_axes, sizeof(float));
-  });
+  auto block_of = [&](std::size_t b, std::size_t k) {
+    return out + ((b * times_out + time_first + k) * channels_out + channel_first) * grid_n;
+  };
+  const DataType f32 = DataType::float_(4);
+  if (f.has_time) {
+    std::vector<std::byte*> dests(reads);
+    for (std::size_t r = 0; r < reads; ++r) dests[r] = reinterpret_cast<std::byte*>(block_of(r / T, r % T));
+    read_windows_as(f.var, windows, layout, f32, dests, cache.get());
+  } else {
+    std::vector<float> once(reads * block_n);
+    std::vector<std::byte*> dests(reads);
+    for (std::size_t r = 0; r < reads; ++r) dests[r] = reinterpret_cast<std::byte*>(once.data() + r * block_n);
+    read_windows_as(f.var, windows, layout, f32, dests, cache.get());
+    parallel_for(B * times_block, [&](std::size_t job) {
+      const std::size_t b = job / times_block, k = job % times_block;
+      std::memcpy(block_of(b, k), once.data() + (patches.empty() ? 0 : b) * block_n, block_n * sizeof(float));
+    });
+  }
   if (spec.missing == MissingPolicy::Error) {
     for (std::size_t job = 0; job < B * times_block; ++job) {
       const std::size_t b = job / times_block, k = job % times_block;
