@@ -51,6 +51,11 @@ ArrayMetadata parse_v2_array(const nlohmann::json& zarray, const nlohmann::json&
                              const std::string& where);
 // Parses an array `zarr.json`.
 ArrayMetadata parse_v3_array(const nlohmann::json& zarr_json, const std::string& where);
+// Refuses what a reader must understand and this one does not (Zarr v3 "extension points"): a
+// top-level field of a zarr.json (`node_type` "array" or "group") other than the spec's, unless
+// it is null or an object with "must_understand": false, and an entry of an `extensions` list
+// without "must_understand": false. MetadataError naming the field or extension.
+void check_v3_must_understand(const nlohmann::json& zarr_json, const std::string& node_type, const std::string& where);
 
 // The v3 `data_type` of `dtype` (the inverse of the parser's).
 nlohmann::json v3_data_type_json(const DataType& dtype, const std::string& where);

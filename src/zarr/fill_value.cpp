@@ -11,6 +11,7 @@
 #include "util/element_cast.hpp"
 #include "util/half.hpp"
 #include "util/text.hpp"
+#include "util/text.hpp"
 
 namespace lazycube::zarr {
 
@@ -239,7 +240,13 @@ FillValue parse_v3_fill_value(const json& v, const DataType& t, const std::strin
     case DTypeKind::String:
     case DTypeKind::VlenBytes: {
       std::string s;
-      if (v.is_string()) {
+      if (v.is_string() && t.kind == DTypeKind::Bytes) {
+        // fixed-length bytes (null_terminated_bytes, fixed_length_bytes): base64 text, as
+        // zarr-python 3 writes and reads it (b"none" is "bm9uZQ==")
+        auto decoded = base64_decode(v.get<std::string>());
+        if (!decoded) throw bad_fill(where, v, t, "expected base64 text");
+        s = std::move(*decoded);
+      } else if (v.is_string()) {
         s = v.get<std::string>();
       } else if (v.is_array()) {  // bytes as a list of integers
         for (const auto& x : v) {

@@ -127,6 +127,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
     if (node_type != "group")
       throw MetadataError(where + ": zarr.json has node_type " + (*doc)["node_type"].dump() +
                           ", expected \"array\" or \"group\"");
+    check_v3_must_understand(*doc, "group", store->describe(join_node_path(path, "zarr.json")));
     if (auto it = doc->find("attributes"); it != doc->end() && it->is_object()) h.attrs_ = *it;
     auto cm = doc->find("consolidated_metadata");
     const bool has_cm = cm != doc->end() && cm->is_object() && cm->contains("metadata");

@@ -1,4 +1,7 @@
 // Zarr v3 array `zarr.json` → ArrayMetadata.
+#include <set>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "array_metadata.hpp"
@@ -42,6 +45,8 @@ DataType parse_v3_data_type(const json& v, const std::string& where) {
     if (!config.is_object() || !config.contains("unit") || !config["unit"].is_string())
       throw bad("missing configuration.unit");
     std::string unit = config["unit"].get<std::string>();
+    // The spec spells microseconds "us" or "μs" (Greek mu); the micro sign is taken too.
+    if (unit == "\u03bcs" || unit == "\u00b5s") unit = "us";
     std::int64_t scale = 1;
     if (config.contains("scale_factor")) {
       if (!config["scale_factor"].is_number_integer() || config["scale_factor"].get<std::int64_t>() <= 0)
@@ -195,6 +200,32 @@ codec::CodecPipeline parse_v3_codecs(const json& codecs, const codec::ChunkSpec&
   return p;
 }
 
+void check_v3_must_understand(const json& doc, const std::string& node_type, const std::string& where) {
+  static const std::set<std::string> array_keys = {
+      "zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value",
+      "codecs", "attributes", "storage_transformers", "dimension_names", "extensions"};
+  static const std::set<std::string> group_keys = {"zarr_format", "node_type", "attributes",
+                                                   "consolidated_metadata", "extensions"};
+  const auto& known = node_type == "array" ? array_keys : group_keys;
+  auto optional = [](const json& v) {
+    return v.is_object() && v.contains("must_understand") && v["must_understand"] == false;
+  };
+  for (const auto& [key, value] : doc.items())
+    if (!known.count(key) && !value.is_null() && !optional(value))
+      throw MetadataError(where + ": zarr.json has the field '" + key +
+                          "', which a reader must understand (it is not marked \"must_understand\": false) "
+                          "and lazycube does not");
+  if (auto it = doc.find("extensions"); it != doc.end() && !it->is_null()) {
+    if (!it->is_array()) throw MetadataError(where + ": 'extensions' must be a list, got " + it->dump());
+    for (const auto& e : *it)
+      if (!optional(e))
+        throw MetadataError(where + ": zarr.json lists the extension " +
+                            (e.is_object() && e.contains("name") ? e["name"].dump() : e.dump()) +
+                            ", which a reader must understand (it is not marked \"must_understand\": false) "
+                            "and lazycube does not");
+  }
+}
+
 ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
   ArrayMetadata m;
   m.zarr_format = 3;
@@ -203,6 +234,7 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
     throw MetadataError(where + ": zarr.json has zarr_format " + fmt.dump() + ", expected 3");
   if (require(doc, "node_type", where) != "array")
     throw MetadataError(where + ": zarr.json is not an array (node_type " + doc["node_type"].dump() + ")");
+  check_v3_must_understand(doc, "array", where);
   m.shape = parse_shape(require(doc, "shape", where), "shape", where, true);
   m.dtype = parse_v3_data_type(require(doc, "data_type", where), where);
 

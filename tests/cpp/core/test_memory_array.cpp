@@ -15,7 +15,7 @@ using namespace lazycube;
 namespace {
 
 // values[i][j] = 100 * i + j, shape 4 x 6, C order.
-std::shared_ptr<std::vector<float>> grid() {
+std::shared_ptr<std::vector<float>> cell_values() {
   auto v = std::make_shared<std::vector<float>>(24);
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 6; ++j) (*v)[i * 6 + j] = static_cast<float>(100 * i + j);
@@ -33,7 +33,7 @@ std::vector<float> read(const MemoryArray& a, const ArraySelection& sel) {
 }  // namespace
 
 TEST(MemoryArray, ReadsThroughAnyStrides) {
-  auto v = grid();
+  auto v = cell_values();
   const auto* base = reinterpret_cast<const std::byte*>(v->data());
   MemoryArray c("v", DataType::float_(4), {4, 6}, {24, 4}, base, v, {"y", "x"}, nlohmann::json::object());
   EXPECT_EQ(read(c, {{1, 2, 1}, {2, 3, 1}}), (std::vector<float>{102, 103, 104, 202, 203, 204}));
@@ -49,7 +49,7 @@ TEST(MemoryArray, ReadsThroughAnyStrides) {
 }
 
 TEST(MemoryArray, StackedBatchesAreItsWindows) {
-  auto v = grid();
+  auto v = cell_values();
   auto a = std::make_shared<MemoryArray>("v", DataType::float_(4), Shape{4, 6}, std::vector<std::int64_t>{24, 4},
                                          reinterpret_cast<const std::byte*>(v->data()), v,
                                          std::vector<std::string>{"y", "x"}, nlohmann::json::object());

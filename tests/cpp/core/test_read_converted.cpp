@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kData = fs::path(LAZYCUBE_SOURCE_DIR) / "data";
+const fs::path kConvertedData = fs::path(LAZYCUBE_SOURCE_DIR) / "data";
 
 void expect_fused_equals_two_pass(const Variable& v, const std::string& what) {
   ASSERT_FALSE(v.cf().is_identity()) << what;
@@ -31,7 +31,7 @@ void expect_fused_equals_two_pass(const Variable& v, const std::string& what) {
 
 TEST(ReadConverted, EqualsRawReadThenDecode) {
   for (const char* store : {"era5_sample_v2.zarr", "era5_sample_v3.zarr"}) {
-    const Dataset ds = open((kData / store).string());
+    const Dataset ds = open((kConvertedData / store).string());
     const Variable msl = ds["msl"];  // packed int16: scale, offset, fill
     expect_fused_equals_two_pass(msl, std::string(store) + " whole");
     expect_fused_equals_two_pass(msl.isel({{"time", Indexer(Slice{3, 50, 7})}, {"latitude", Indexer(Slice{60, 2, -3})}}),
@@ -42,7 +42,7 @@ TEST(ReadConverted, EqualsRawReadThenDecode) {
 }
 
 TEST(ReadConverted, RefusesMismatchedConversionOrDestination) {
-  const Dataset ds = open((kData / "era5_sample_v2.zarr").string());
+  const Dataset ds = open((kConvertedData / "era5_sample_v2.zarr").string());
   const Variable msl = ds["msl"].isel({{"time", Indexer(Slice{0, 2, 1})}});
   const Variable t2m = ds["t2m"];
   Buffer small(8);

@@ -17,8 +17,8 @@ using namespace lazycube;
 
 namespace {
 
-constexpr std::int64_t kHour = 3'600'000'000'000;
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::int64_t kEncodeHour = 3'600'000'000'000;
+const double kEncodeNaN = std::numeric_limits<double>::quiet_NaN();
 
 template <class T>
 NDArray make(const DataType& dtype, const std::vector<T>& values) {
@@ -33,7 +33,7 @@ NDArray make(const DataType& dtype, const std::vector<T>& values) {
 std::int64_t ns_of(const char* text) { return *cf::parse_datetime_ns(text); }
 
 template <class T>
-std::vector<T> values_of(const NDArray& a) {
+std::vector<T> encoded_values(const NDArray& a) {
   auto s = a.values<T>();
   return {s.begin(), s.end()};
 }
@@ -62,7 +62,7 @@ std::string error_of(F&& f) {
 }  // namespace
 
 TEST(CfEncodeFloat, NaNStaysAndIsTheFillValue) {
-  const NDArray v = make<float>(DataType::float_(4), {1.5f, static_cast<float>(kNaN), -3.25f});
+  const NDArray v = make<float>(DataType::float_(4), {1.5f, static_cast<float>(kEncodeNaN), -3.25f});
   const auto [stored, attrs] = CfEncoding::encode(v, nlohmann::json::object(), nlohmann::json::object(), "t2m");
   EXPECT_EQ(stored.dtype, DataType::float_(4));
   EXPECT_EQ(attrs, nlohmann::json({{"_FillValue", "NaN"}}));
@@ -71,24 +71,24 @@ TEST(CfEncodeFloat, NaNStaysAndIsTheFillValue) {
 }
 
 TEST(CfEncodeFloat, ExplicitNullFillValueWritesNone) {
-  const NDArray v = make<double>(DataType::float_(8), {1.0, kNaN});
+  const NDArray v = make<double>(DataType::float_(8), {1.0, kEncodeNaN});
   const auto [stored, attrs] = CfEncoding::encode(v, {{"long_name", "x"}}, {{"_FillValue", nullptr}}, "v");
   EXPECT_EQ(attrs, nlohmann::json({{"long_name", "x"}}));
   EXPECT_TRUE(same_bytes(stored, v));
 }
 
 TEST(CfEncodeFloat, NumericFillReplacesNaNAndRoundTrips) {
-  const NDArray v = make<double>(DataType::float_(8), {2.0, kNaN});
+  const NDArray v = make<double>(DataType::float_(8), {2.0, kEncodeNaN});
   const auto [stored, attrs] = CfEncoding::encode(v, nlohmann::json::object(), {{"_FillValue", -9999}}, "v");
   EXPECT_EQ(attrs["_FillValue"], -9999.0);
-  EXPECT_EQ(values_of<double>(stored), (std::vector<double>{2.0, -9999.0}));
-  const auto back = values_of<double>(round_trip(v, {{"_FillValue", -9999}}));
+  EXPECT_EQ(encoded_values<double>(stored), (std::vector<double>{2.0, -9999.0}));
+  const auto back = encoded_values<double>(round_trip(v, {{"_FillValue", -9999}}));
   EXPECT_EQ(back[0], 2.0);
   EXPECT_TRUE(std::isnan(back[1]));
 }
 
 TEST(CfEncodePacked, ScaleOffsetFillRoundTripWithinHalfAStep) {
-  const std::vector<float> x = {-1.234f, 0.0f, 273.15f, static_cast<float>(kNaN), 1000.04f};
+  const std::vector<float> x = {-1.234f, 0.0f, 273.15f, static_cast<float>(kEncodeNaN), 1000.04f};
   const NDArray v = make<float>(DataType::float_(4), x);
   const nlohmann::json enc = {{"dtype", "<i2"}, {"scale_factor", 0.05}, {"add_offset", 300.0}, {"_FillValue", -32767}};
   const auto [stored, attrs] = CfEncoding::encode(v, nlohmann::json::object(), enc, "msl");
@@ -97,10 +97,10 @@ TEST(CfEncodePacked, ScaleOffsetFillRoundTripWithinHalfAStep) {
   EXPECT_EQ(attrs["scale_factor"], 0.05);
   EXPECT_EQ(attrs["add_offset"], 300.0);
   EXPECT_FALSE(attrs.contains("dtype"));
-  EXPECT_EQ(values_of<std::int16_t>(stored)[3], -32767);
+  EXPECT_EQ(encoded_values<std::int16_t>(stored)[3], -32767);
   const NDArray back = round_trip(v, enc);
   ASSERT_EQ(back.dtype, DataType::float_(8));  // float64 attributes decode to float64
-  const auto b = values_of<double>(back);
+  const auto b = encoded_values<double>(back);
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) {
       EXPECT_TRUE(std::isnan(b[i]));
@@ -113,7 +113,7 @@ TEST(CfEncodePacked, ScaleOffsetFillRoundTripWithinHalfAStep) {
 TEST(CfEncodePacked, FloatToIntegerRoundsHalfToEven) {
   const NDArray v = make<double>(DataType::float_(8), {0.5, 1.5, 2.5, -0.5, -1.5, 2.4999});
   const auto [stored, attrs] = CfEncoding::encode(v, nlohmann::json::object(), {{"dtype", "<i4"}}, "v");
-  EXPECT_EQ(values_of<std::int32_t>(stored), (std::vector<std::int32_t>{0, 2, 2, 0, -2, 2}));
+  EXPECT_EQ(encoded_values<std::int32_t>(stored), (std::vector<std::int32_t>{0, 2, 2, 0, -2, 2}));
   EXPECT_TRUE(attrs.empty());  // integers get no default fill
 }
 
@@ -123,7 +123,7 @@ TEST(CfEncodePacked, ScaleOnlyOnSmallIntegersComputesInFloat32) {
   const NDArray v = make<std::int16_t>(DataType::int_(2), {3, 7, -20});
   const auto [stored, attrs] = CfEncoding::encode(v, nlohmann::json::object(), {{"scale_factor", 0.1}}, "v");
   ASSERT_EQ(stored.dtype, DataType::float_(4));
-  const auto s = values_of<float>(stored);
+  const auto s = encoded_values<float>(stored);
   EXPECT_EQ(s[0], 3.0f / 0.1f);
   EXPECT_EQ(s[2], -20.0f / 0.1f);
   EXPECT_EQ(attrs["_FillValue"], "NaN");
@@ -140,7 +140,7 @@ TEST(CfEncodePacked, ValueOutsideThePackedTypeIsAnError) {
 }
 
 TEST(CfEncodePacked, NaNWithoutFillIntoIntegersIsAnError) {
-  const NDArray v = make<double>(DataType::float_(8), {1.0, kNaN});
+  const NDArray v = make<double>(DataType::float_(8), {1.0, kEncodeNaN});
   const std::string e = error_of([&] { CfEncoding::encode(v, {}, {{"dtype", "<i2"}, {"scale_factor", 0.5}}, "sst"); });
   EXPECT_NE(e.find("'sst'"), std::string::npos) << e;
   EXPECT_NE(e.find("_FillValue"), std::string::npos) << e;
@@ -149,9 +149,9 @@ TEST(CfEncodePacked, NaNWithoutFillIntoIntegersIsAnError) {
 }
 
 TEST(CfEncodeMask, MissingValueFillsAndConflictsAreErrors) {
-  const NDArray v = make<double>(DataType::float_(8), {1.0, kNaN});
+  const NDArray v = make<double>(DataType::float_(8), {1.0, kEncodeNaN});
   const auto [stored, attrs] = CfEncoding::encode(v, {}, {{"missing_value", -9}}, "v");
-  EXPECT_EQ(values_of<double>(stored)[1], -9.0);
+  EXPECT_EQ(encoded_values<double>(stored)[1], -9.0);
   EXPECT_EQ(attrs["missing_value"], -9.0);
   EXPECT_EQ(attrs["_FillValue"], "NaN");  // xarray adds the NaN default beside missing_value
   const std::string e = error_of([&] { CfEncoding::encode(v, {}, {{"missing_value", -9}, {"_FillValue", -8}}, "v"); });
@@ -172,7 +172,7 @@ TEST(CfEncodeBool, Int8WithDtypeAttribute) {
   const NDArray v = make<std::uint8_t>(DataType::boolean(), {1, 0, 1});
   const auto [stored, attrs] = CfEncoding::encode(v, {}, {}, "mask");
   EXPECT_EQ(stored.dtype, DataType::int_(1));
-  EXPECT_EQ(values_of<std::int8_t>(stored), (std::vector<std::int8_t>{1, 0, 1}));
+  EXPECT_EQ(encoded_values<std::int8_t>(stored), (std::vector<std::int8_t>{1, 0, 1}));
   EXPECT_EQ(attrs, nlohmann::json({{"dtype", "bool"}}));
   // CfDecoding leaves int8 + dtype="bool" to the Python backend (xarray_backend.py): the
   // stored values come back unchanged.
@@ -195,7 +195,7 @@ TEST(CfEncodeDatetime, InfersCoarsestUnitSinceFirstValue) {
   EXPECT_EQ(attrs["calendar"], "proleptic_gregorian");
   EXPECT_FALSE(attrs.contains("_FillValue"));
   ASSERT_EQ(stored.dtype, DataType::int_(8));
-  EXPECT_EQ(values_of<std::int64_t>(stored), (std::vector<std::int64_t>{0, 6, 18}));
+  EXPECT_EQ(encoded_values<std::int64_t>(stored), (std::vector<std::int64_t>{0, 6, 18}));
   EXPECT_TRUE(same_bytes(round_trip(v, {}), v));
 }
 
@@ -205,8 +205,8 @@ TEST(CfEncodeDatetime, NaTMakesFloatWithNaNAndRoundTrips) {
   EXPECT_EQ(attrs["units"], "days since 2000-01-01 00:00:00");  // the first valid value
   EXPECT_EQ(attrs["_FillValue"], "NaN");
   ASSERT_EQ(stored.dtype, DataType::float_(8));
-  EXPECT_TRUE(std::isnan(values_of<double>(stored)[0]));
-  EXPECT_EQ(values_of<double>(stored)[2], 2.0);
+  EXPECT_TRUE(std::isnan(encoded_values<double>(stored)[0]));
+  EXPECT_EQ(encoded_values<double>(stored)[2], 2.0);
   EXPECT_TRUE(same_bytes(round_trip(v, {}), v));
 }
 
@@ -215,12 +215,12 @@ TEST(CfEncodeDatetime, ExplicitUnitsAreCleanedAndFractionsStayFloat) {
   const nlohmann::json enc = {{"units", "days since 1999-12-31 12:00"}};
   const auto [stored, attrs] = CfEncoding::encode(v, {}, enc, "time");
   EXPECT_EQ(attrs["units"], "days since 1999-12-31T12:00:00");
-  EXPECT_EQ(values_of<double>(stored), (std::vector<double>{0.5, 1.75}));
+  EXPECT_EQ(encoded_values<double>(stored), (std::vector<double>{0.5, 1.75}));
   EXPECT_TRUE(same_bytes(round_trip(v, enc), v));
   // A reference with a zone keeps it (pandas prints the local time and the offset).
   const auto [s2, a2] = CfEncoding::encode(v, {}, {{"units", "Hours since 2000-01-01T00:00:00+05:00"}}, "time");
   EXPECT_EQ(a2["units"], "Hours since 2000-01-01T00:00:00+05:00");
-  EXPECT_EQ(values_of<std::int64_t>(s2), (std::vector<std::int64_t>{5, 35}));
+  EXPECT_EQ(encoded_values<std::int64_t>(s2), (std::vector<std::int64_t>{5, 35}));
   EXPECT_EQ(a2["calendar"], "proleptic_gregorian");
 }
 
@@ -228,7 +228,7 @@ TEST(CfEncodeDatetime, IntegerDtypeWithFillForNaT) {
   const NDArray v = make<std::int64_t>(DataType::datetime("ns"), {ns_of("2000-01-03"), cf::kNaT});
   const nlohmann::json enc = {{"units", "days since 2000-01-01"}, {"dtype", "<i4"}, {"_FillValue", -1}, {"calendar", "standard"}};
   const auto [stored, attrs] = CfEncoding::encode(v, {}, enc, "time");
-  EXPECT_EQ(values_of<std::int32_t>(stored), (std::vector<std::int32_t>{2, -1}));
+  EXPECT_EQ(encoded_values<std::int32_t>(stored), (std::vector<std::int32_t>{2, -1}));
   EXPECT_EQ(attrs["_FillValue"], -1);
   EXPECT_EQ(attrs["calendar"], "standard");
   EXPECT_TRUE(same_bytes(round_trip(v, enc), v));
@@ -241,7 +241,7 @@ TEST(CfEncodeDatetime, ExactBeyondFloat64WhenStoredAsIntegers) {
   const NDArray v = make<std::int64_t>(DataType::datetime("ns"), {t, cf::kNaT});
   const nlohmann::json enc = {{"units", "nanoseconds since 1970-01-01"}, {"dtype", "<i8"}, {"_FillValue", -1}};
   const auto [stored, attrs] = CfEncoding::encode(v, {}, enc, "time");
-  EXPECT_EQ(values_of<std::int64_t>(stored), (std::vector<std::int64_t>{t, -1}));
+  EXPECT_EQ(encoded_values<std::int64_t>(stored), (std::vector<std::int64_t>{t, -1}));
 }
 
 // cftime's count for datetime64 values in other calendars: the Gregorian fields read as a date
@@ -256,23 +256,23 @@ TEST(CfEncodeDatetime, OtherCalendarsCountTheirOwnDays) {
     const auto [stored, attrs] = CfEncoding::encode(v, {}, {{"calendar", calendar}}, "time");
     EXPECT_EQ(attrs["units"], "hours since 2000-01-01 00:00:00") << calendar;
     EXPECT_EQ(attrs["calendar"], calendar);
-    EXPECT_EQ(values_of<std::int64_t>(stored), (std::vector<std::int64_t>{0, hours})) << calendar;
+    EXPECT_EQ(encoded_values<std::int64_t>(stored), (std::vector<std::int64_t>{0, hours})) << calendar;
   }
   // Julian and Gregorian dates differ by 13 days since 1900: the same fields, counted from a
   // Julian reference 100 years back (36525 days: every 4th year leap), not 36524.
   const auto [s2, a2] = CfEncoding::encode(v, {}, {{"calendar", "julian"}, {"units", "days since 1900-01-01"}}, "time");
-  EXPECT_EQ(values_of<double>(s2)[0], 36525.0);
+  EXPECT_EQ(encoded_values<double>(s2)[0], 36525.0);
   // cftime counts microseconds: finer parts are dropped (floor), as xarray's values show.
   const NDArray fine = make<std::int64_t>(DataType::datetime("ns"), {ns_of("2000-01-01") + 1500});
   const auto [s3, a3] = CfEncoding::encode(fine, {}, {{"calendar", "noleap"}, {"units", "seconds since 2000-01-01"}}, "time");
-  EXPECT_EQ(values_of<double>(s3)[0], 1e-6);
+  EXPECT_EQ(encoded_values<double>(s3)[0], 1e-6);
 }
 
 TEST(CfEncodeDatetime, CoarserInputUnitsConvertToNanoseconds) {
   const NDArray v = make<std::int64_t>(DataType::datetime("s"), {0, 7200});
   const auto [stored, attrs] = CfEncoding::encode(v, {}, {}, "time");
   EXPECT_EQ(attrs["units"], "hours since 1970-01-01 00:00:00");
-  EXPECT_EQ(values_of<std::int64_t>(stored), (std::vector<std::int64_t>{0, 2}));
+  EXPECT_EQ(encoded_values<std::int64_t>(stored), (std::vector<std::int64_t>{0, 2}));
 }
 
 TEST(CfEncodeDatetime, BadUnitsCalendarsAndMissingValuesAreErrors) {
@@ -299,7 +299,7 @@ TEST(CfEncodeDatetime, BadUnitsCalendarsAndMissingValuesAreErrors) {
   EXPECT_NE(error_of([&] { CfEncoding::plan(v.dtype, {}, {}, "time"); }).find("needs its values"), std::string::npos);
   // With units and dtype the plan needs no values; a fraction of the unit then rounds.
   const CfEncoding p = CfEncoding::plan(v.dtype, {}, {{"units", "hours since 1970-01-01"}, {"dtype", "<i8"}}, "time");
-  EXPECT_EQ(values_of<std::int64_t>(p.apply(make<std::int64_t>(v.dtype, {kHour * 3 + kHour / 2 + 1}))),
+  EXPECT_EQ(encoded_values<std::int64_t>(p.apply(make<std::int64_t>(v.dtype, {kEncodeHour * 3 + kEncodeHour / 2 + 1}))),
             (std::vector<std::int64_t>{4}));
 }
 
@@ -312,25 +312,25 @@ TEST(CfEncodeDatetime, ChunksEncodeAsTheWhole) {
   const NDArray whole = plan.apply(make<std::int64_t>(DataType::datetime("ns"), t));
   const NDArray first = plan.apply(make<std::int64_t>(DataType::datetime("ns"), {t[0], t[1]}));
   const NDArray second = plan.apply(make<std::int64_t>(DataType::datetime("ns"), {t[2], t[3]}));
-  EXPECT_EQ(values_of<float>(whole), (std::vector<float>{0.0f, -1.0f, 0.75f, 2.0f}));
-  EXPECT_EQ(values_of<float>(first), (std::vector<float>{0.0f, -1.0f}));
-  EXPECT_EQ(values_of<float>(second), (std::vector<float>{0.75f, 2.0f}));
+  EXPECT_EQ(encoded_values<float>(whole), (std::vector<float>{0.0f, -1.0f, 0.75f, 2.0f}));
+  EXPECT_EQ(encoded_values<float>(first), (std::vector<float>{0.0f, -1.0f}));
+  EXPECT_EQ(encoded_values<float>(second), (std::vector<float>{0.75f, 2.0f}));
   EXPECT_EQ(plan.stored_dtype(), DataType::float_(4));
   EXPECT_EQ(plan.attrs()["_FillValue"], -1.0);
 }
 
 TEST(CfEncodeTimedelta, InfersUnitsAndRoundTrips) {
-  const NDArray v = make<std::int64_t>(DataType::timedelta("ns"), {kHour, 2 * kHour, -3 * kHour});
+  const NDArray v = make<std::int64_t>(DataType::timedelta("ns"), {kEncodeHour, 2 * kEncodeHour, -3 * kEncodeHour});
   const auto [stored, attrs] = CfEncoding::encode(v, {}, {}, "lead");
   EXPECT_EQ(attrs, nlohmann::json({{"units", "hours"}}));
-  EXPECT_EQ(values_of<std::int64_t>(stored), (std::vector<std::int64_t>{1, 2, -3}));
+  EXPECT_EQ(encoded_values<std::int64_t>(stored), (std::vector<std::int64_t>{1, 2, -3}));
   EXPECT_TRUE(same_bytes(round_trip(v, {}), v));
   // NaT -> float64 NaN; days of 6 hours -> fractions.
-  const NDArray w = make<std::int64_t>(DataType::timedelta("ns"), {6 * kHour, cf::kNaT});
+  const NDArray w = make<std::int64_t>(DataType::timedelta("ns"), {6 * kEncodeHour, cf::kNaT});
   const auto [s2, a2] = CfEncoding::encode(w, {}, {{"units", "days"}}, "lead");
   EXPECT_EQ(a2["units"], "days");
   EXPECT_EQ(a2["_FillValue"], "NaN");
-  EXPECT_EQ(values_of<double>(s2)[0], 0.25);
+  EXPECT_EQ(encoded_values<double>(s2)[0], 0.25);
   EXPECT_TRUE(same_bytes(round_trip(w, {{"units", "days"}}), w));
   EXPECT_NE(error_of([&] { CfEncoding::encode(v, {}, {{"units", "weeks"}}, "lead"); }).find("weeks"), std::string::npos);
 }

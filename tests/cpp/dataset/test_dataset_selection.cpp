@@ -35,7 +35,7 @@ Variable grid_variable() {
 }
 
 template <class T>
-std::vector<T> values_of(const NDArray& a) {
+std::vector<T> selected_values(const NDArray& a) {
   auto s = a.values<T>();
   return {s.begin(), s.end()};
 }
@@ -90,10 +90,10 @@ TEST(SelectIsel, IntegerDropsDimAndSliceKeepsIt) {
   const Variable row = v.isel({{"y", std::int64_t{-1}}});
   EXPECT_EQ(row.dims(), std::vector<std::string>{"x"});
   EXPECT_EQ(row.shape(), (Shape{5}));
-  EXPECT_EQ(values_of<std::int32_t>(row.read()), (std::vector<std::int32_t>{15, 16, 17, 18, 19}));
+  EXPECT_EQ(selected_values<std::int32_t>(row.read()), (std::vector<std::int32_t>{15, 16, 17, 18, 19}));
   const Variable block = v.isel({{"y", Slice{1, 3}}, {"x", Slice{std::nullopt, std::nullopt, -2}}});
   EXPECT_EQ(block.shape(), (Shape{2, 3}));
-  EXPECT_EQ(values_of<std::int32_t>(block.read()),
+  EXPECT_EQ(selected_values<std::int32_t>(block.read()),
             (std::vector<std::int32_t>{9, 7, 5, 14, 12, 10}));
 }
 
@@ -103,10 +103,10 @@ TEST(SelectIsel, ChainedSelectionsCompose) {
   const Variable b = a.isel({{"x", Slice{1, std::nullopt, 2}}});              // 3 1
   const Variable c = b.isel({{"y", std::int64_t{2}}, {"x", std::int64_t{-1}}});
   EXPECT_EQ(b.shape(), (Shape{4, 2}));
-  EXPECT_EQ(values_of<std::int32_t>(b.isel({{"y", std::int64_t{0}}}).read()),
+  EXPECT_EQ(selected_values<std::int32_t>(b.isel({{"y", std::int64_t{0}}}).read()),
             (std::vector<std::int32_t>{3, 1}));
   EXPECT_TRUE(c.dims().empty());
-  EXPECT_EQ(values_of<std::int32_t>(c.read()), (std::vector<std::int32_t>{11}));
+  EXPECT_EQ(selected_values<std::int32_t>(c.read()), (std::vector<std::int32_t>{11}));
 }
 
 TEST(SelectIsel, IsLazy) {
@@ -177,20 +177,20 @@ TEST(SelectSel, ExactNearestAndDescendingSlices) {
   const Variable& temp = ds["temp"];
   const Variable a = temp.sel({{"lat", Label(60.0)}, {"lon", Label(20)}});
   EXPECT_EQ(a.dims(), std::vector<std::string>{"time"});
-  EXPECT_EQ(values_of<float>(a.read()), (std::vector<float>{6, 26, 46}));
+  EXPECT_EQ(selected_values<float>(a.read()), (std::vector<float>{6, 26, 46}));
 
   const Variable b = temp.sel({{"lat", LabelSlice(60.0, 0.0)}});
   EXPECT_EQ(b.shape(), (Shape{3, 3, 4}));
-  EXPECT_EQ(values_of<double>(b.index_coord("lat")->read()), (std::vector<double>{60, 30, 0}));
+  EXPECT_EQ(selected_values<double>(b.index_coord("lat")->read()), (std::vector<double>{60, 30, 0}));
   // Labels between grid points: inclusive bounds snap inwards.
   const Variable c = temp.sel({{"lat", LabelSlice(70.0, 10.0)}});
-  EXPECT_EQ(values_of<double>(c.index_coord("lat")->read()), (std::vector<double>{60, 30}));
+  EXPECT_EQ(selected_values<double>(c.index_coord("lat")->read()), (std::vector<double>{60, 30}));
   // Increasing slice on the descending coordinate selects nothing (as pandas).
   EXPECT_EQ(temp.sel({{"lat", LabelSlice(0.0, 60.0)}}).shape()[1], 0u);
 
   SelOptions nearest{SelMethod::Nearest, std::nullopt};
   const Variable d = temp.sel({{"lat", Label(44.0)}, {"lon", Label(100.0)}}, nearest);
-  EXPECT_EQ(values_of<float>(d.read())[0], 4.0f * 2 + 3);  // lat 30 (index 2), lon 30 (index 3)
+  EXPECT_EQ(selected_values<float>(d.read())[0], 4.0f * 2 + 3);  // lat 30 (index 2), lon 30 (index 3)
   SelOptions tight{SelMethod::Nearest, 1.0};
   EXPECT_THROW((void)temp.sel({{"lat", Label(44.0)}}, tight), SelectionError);
 }
@@ -200,11 +200,11 @@ TEST(SelectSel, DatetimeLabels) {
   const Variable& temp = ds["temp"];
   const Variable a = temp.sel({{"time", Label("2019-03-01T06:00")}});
   EXPECT_EQ(a.dims(), (std::vector<std::string>{"lat", "lon"}));
-  EXPECT_EQ(values_of<float>(a.read())[0], 20.0f);
+  EXPECT_EQ(selected_values<float>(a.read())[0], 20.0f);
   const Variable b = temp.sel({{"time", LabelSlice("2019-03-01T03:00", "2019-03-01 12:00:00")}});
   EXPECT_EQ(b.shape()[0], 2u);
   SelOptions nearest{SelMethod::Nearest, 3600.0 * 2};
-  EXPECT_EQ(values_of<float>(temp.sel({{"time", Label("2019-03-01T11:00Z")}}, nearest).read())[0],
+  EXPECT_EQ(selected_values<float>(temp.sel({{"time", Label("2019-03-01T11:00Z")}}, nearest).read())[0],
             40.0f);
   EXPECT_THROW((void)temp.sel({{"time", Label("2019-03-01T09:00")}}, nearest), SelectionError);
 }
@@ -231,7 +231,7 @@ TEST(SelectSel, WorksAfterIsel) {
   const Dataset ds = latlon_dataset();
   const Variable v = ds["temp"].isel({{"lat", Slice{1, std::nullopt}}});
   const Variable w = v.sel({{"lat", Label(0.0)}});
-  EXPECT_EQ(values_of<float>(w.isel({{"time", std::int64_t{0}}}).read()),
+  EXPECT_EQ(selected_values<float>(w.isel({{"time", std::int64_t{0}}}).read()),
             (std::vector<float>{12, 13, 14, 15}));
 }
 
@@ -246,9 +246,9 @@ TEST(SelectSel, Float16CoordinateLabels) {
   v->with_dims({"x"});
   const Dataset ds({variable_from_array("x", x, true, 3), variable_from_array("v", v, true, 3)}, nlohmann::json::object());
   const Variable& var = ds["v"];
-  EXPECT_EQ(values_of<float>(var.sel({{"x", Label(5.5)}}).read()), (std::vector<float>{20}));
-  EXPECT_EQ(values_of<float>(var.sel({{"x", LabelSlice(3.5, 9.5)}}).read()), (std::vector<float>{10, 20, 30, 40}));
+  EXPECT_EQ(selected_values<float>(var.sel({{"x", Label(5.5)}}).read()), (std::vector<float>{20}));
+  EXPECT_EQ(selected_values<float>(var.sel({{"x", LabelSlice(3.5, 9.5)}}).read()), (std::vector<float>{10, 20, 30, 40}));
   const SelOptions nearest{SelMethod::Nearest, std::nullopt};
-  EXPECT_EQ(values_of<float>(var.sel({{"x", Label(8.2)}}, nearest).read()), (std::vector<float>{30}));
+  EXPECT_EQ(selected_values<float>(var.sel({{"x", Label(8.2)}}, nearest).read()), (std::vector<float>{30}));
   EXPECT_THROW((void)var.sel({{"x", Label(0.0)}}), SelectionError);
 }

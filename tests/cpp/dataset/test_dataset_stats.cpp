@@ -18,7 +18,7 @@ using testing::FakeArray;
 const Shape kShape{10, 3, 7, 11};
 const std::vector<std::string> kDims{"time", "level", "y", "x"};
 
-std::vector<double> random_values(unsigned seed, double nan_fraction) {
+std::vector<double> random_with_nans(unsigned seed, double nan_fraction) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> value(280.0, 15.0);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -90,7 +90,7 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
 }
 
 TEST(DatasetStats, EqualsTwoPassReferenceForEachKeptDimChoice) {
-  const auto values = random_values(7, 0.1);
+  const auto values = random_with_nans(7, 0.1);
   const std::vector<std::vector<std::string>> keeps = {{}, {"level"}, {"x"}, {"time", "x"}, {"level", "y"}};
   for (const Shape& chunks : {Shape{3, 1, 4, 5}, Shape{10, 3, 7, 11}, Shape{1, 1, 1, 1}}) {
     const Dataset ds = dataset_of(values, chunks);
@@ -138,7 +138,7 @@ TEST(DatasetStats, DefaultsToEveryNumericDataVariableAndReportsAllNanAsNan) {
 }
 
 TEST(DatasetStats, JsonRoundTripKeepsValuesAndNestsKeptDims) {
-  const Dataset ds = dataset_of(random_values(3, 0.05), {3, 1, 4, 5});
+  const Dataset ds = dataset_of(random_with_nans(3, 0.05), {3, 1, 4, 5});
   StatsOptions options;
   options.keep = {"level", "x"};
   const auto stats = compute_stats(ds, options);
@@ -195,7 +195,7 @@ TEST(DatasetStats, IntegerAndBoolVariablesAndDatetimeRefused) {
 }
 
 TEST(DatasetStats, BadInputNamesWhatIsWrong) {
-  const Dataset ds = dataset_of(random_values(1, 0.0), {3, 1, 4, 5});
+  const Dataset ds = dataset_of(random_with_nans(1, 0.0), {3, 1, 4, 5});
   StatsOptions unknown_dim;
   unknown_dim.keep = {"lev"};
   try {

@@ -21,7 +21,7 @@ using lazycube::test::TempDir;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kRangeNaN = std::numeric_limits<double>::quiet_NaN();
 
 void put(const TempDir& dir, const std::string& key, std::string_view bytes) {
   const auto p = dir.path() / key;
@@ -108,7 +108,7 @@ std::vector<double> packed_expected(bool mask) {
   std::vector<double> out;
   for (std::int16_t s : kPacked) {
     const bool masked = s == -32768 || (mask && (s < 0 || s > 100));
-    out.push_back(masked ? kNaN : s * 0.5 + 10.0);
+    out.push_back(masked ? kRangeNaN : s * 0.5 + 10.0);
   }
   return out;
 }
@@ -134,7 +134,7 @@ TEST(CfValidRange, MasksStoredValuesOutsideTheRangeOnlyWhenAsked) {
   // valid_range on an unscaled int16: promoted to float32 to hold NaN; untouched without.
   ASSERT_EQ(masked["ranged"].dtype(), DataType::float_(4));
   std::vector<double> ranged;
-  for (std::int16_t s : kPacked) ranged.push_back(s < 0 || s > 100 ? kNaN : s);
+  for (std::int16_t s : kPacked) ranged.push_back(s < 0 || s > 100 ? kRangeNaN : s);
   expect_same(doubles(masked["ranged"].read()), ranged, "ranged masked");
   EXPECT_EQ(masked["ranged"].encoding()["valid_range"], nlohmann::json({0, 100}));
   ASSERT_EQ(plain["ranged"].dtype(), DataType::int_(2));
@@ -143,7 +143,7 @@ TEST(CfValidRange, MasksStoredValuesOutsideTheRangeOnlyWhenAsked) {
 
   // float32 with valid_max only (a float64 attribute compared as float32, the stored type).
   ASSERT_EQ(masked["temp"].dtype(), DataType::float_(4));
-  expect_same(doubles(masked["temp"].read()), {-1.5, 0, 20.25, 40, kNaN, kNaN, -40, static_cast<double>(39.9f)},
+  expect_same(doubles(masked["temp"].read()), {-1.5, 0, 20.25, 40, kRangeNaN, kRangeNaN, -40, static_cast<double>(39.9f)},
               "temp masked");
   expect_same(doubles(plain["temp"].read()), {-1.5, 0, 20.25, 40, 40.5, static_cast<double>(1e30f), -40,
                                               static_cast<double>(39.9f)},
@@ -159,9 +159,9 @@ TEST(CfValidRange, StridedSelectionMasksToo) {
   write_store(dir);
   const Dataset masked = open_store(dir, true);
   const Indexers every_third{{"x", Slice{1, 8, 3}}};  // stored 0, 101, 50
-  expect_same(doubles(masked["packed"].isel(every_third).read()), {10, kNaN, 35}, "packed strided");
+  expect_same(doubles(masked["packed"].isel(every_third).read()), {10, kRangeNaN, 35}, "packed strided");
   expect_same(doubles(masked["ranged"].isel(Indexers{{"x", Slice{7, std::nullopt, -2}}}).read()),
-              {50, kNaN, 100, 0}, "ranged reversed");
+              {50, kRangeNaN, 100, 0}, "ranged reversed");
 }
 
 TEST(CfValidRange, AbsentChunksFillValueIsMaskedWhenOutside) {
@@ -184,8 +184,8 @@ TEST(CfValidRange, AbsentChunksFillValueIsMaskedWhenOutside) {
   o.mask_valid_range = true;
   const Dataset masked = lazycube::open(dir.str(), o);
   const std::string name = masked.data_var_names().front();
-  expect_same(doubles(masked[name].read()), {3, kNaN, 0, 7, kNaN, kNaN, kNaN, kNaN}, "v3 masked");
-  expect_same(doubles(masked[name].isel(Indexers{{"x", Slice{3, 6, 1}}}).read()), {7, kNaN, kNaN}, "v3 slice");
+  expect_same(doubles(masked[name].read()), {3, kRangeNaN, 0, 7, kRangeNaN, kRangeNaN, kRangeNaN, kRangeNaN}, "v3 masked");
+  expect_same(doubles(masked[name].isel(Indexers{{"x", Slice{3, 6, 1}}}).read()), {7, kRangeNaN, kRangeNaN}, "v3 slice");
   const Dataset plain = lazycube::open(dir.str());
   expect_same(doubles(plain[name].read()), {3, -2, 0, 7, -1, -1, -1, -1}, "v3 plain");
 }

@@ -17,9 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string sample(const char* name) { return std::string(LAZYCUBE_SOURCE_DIR) + "/data/" + name; }
+std::string output_sample(const char* name) { return std::string(LAZYCUBE_SOURCE_DIR) + "/data/" + name; }
 
-void expect_same(const Dataset& a, const Dataset& b) {
+void expect_same_output(const Dataset& a, const Dataset& b) {
   ASSERT_EQ(a.variable_names().size(), b.variable_names().size());
   for (const auto& name : a.variable_names()) {
     const Variable& va = a.variable(name);
@@ -44,7 +44,7 @@ std::map<std::string, std::string> files_of(const fs::path& root) {
 
 TEST(ZarrOutput, ShardedV3AndV2ReadBackEqual) {
   TempDir dir;
-  const Dataset src = open(sample("era5_sample_v2.zarr"));
+  const Dataset src = open(output_sample("era5_sample_v2.zarr"));
   for (const int format : {2, 3}) {
     ZarrOutputOptions o;
     o.zarr_format = format;
@@ -52,16 +52,16 @@ TEST(ZarrOutput, ShardedV3AndV2ReadBackEqual) {
     if (format == 3) o.shards = {{"time", 32}};
     const std::string dst = (dir.path() / ("out" + std::to_string(format) + ".zarr")).string();
     ZarrOutput(src, dst, o).run();
-    expect_same(open(dst), src);
+    expect_same_output(open(dst), src);
     OpenOptions raw;
     raw.decode_cf = false;
-    expect_same(open(dst, raw), open(sample("era5_sample_v2.zarr"), raw));
+    expect_same_output(open(dst, raw), open(output_sample("era5_sample_v2.zarr"), raw));
   }
 }
 
 TEST(ZarrOutput, RegionsWrittenByTwoOutputsEqualOneRun) {
   TempDir dir;
-  const Dataset src = open(sample("era5_sample_v3.zarr"));
+  const Dataset src = open(output_sample("era5_sample_v3.zarr"));
   ZarrOutputOptions o;
   o.chunks = {{"time", 4}};
   o.shards = {{"time", 16}};
@@ -87,7 +87,7 @@ TEST(ZarrOutput, RegionsWrittenByTwoOutputsEqualOneRun) {
 
 TEST(ZarrOutput, BadOptionsFailBeforeAnythingIsWritten) {
   TempDir dir;
-  const Dataset src = open(sample("era5_sample_v2.zarr"));
+  const Dataset src = open(output_sample("era5_sample_v2.zarr"));
   const std::string dst = (dir.path() / "never.zarr").string();
   auto attempt = [&](ZarrOutputOptions o) { ZarrOutput(src, dst, o).run(); };
   ZarrOutputOptions codec;
@@ -109,7 +109,7 @@ TEST(ZarrOutput, BadOptionsFailBeforeAnythingIsWritten) {
 
 TEST(ZarrOutput, ExistingDestinationNeedsOverwriteOrResume) {
   TempDir dir;
-  const Dataset src = open(sample("era5_sample_v2.zarr"));
+  const Dataset src = open(output_sample("era5_sample_v2.zarr"));
   const std::string dst = (dir.path() / "out.zarr").string();
   ZarrOutputOptions o;
   ZarrOutput(src, dst, o).run();
@@ -134,5 +134,5 @@ TEST(ZarrOutput, ExistingDestinationNeedsOverwriteOrResume) {
   o.zarr_format = 2;
   ZarrOutput(src, dst, o).run();
   EXPECT_FALSE(fs::exists(fs::path(dst) / "zarr.json"));
-  expect_same(open(dst), src);
+  expect_same_output(open(dst), src);
 }

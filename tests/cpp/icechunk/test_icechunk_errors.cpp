@@ -115,7 +115,7 @@ class IcechunkCorrupt : public ::testing::Test {
                      const std::map<std::string, std::string>& replaced) const {
     int refused = 0;
     for (const auto& [id, expected] : before) {
-      SCOPED_TRACE(sub + ": " + testing::PrintToString(replaced) + ", reading snapshot " + id);
+      SCOPED_TRACE(sub + ": " + ::testing::PrintToString(replaced) + ", reading snapshot " + id);
       try {
         EXPECT_EQ(content(id), expected);
       } catch (const MetadataError& e) {

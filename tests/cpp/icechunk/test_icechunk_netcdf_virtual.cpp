@@ -22,7 +22,7 @@ using nlohmann::json;
 
 // Zarr v3 metadata for a kerchunk (Zarr v2) .zarray of little-endian int16 with numcodecs filters
 // and compressor (HDF5's shuffle and deflate), dims named.
-std::string v3_array_json(const json& zarray, const std::vector<std::string>& dims) {
+std::string v3_json_of_zarray(const json& zarray, const std::vector<std::string>& dims) {
   EXPECT_EQ(zarray.at("dtype"), "<i2");
   json codecs = json::array({{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}});
   auto add = [&](const json& c) {
@@ -69,7 +69,7 @@ TEST(IcechunkNetcdfVirtual, ChunksInsideANetcdfFileDecodeLikeAnyOther) {
       }
   const auto repo_dir = dir.path() / "repo";
   w::write_repository(repo_dir, {{"/", R"({"zarr_format": 3, "node_type": "group"})"},
-                                 {"/t", v3_array_json(zarray, {"time", "y", "x"}), true, {m}}});
+                                 {"/t", v3_json_of_zarray(zarray, {"time", "y", "x"}), true, {m}}});
 
   // Through the store, the container authorised: the file's packed values, fill points included.
   auto repo = icechunk::Repository::open(open_location(repo_dir.string()));

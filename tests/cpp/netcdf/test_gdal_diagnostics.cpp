@@ -50,23 +50,23 @@ TEST(Diagnostics, KeepsAHundredAndCountsTheRest) {
 
 TEST(GdalDiagnostics, ErrorHandlerMessagesBecomeWarningsNotStderr) {
   diagnostics::take_warnings();
-  testing::internal::CaptureStderr();
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStdout();
   {
     netcdf::GdalCallGuard guard;
     CPLError(CE_Warning, CPLE_AppDefined, "odd attribute %d", 7);
     CPLError(CE_Failure, CPLE_AppDefined, "a failure GDAL recovered from");
     EXPECT_EQ(guard.last_error(), "a failure GDAL recovered from");
   }
-  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   EXPECT_EQ(diagnostics::take_warnings(),
             (std::vector<std::string>{"GDAL: odd attribute 7", "GDAL: a failure GDAL recovered from"}));
 }
 
 TEST(GdalDiagnostics, MessagesOfAFailedCallGoWithItsException) {
   diagnostics::take_warnings();
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   try {
     netcdf::GdalCallGuard guard;
     CPLError(CE_Failure, CPLE_AppDefined, "cannot read block");
@@ -74,12 +74,12 @@ TEST(GdalDiagnostics, MessagesOfAFailedCallGoWithItsException) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "GDAL could not read: cannot read block");
   }
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   EXPECT_TRUE(diagnostics::take_warnings().empty());
 }
 
 TEST(StdoutCapture, TakesWhatPrintfWritesAndRestoresStdout) {
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   std::printf("before ");
   std::string captured;
   {
@@ -89,23 +89,23 @@ TEST(StdoutCapture, TakesWhatPrintfWritesAndRestoresStdout) {
     captured = capture.take();
   }
   std::printf("after\n");
-  EXPECT_EQ(testing::internal::GetCapturedStdout(), "before after\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "before after\n");
   EXPECT_EQ(captured, "Warning: from a library\nERROR: more\n");
 }
 
 TEST(GdalDiagnostics, GribInventoryTextIsAWarningNotStdout) {
   LAZYCUBE_REQUIRE_REAL_FILE(path, "era5-2mt-2019-03-uk.grib");
   diagnostics::take_warnings();
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
   std::uint64_t n = 0;
   {
     const Dataset ds = open(path.string());
     // A read opens a GDAL handle per thread: each one's inventory complains again.
     n = ds.variable("2T_0-SFC").read().size();
   }
-  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   EXPECT_EQ(n, 744u * 33u * 49u);
   const auto warnings = diagnostics::take_warnings();
   ASSERT_EQ(warnings.size(), 1u) << (warnings.empty() ? "" : warnings[0]);
@@ -116,10 +116,10 @@ TEST(GdalDiagnostics, GribInventoryTextIsAWarningNotStdout) {
 TEST(GdalDiagnostics, NetcdfClassicOpensWithoutWarnings) {
   LAZYCUBE_REQUIRE_REAL_FILE(path, "eraint_uvz.nc");
   diagnostics::take_warnings();
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   const Dataset ds = open(path.string());
   EXPECT_EQ(ds.variable("z").read().size(), 2u * 3u * 241u * 480u);
-  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
   EXPECT_EQ(diagnostics::take_warnings(), std::vector<std::string>{});
 }
 
@@ -134,15 +134,15 @@ TEST(GdalDiagnostics, RemoteNetcdf4ReadsPrintNoHdf5ErrorStacks) {
   if (fixture.empty()) GTEST_SKIP() << skip;
   lazycube::test::NginxServer server(www.path());
   diagnostics::take_warnings();
-  testing::internal::CaptureStderr();
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStdout();
   std::uint64_t n = 0;
   {
     const Dataset ds = open(server.url() + "/fixture_nc4.nc");
     for (const auto& name : ds.variable_names()) n += ds.variable(name).read().size();
   }
-  const std::string out = testing::internal::GetCapturedStdout();
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_GT(n, 0u);
   EXPECT_EQ(out, "");
   EXPECT_EQ(err.find("HDF5-DIAG"), std::string::npos) << err.substr(0, 2000);

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Every variable of `remote` equals the local file's, byte for byte (decoded values).
-void expect_same(const Dataset& local, const Dataset& remote) {
+void expect_same_remote(const Dataset& local, const Dataset& remote) {
   ASSERT_EQ(local.variable_names(), remote.variable_names());
   for (const auto& name : local.variable_names()) {
     const NDArray a = local[name].read(), b = remote[name].read();
@@ -65,7 +65,7 @@ TEST(GdalHttp, FilesOverNginxEqualLocal) {
     SCOPED_TRACE(name);
     OpenOptions o;
     o.storage_options = {{"retries", "3"}, {"timeout", "30"}};
-    expect_same(open((www.path() / name).string()), open(server.url() + "/" + name, o));
+    expect_same_remote(open((www.path() / name).string()), open(server.url() + "/" + name, o));
   }
   // A missing remote file: NotFound naming the URL.
   const std::string missing = server.url() + "/no_such_file.nc";
@@ -99,7 +99,7 @@ TEST(GdalS3, FilesOverMotoEqualLocal) {
     SCOPED_TRACE(name);
     OpenOptions o;
     o.storage_options = signed_options;
-    expect_same(open((src.path() / name).string()), open(base + name, o));
+    expect_same_remote(open((src.path() / name).string()), open(base + name, o));
   }
   OpenOptions o;
   o.storage_options = signed_options;
@@ -135,9 +135,9 @@ TEST(GdalGcs, AnonymousReadThroughEndpointOverride) {
   o.storage_options = {{"anon", "true"}, {"endpoint_url", moto->endpoint}};
   const std::string url = std::string("gs://") + MotoServer::kBucket + "/gdal-gs/" + names.back();
   const Dataset local = open((src.path() / names.back()).string());
-  expect_same(local, open(url, o));
+  expect_same_remote(local, open(url, o));
   // gcs:// is the same scheme as gs:// (url_scheme.hpp), for the gdal engine too.
-  expect_same(local, open(std::string("gcs://") + MotoServer::kBucket + "/gdal-gs/" + names.back(), o));
+  expect_same_remote(local, open(std::string("gcs://") + MotoServer::kBucket + "/gdal-gs/" + names.back(), o));
   const std::string missing = std::string("gs://") + MotoServer::kBucket + "/gdal-gs/none.grib";
   const std::string msg = message_of<NotFound>([&] { open(missing, o); });
   EXPECT_NE(msg.find(missing), std::string::npos) << msg;

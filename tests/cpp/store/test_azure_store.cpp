@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSource = LAZYCUBE_SOURCE_DIR;
+const std::string kAzureSource = LAZYCUBE_SOURCE_DIR;
 const std::string kContainer = AzuriteServer::kContainer;
 
 std::string text(const std::optional<Buffer>& b) {
@@ -41,7 +41,7 @@ std::string text(const std::optional<Buffer>& b) {
 }
 
 // Every variable of the dataset at `remote` equals the local sample's, byte for byte.
-void expect_same_as_local(const std::string& remote, const std::string& local, const StoreOptions& options) {
+void azure_same_as_local(const std::string& remote, const std::string& local, const StoreOptions& options) {
   OpenOptions ro;
   ro.storage_options = options;
   const Dataset r = open(remote, ro);
@@ -63,8 +63,8 @@ class Azure : public ::testing::Test {
     env_ = std::make_unique<CleanCloudEnv>(home_.str());
     static bool uploaded = false;
     if (!uploaded) {
-      az_->upload_tree(kContainer, kSource + "/data/era5_sample_v2.zarr", "era5_v2.zarr");
-      az_->upload_tree(kContainer, kSource + "/data/era5_sample_v3.zarr", "era5_v3.zarr");
+      az_->upload_tree(kContainer, kAzureSource + "/data/era5_sample_v2.zarr", "era5_v2.zarr");
+      az_->upload_tree(kContainer, kAzureSource + "/data/era5_sample_v3.zarr", "era5_v3.zarr");
       az_->upload(kContainer, "objects/hello.txt", "hello, azure");
       uploaded = true;
     }
@@ -78,30 +78,30 @@ class Azure : public ::testing::Test {
 };
 
 TEST_F(Azure, SharedKeyReadsOfTheSamplesEqualLocal) {
-  expect_same_as_local(url("era5_v2.zarr"), kSource + "/data/era5_sample_v2.zarr", conn());
-  expect_same_as_local(url("era5_v3.zarr"), kSource + "/data/era5_sample_v3.zarr", conn());
+  azure_same_as_local(url("era5_v2.zarr"), kAzureSource + "/data/era5_sample_v2.zarr", conn());
+  azure_same_as_local(url("era5_v3.zarr"), kAzureSource + "/data/era5_sample_v3.zarr", conn());
 }
 
 // account_name + account_key as options; the connection string only says where the endpoint is.
 TEST_F(Azure, AccountKeyOptionsAndEnvironment) {
   const std::string endpoint_only = "BlobEndpoint=" + az_->endpoint() + ";";
-  expect_same_as_local(url("era5_v2.zarr"), kSource + "/data/era5_sample_v2.zarr",
+  azure_same_as_local(url("era5_v2.zarr"), kAzureSource + "/data/era5_sample_v2.zarr",
                        {{"account_name", AzuriteServer::kAccount},
                         {"account_key", AzuriteServer::kKey},
                         {"connection_string", endpoint_only}});
   ScopedEnv conn_env("AZURE_STORAGE_CONNECTION_STRING", endpoint_only);
   ScopedEnv account("AZURE_STORAGE_ACCOUNT_NAME", std::string(AzuriteServer::kAccount));
   ScopedEnv key("AZURE_STORAGE_ACCOUNT_KEY", std::string(AzuriteServer::kKey));
-  expect_same_as_local(url("era5_v2.zarr"), kSource + "/data/era5_sample_v2.zarr", {});
+  azure_same_as_local(url("era5_v2.zarr"), kAzureSource + "/data/era5_sample_v2.zarr", {});
   // The whole connection string from the environment.
   ScopedEnv full("AZURE_STORAGE_CONNECTION_STRING", az_->connection_string());
   ScopedEnv no_account("AZURE_STORAGE_ACCOUNT_NAME", std::nullopt);
   ScopedEnv no_key("AZURE_STORAGE_ACCOUNT_KEY", std::nullopt);
-  expect_same_as_local(url("era5_v3.zarr"), kSource + "/data/era5_sample_v3.zarr", {});
+  azure_same_as_local(url("era5_v3.zarr"), kAzureSource + "/data/era5_sample_v3.zarr", {});
 }
 
 TEST_F(Azure, ListingPaginatesWithMarkers) {
-  const auto local = make_file_store(kSource + "/data/era5_sample_v3.zarr");
+  const auto local = make_file_store(kAzureSource + "/data/era5_sample_v3.zarr");
   for (int page : {0, 3}) {
     SCOPED_TRACE(page);
     StoreOptions paged = conn();
@@ -118,7 +118,7 @@ TEST_F(Azure, ListingPaginatesWithMarkers) {
   OpenOptions o;
   o.storage_options = conn();
   o.format_options["consolidated"] = false;
-  EXPECT_EQ(open(url("era5_v3.zarr"), o).variable_names(), open(kSource + "/data/era5_sample_v3.zarr").variable_names());
+  EXPECT_EQ(open(url("era5_v3.zarr"), o).variable_names(), open(kAzureSource + "/data/era5_sample_v3.zarr").variable_names());
 }
 
 TEST_F(Azure, RangesSuffixAndTheObjectsEnd) {
@@ -142,7 +142,7 @@ TEST_F(Azure, RangesSuffixAndTheObjectsEnd) {
 }
 
 TEST_F(Azure, ConcurrentReadsFromManyThreads) {
-  const std::string local_root = kSource + "/data/era5_sample_v2.zarr";
+  const std::string local_root = kAzureSource + "/data/era5_sample_v2.zarr";
   const auto local = make_file_store(local_root);
   const auto keys = local->list("");
   const Location loc = open_location(url("era5_v2.zarr"), conn());
@@ -252,11 +252,11 @@ TEST_F(Azure, SasTokenReadsAndLists) {
   const std::string sas = container_sas("rl");
   const StoreOptions o = {{"sas_token", sas},
                           {"connection_string", "AccountName=lazycubeacct;BlobEndpoint=" + az_->endpoint()}};
-  expect_same_as_local(url("era5_v3.zarr"), kSource + "/data/era5_sample_v3.zarr", o);
+  azure_same_as_local(url("era5_v3.zarr"), kAzureSource + "/data/era5_sample_v3.zarr", o);
   StoreOptions paged = o;
   paged["list_page_size"] = "4";
   auto store = cloud::make_azure_store(parse_url_scheme(url("era5_v3.zarr")), paged);
-  EXPECT_EQ(store->list(""), make_file_store(kSource + "/data/era5_sample_v3.zarr")->list(""));
+  EXPECT_EQ(store->list(""), make_file_store(kAzureSource + "/data/era5_sample_v3.zarr")->list(""));
   EXPECT_EQ(text(store->get("zarr.json", ByteRange::suffix(2))).size(), 2u);
   // Read-only: a SAS without 'l' cannot list, and the refusal does not show the signature.
   const std::string read_only = container_sas("r");

@@ -27,7 +27,7 @@ using test::ScopedEnv;
 using test::TempDir;
 namespace fs = std::filesystem;
 
-const std::string kSource = LAZYCUBE_SOURCE_DIR;
+const std::string kGcsSource = LAZYCUBE_SOURCE_DIR;
 constexpr double kTokenLifetime = 2.0;  // seconds: renewed after 1 s
 
 // The token server and keys, and nginx serving gs://bkt/era5_v2.zarr: set up once per process.
@@ -45,7 +45,7 @@ World* world(std::string& skip) {
     if (reason = test::gcs_token_server_unavailable_reason(); !reason.empty()) return nullptr;
     auto w = std::make_unique<World>();
     fs::create_directories(w->www.path() / "bkt");
-    fs::create_directory_symlink(kSource + "/data/era5_sample_v2.zarr", w->www.path() / "bkt" / "era5_v2.zarr");
+    fs::create_directory_symlink(kGcsSource + "/data/era5_sample_v2.zarr", w->www.path() / "bkt" / "era5_v2.zarr");
     w->gcs = std::make_unique<test::NginxServer>(w->www.path());
     return w;
   }();
@@ -72,11 +72,11 @@ class GcsServiceAccount : public ::testing::Test {
   std::unique_ptr<test::CleanCloudEnv> env_;
 };
 
-void expect_same_as_local(const std::string& remote, const StoreOptions& options) {
+void gcs_same_as_local(const std::string& remote, const StoreOptions& options) {
   OpenOptions ro;
   ro.storage_options = options;
   const Dataset r = open(remote, ro);
-  const Dataset l = open(kSource + "/data/era5_sample_v2.zarr");
+  const Dataset l = open(kGcsSource + "/data/era5_sample_v2.zarr");
   ASSERT_EQ(r.variable_names(), l.variable_names());
   for (const auto& name : l.variable_names()) {
     const NDArray a = r[name].read(), b = l[name].read();
@@ -87,13 +87,13 @@ void expect_same_as_local(const std::string& remote, const StoreOptions& options
 
 TEST_F(GcsServiceAccount, KeyFileTokenReadsLikeTheLocalRead) {
   const auto before = w_->keys.stats();
-  expect_same_as_local(kUrl, options(w_->keys.key_json()));
+  gcs_same_as_local(kUrl, options(w_->keys.key_json()));
   EXPECT_GT(w_->keys.stats()["issued"].get<int>(), before["issued"].get<int>());
 }
 
 TEST_F(GcsServiceAccount, GoogleApplicationCredentialsNamesTheKey) {
   ScopedEnv creds("GOOGLE_APPLICATION_CREDENTIALS", w_->keys.key_json().string());
-  expect_same_as_local(kUrl, {{"endpoint_url", w_->endpoint()}});
+  gcs_same_as_local(kUrl, {{"endpoint_url", w_->endpoint()}});
 }
 
 // The stand-in really checks tokens: without one, or with a made-up one, reads are refused.
@@ -118,7 +118,7 @@ TEST_F(GcsServiceAccount, RequestsWithoutACurrentTokenAreRefused) {
 TEST_F(GcsServiceAccount, TokensAreRefreshedDuringALongRead) {
   w_->gcs->set_faults("latency_ms = 40, bearer_tokens = '" + w_->keys.issued_tokens().string() + "'");
   const Location loc = open_location(kUrl, options(w_->keys.key_json()));
-  const std::string local = test::read_file(kSource + "/data/era5_sample_v2.zarr/t2m/0.0.0");
+  const std::string local = test::read_file(kGcsSource + "/data/era5_sample_v2.zarr/t2m/0.0.0");
   const int issued_before = w_->keys.stats()["issued"].get<int>();
   const std::size_t log_before = w_->gcs->access_log().size();
   const auto start = std::chrono::steady_clock::now();

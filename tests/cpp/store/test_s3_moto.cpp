@@ -19,14 +19,14 @@ using lazycube::test::TempDir;
 
 namespace {
 
-const std::string kSource = LAZYCUBE_SOURCE_DIR;
+const std::string kS3Source = LAZYCUBE_SOURCE_DIR;
 
 std::string bucket_url(const std::string& scheme, const std::string& prefix) {
   return scheme + "://" + MotoServer::kBucket + "/" + prefix;
 }
 
 // Every variable of `remote` equals the local sample's, byte for byte.
-void expect_same_as_local(const std::string& remote, const std::string& local, const StoreOptions& options) {
+void s3_same_as_local(const std::string& remote, const std::string& local, const StoreOptions& options) {
   OpenOptions ro;
   ro.storage_options = options;
   const Dataset r = open(remote, ro);
@@ -75,11 +75,11 @@ class S3Moto : public ::testing::Test {
 };
 
 TEST_F(S3Moto, SignedReadOfConsolidatedV2EqualsLocal) {
-  expect_same_as_local(bucket_url("s3", "era5_v2.zarr"), kSource + "/data/era5_sample_v2.zarr", signed_options());
+  s3_same_as_local(bucket_url("s3", "era5_v2.zarr"), kS3Source + "/data/era5_sample_v2.zarr", signed_options());
 }
 
 TEST_F(S3Moto, SignedReadOfShardedV3EqualsLocal) {
-  expect_same_as_local(bucket_url("s3", "era5_v3.zarr"), kSource + "/data/era5_sample_v3.zarr", signed_options());
+  s3_same_as_local(bucket_url("s3", "era5_v3.zarr"), kS3Source + "/data/era5_sample_v3.zarr", signed_options());
 }
 
 TEST_F(S3Moto, WrongSecretIs403SignatureDoesNotMatch) {
@@ -115,7 +115,7 @@ TEST_F(S3Moto, UnknownKeyIdIsInvalidAccessKeyId) {
 TEST_F(S3Moto, SessionTokenFromEnvironment) {
   ScopedEnv a("AWS_ACCESS_KEY_ID", moto_->session_key_id), s("AWS_SECRET_ACCESS_KEY", moto_->session_secret),
       t("AWS_SESSION_TOKEN", moto_->session_token), e("AWS_ENDPOINT_URL", moto_->endpoint);
-  expect_same_as_local(bucket_url("s3", "era5_v2.zarr"), kSource + "/data/era5_sample_v2.zarr", {});
+  s3_same_as_local(bucket_url("s3", "era5_v2.zarr"), kS3Source + "/data/era5_sample_v2.zarr", {});
   // A wrong token is refused, and the message shows neither token nor secret.
   ScopedEnv t2("AWS_SESSION_TOKEN", "not-the-token-" + moto_->session_token.substr(0, 20));
   const std::string msg = open_error<AuthError>(bucket_url("s3", "era5_v2.zarr"), {});
@@ -131,14 +131,14 @@ TEST_F(S3Moto, ProfileFromHomeCredentialsFile) {
                                  moto_->secret + "\n");
   lazycube::test::write_file(home_.path() / ".aws/config", "[profile moto]\nregion = us-east-1\n");
   ScopedEnv p("AWS_PROFILE", "moto"), e("AWS_ENDPOINT_URL", moto_->endpoint);
-  expect_same_as_local(bucket_url("s3", "era5_v2.zarr"), kSource + "/data/era5_sample_v2.zarr", {});
+  s3_same_as_local(bucket_url("s3", "era5_v2.zarr"), kS3Source + "/data/era5_sample_v2.zarr", {});
 }
 
 TEST_F(S3Moto, MissingChunkIsAbsentAndRangesWork) {
   auto store = cloud::make_s3_store(MotoServer::kBucket, "era5_v2.zarr", signed_options());
   EXPECT_FALSE(store->get("t2m/9.9.9").has_value());
   EXPECT_FALSE(store->size("t2m/9.9.9").has_value());
-  const std::string local = lazycube::test::read_file(kSource + "/data/era5_sample_v2.zarr/t2m/.zarray");
+  const std::string local = lazycube::test::read_file(kS3Source + "/data/era5_sample_v2.zarr/t2m/.zarray");
   ASSERT_EQ(store->size("t2m/.zarray"), local.size());
   auto part = store->get("t2m/.zarray", ByteRange::range(2, 5));
   ASSERT_TRUE(part);
@@ -153,7 +153,7 @@ TEST_F(S3Moto, MissingChunkIsAbsentAndRangesWork) {
 // percent-encoded characters), with tiny pages to exercise continuation tokens.
 TEST_F(S3Moto, AnonymousListingPaginates) {
   moto_->set_auth(false);
-  const std::string local_root = kSource + "/data/era5_sample_v3.zarr";
+  const std::string local_root = kS3Source + "/data/era5_sample_v3.zarr";
   auto local = make_file_store(local_root);
   for (int page : {0, 7}) {
     cloud::ObjectStoreConfig c;
@@ -196,12 +196,12 @@ TEST(S3Open, RejectsUnknownOptionAndMissingBucket) {
 TEST_F(S3Moto, GcsBearerTokenReadsAndNeverLeaks) {
   moto_->set_auth(false);  // moto ignores the bearer token when not checking
   const std::string token = "ya29.secret-oauth-token-value";
-  expect_same_as_local(bucket_url("gs", "era5_v2.zarr"), kSource + "/data/era5_sample_v2.zarr",
+  s3_same_as_local(bucket_url("gs", "era5_v2.zarr"), kS3Source + "/data/era5_sample_v2.zarr",
                        {{"token", token}, {"endpoint_url", moto_->endpoint}});
   auto store = cloud::make_gcs_store(MotoServer::kBucket, "era5_v2.zarr",
                                      {{"token", token}, {"endpoint_url", moto_->endpoint}});
   EXPECT_EQ(store->url(), "gs://lazycube-test/era5_v2.zarr");
-  EXPECT_EQ(store->list_dir(""), make_file_store(kSource + "/data/era5_sample_v2.zarr")->list_dir(""));
+  EXPECT_EQ(store->list_dir(""), make_file_store(kS3Source + "/data/era5_sample_v2.zarr")->list_dir(""));
   // With checking on, moto fails requests carrying a bearer token: the error must not show it.
   moto_->set_auth(true);
   ScopedEnv env_token("GOOGLE_OAUTH_ACCESS_TOKEN", token);
@@ -213,7 +213,7 @@ TEST_F(S3Moto, GcsBearerTokenReadsAndNeverLeaks) {
 
 TEST_F(S3Moto, GcsHmacKeysSignLikeS3) {
   StoreOptions opts = signed_options();
-  expect_same_as_local(bucket_url("gs", "era5_v2.zarr"), kSource + "/data/era5_sample_v2.zarr", opts);
+  s3_same_as_local(bucket_url("gs", "era5_v2.zarr"), kS3Source + "/data/era5_sample_v2.zarr", opts);
   opts["secret"] = "WrongHmacSecretWrongHmacSecret";
   const std::string msg = open_error<AuthError>(bucket_url("gs", "era5_v2.zarr"), opts);
   EXPECT_NE(msg.find("SignatureDoesNotMatch"), std::string::npos) << msg;

@@ -48,7 +48,7 @@ fs::path fixtures_dir() {
 // gs:// with a service account's tokens on every request (moto does not check them).
 constexpr test::BackendChoices kChoices{.gcs_service_account = true};
 
-struct Backend {
+struct ContractBackend {
   std::string contract_url;  // URL of the contract/ tree
   std::string fixtures_url;  // URL of the zarr-fixtures tree ("" when not served)
   StoreOptions options;
@@ -57,7 +57,7 @@ struct Backend {
 
 // The backend named `name` (its servers started once per process, store_backends.hpp); nullopt +
 // reason when it cannot run here.
-std::optional<Backend> backend(const std::string& name, std::string& skip, bool with_fixtures) {
+std::optional<ContractBackend> backend(const std::string& name, std::string& skip, bool with_fixtures) {
   const auto contract = test::serve_folder(name, contract_tree().path() / "contract", "contract", kChoices);
   if (!contract) {
     skip = contract.skip;
@@ -65,7 +65,7 @@ std::optional<Backend> backend(const std::string& name, std::string& skip, bool 
   }
   std::string fixtures_url;
   if (with_fixtures && !fixtures_dir().empty()) fixtures_url = test::serve_folder(name, fixtures_dir(), "fixtures", kChoices).url;
-  return Backend{contract.url, fixtures_url, contract.read, contract.lists};
+  return ContractBackend{contract.url, fixtures_url, contract.read, contract.lists};
 }
 
 std::string text(const std::optional<Buffer>& b) {
@@ -88,7 +88,7 @@ class StoreContract : public ::testing::TestWithParam<std::string> {
 
   TempDir home_;
   std::unique_ptr<test::CleanCloudEnv> env_;  // no stray credentials from the environment
-  std::optional<Backend> b_;
+  std::optional<ContractBackend> b_;
   Location loc_;
 };
 

@@ -30,7 +30,7 @@ fs::path stage(const std::string& name, const fs::path& www) {
   return dst;
 }
 
-void expect_same(const Dataset& local, const Dataset& remote) {
+void expect_same_over_http(const Dataset& local, const Dataset& remote) {
   ASSERT_EQ(local.variable_names(), remote.variable_names());
   for (const auto& name : local.variable_names()) {
     const NDArray a = local[name].read_raw(), b = remote[name].read_raw();
@@ -59,13 +59,13 @@ TEST_P(HttpZarr, HttpReadsLikeLocal) {
   NginxServer server(www.path());
   const Dataset local = open(local_path.string());
   const Dataset remote = open(server.url() + "/" + GetParam());
-  expect_same(local, remote);
+  expect_same_over_http(local, remote);
 
   server.set_faults("p503 = 0.10, p429 = 0.05, pdrop = 0.02, ptrunc = 0.05");
   OpenOptions opts;
   opts.storage_options = {{"retries", "30"}, {"backoff", "0.002"}, {"max_backoff", "0.05"}};
   const Dataset faulty = open(server.url() + "/" + GetParam() + "/", opts);
-  expect_same(local, faulty);
+  expect_same_over_http(local, faulty);
 }
 
 INSTANTIATE_TEST_SUITE_P(Http, HttpZarr, ::testing::Values("era5_sample_v2.zarr", "era5_sample_v3.zarr"),

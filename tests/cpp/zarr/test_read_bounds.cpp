@@ -67,7 +67,7 @@ std::vector<Chain> chains(std::uint64_t inner = 2) {
 }
 
 // Finite float32 values with random mantissas: what no compressor can shrink much.
-std::vector<float> random_values(std::size_t n, unsigned seed) {
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1e6f, 1e6f);
   std::vector<float> v(n);
@@ -103,7 +103,7 @@ TEST(CodecEncodedBound, HoldsForIncompressibleDataInEveryChain) {
       const auto bound = meta.codecs.max_encoded_size(spec);
       ASSERT_TRUE(bound.has_value());
       EXPECT_LT(*bound, spec.nbytes() * 4 + (std::uint64_t{4} << 20));  // generous, not unbounded
-      const auto values = random_values(n, static_cast<unsigned>(n));
+      const auto values = random_floats(n, static_cast<unsigned>(n));
       codec::ChunkData chunk;
       chunk.bytes = Buffer::copy_of(ByteView(reinterpret_cast<const std::byte*>(values.data()), n * 4));
       EXPECT_LE(meta.codecs.encode(chunk, spec).size(), *bound);
@@ -142,7 +142,7 @@ TEST(CodecEncodedBound, DeclaredPerCompressor) {
 TEST(ZarrReadBound, IncompressibleCompressedArraysStillRead) {
   TempDir root;
   const std::uint64_t n = 20000;  // chunks of 8,000 values (the last one partial)
-  const auto values = random_values(n, 11);
+  const auto values = random_floats(n, 11);
   for (const auto& chain : chains(4000))
     write_v3_array(root.path() / chain.name, v3_array_json({n}, {8000}, "float32", chain.codecs), values.data(), 4);
   HostileServer server(root.path());
@@ -164,7 +164,7 @@ TEST(ZarrReadBound, IncompressibleCompressedArraysStillRead) {
 TEST(ZarrReadBound, EndlessChunkBodyStopsAtTheMetadataBound) {
   TempDir root;
   const json meta_json = v3_array_json({32768}, {16384}, "float32", json::array({bytes_codec(), zstd_codec()}));
-  const auto values = random_values(32768, 3);
+  const auto values = random_floats(32768, 3);
   write_v3_array(root.path() / "arr", meta_json, values.data(), 4);
   fs::remove(root.path() / "arr" / "c" / "0");  // served as an endless body by /mixed/
   const auto meta = zarr::parse_v3_array(meta_json, "arr");
@@ -182,7 +182,7 @@ TEST(ZarrReadBound, EndlessChunkBodyStopsAtTheMetadataBound) {
 // A local chunk file larger than its bound is refused before it is read, naming the file.
 TEST(ZarrReadBound, FileChunkLargerThanTheBoundNamesThePath) {
   TempDir root;
-  const auto values = random_values(8, 5);
+  const auto values = random_floats(8, 5);
   write_v3_array(root.path(), v3_array_json({8}, {4}, "float32", json::array({bytes_codec(), crc32c_codec()})),
                  values.data(), 4);
   write_file(root.path() / "c" / "1", std::string(100000, 'x'));
@@ -196,7 +196,7 @@ TEST(ZarrReadBound, FileChunkLargerThanTheBoundNamesThePath) {
 // A sharded array's index may not give an inner chunk more bytes than the chunk can hold.
 TEST(ZarrReadBound, ShardIndexEntryOverTheBoundIsRefused) {
   TempDir root;
-  const auto values = random_values(8, 9);
+  const auto values = random_floats(8, 9);
   write_v3_array(root.path(), v3_array_json({8}, {8}, "float32", json::array({sharding_codec({4}, json::array({bytes_codec()}))})),
                  values.data(), 4);
   // Inner chunk 0 grows to 4,000 bytes: its index entry (offset 0, nbytes 16) is rewritten.

@@ -234,6 +234,11 @@ TEST(ZarrV3, FillValueForms) {
       {"uint64", 18446744073709551615ull, "ffffffffffffffff"},
       {{{"name", "numpy.datetime64"}, {"configuration", {{"unit", "s"}, {"scale_factor", 1}}}}, "NaT", "0000000000000080"},
       {"int32", nullptr, "00000000"},
+      // fixed-length bytes: base64 text (zarr-python 3.3), b"none"
+      {{{"name", "null_terminated_bytes"}, {"configuration", {{"length_bytes", 4}}}}, "bm9uZQ==", "6e6f6e65"},
+      {{{"name", "fixed_length_bytes"}, {"configuration", {{"length_bytes", 2}}}}, "AP8=", "00ff"},
+      // the spec's "μs" is "us"
+      {{{"name", "numpy.datetime64"}, {"configuration", {{"unit", "\u03bcs"}, {"scale_factor", 1}}}}, 5, "0500000000000000"},
   };
   for (const auto& c : cases) {
     TempDir tmp;
@@ -271,6 +276,38 @@ TEST(ZarrV3, ConsolidatedGroupListsArraysWithoutReadingTheirMetadata) {
   EXPECT_EQ(std::vector<std::int32_t>(r.values<std::int32_t>().begin(), r.values<std::int32_t>().end()),
             (std::vector<std::int32_t>{0, 0, 5, 6}));
   EXPECT_THROW(zarr::Hierarchy::open(open_location(tmp.str()), false).array("a"), NotFound);
+}
+
+TEST(ZarrV3, FieldsAReaderMustUnderstandAreRefusedByName) {
+  auto attempt = [](const json& group, const json& array) {
+    TempDir tmp;
+    write_file(tmp.path() / "zarr.json", group.dump());
+    write_file(tmp.path() / "a" / "zarr.json", array.dump());
+    return message_of<MetadataError>([&] { zarr::Hierarchy::open(open_location(tmp.str()), false).array("a")->read_all(); });
+  };
+  auto with = [](json base, const std::string& key, const json& value) {
+    base[key] = value;
+    return base;
+  };
+  const json group = {{"zarr_format", 3}, {"node_type", "group"}, {"attributes", json::object()}};
+  const json array = v3_array_json({4}, {2}, "int32", json::array({bytes_codec()}), 0);
+  const json optional = {{"must_understand", false}, {"anything", 1}};
+  json optional_ext = optional;
+  optional_ext["name"] = "x";
+  // optional fields and extensions, and null ones (zarr-python's "consolidated_metadata": null), are ignored
+  EXPECT_EQ(attempt(with(with(group, "future", optional), "consolidated_metadata", nullptr),
+                    with(with(array, "future", optional), "extensions", json::array({optional_ext}))),
+            "<no exception>");
+  // must_understand true, or absent (which means true), or a field that is not an object: refused by name
+  for (const json& value : {json({{"must_understand", true}}), json({{"anything", 1}}), json(7)}) {
+    const std::string on_array = attempt(group, with(array, "frobnicate", value));
+    EXPECT_NE(on_array.find("'frobnicate'"), std::string::npos) << on_array;
+    EXPECT_NE(on_array.find("must understand"), std::string::npos) << on_array;
+    const std::string on_group = attempt(with(group, "frobnicate", value), array);
+    EXPECT_NE(on_group.find("'frobnicate'"), std::string::npos) << on_group;
+  }
+  const std::string ext = attempt(group, with(array, "extensions", json::array({{{"name", "rectangles"}}})));
+  EXPECT_NE(ext.find("\"rectangles\""), std::string::npos) << ext;
 }
 
 }  // namespace
