@@ -79,6 +79,18 @@ def _cli_path():
     return Path(env) if env else REPO / "build" / "lazycube"
 
 
+def pytest_collection_modifyitems(config, items):
+    """LAZYCUBE_PYTEST_CLI_ONLY=1 (the sanitizer builds' ctest entry): only the tests that run
+    the CLI (the `lazycube_cli` fixture), the instrumented code pytest reaches there."""
+    if os.environ.get("LAZYCUBE_PYTEST_CLI_ONLY") != "1":
+        return
+    keep = [item for item in items if "lazycube_cli" in getattr(item, "fixturenames", ())]
+    dropped = [item for item in items if "lazycube_cli" not in getattr(item, "fixturenames", ())]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+
+
 @pytest.fixture(scope="session")
 def repo_root():
     return REPO
