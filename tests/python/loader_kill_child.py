@@ -72,6 +72,7 @@ def main(args):
                         # the first bytecode after the kill, before a statement after it ran
                         # (an error_after_s of None, seen on a loaded machine).
                         killed_at = time.monotonic()
+                        out["killed_at_batch"] = out["delivered"]
                         os.kill(workers[0].pid, signal.SIGKILL)
                 out["epochs_done"] += 1
         except Exception as exc:  # the loader's report of the dead worker

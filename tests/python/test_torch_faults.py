@@ -123,6 +123,18 @@ def test_worker_killed_mid_epoch(www, request, tmp_path, form, store, method, pe
         # pins only when CUDA is available: a no-op on a CPU-only machine)
         args.update(persistent=True, pin_memory=True, epochs=2, kill_epoch=1)
     result = run_child(args)
+    crashed = [msg for _, msg in result["errors"] if "killed by signal" in msg or "exited unexpectedly" in msg]
+    if result["errors"] and result.get("killed_at_batch") is None and not crashed:
+        # The loop failed before this test killed anything, and no worker died: torch 1.13's own
+        # fetch of a worker's batch (its file-descriptor handover, seen once on a loaded CI
+        # machine as an in-flight error at batch 5 with no kill) -- not the case under test. Once
+        # more; a second such failure fails the test with both results. A worker that died on its
+        # own before the kill is a failure at once (below: no error naming the killed worker).
+        first = result
+        result = run_child(args)
+        assert not (result["errors"] and result.get("killed_at_batch") is None), \
+            "the loop failed twice before the kill: %s / %s" % (first, result)
+    assert result.get("killed_at_batch") is not None, "the loop ended before the kill: %s" % result
     assert result["wrong"] == [], "items with wrong values delivered: windows %s" % result["wrong"]
     # torch's report naming the killed worker: the loop's error, or (pytorch#28950, a race in
     # torch 1.13's _try_get_data) right after the ConnectionError of fetching the dead worker's
