@@ -181,21 +181,27 @@ def _epoch(loader, reference):
     return seen
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_every_form_every_store_in_workers(method, stores, reference, no_aws_environment):
-    available, _ = stores
-    members = [("%s %s" % (store, form), ds)
-               for store, (url, options) in available.items()
-               for form, ds in _forms(url, options).items()]
+def _two_epochs(method, members, one_epoch):
+    """(tags, [{tag: items in order} per epoch]) of two epochs of the tagged members through one
+    DataLoader of 2 persistent workers started by `method`, set_epoch between them."""
     data = Tagged(members)
     loader = DataLoader(data, batch_size=None, num_workers=2, multiprocessing_context=method,
                         persistent_workers=True)
     epochs = []
     for epoch in range(2):
         data.set_epoch(epoch)
-        epochs.append(_epoch(loader, reference))
+        epochs.append(one_epoch(loader))
     del loader
-    tags = [tag for tag, _ in members]
+    return [tag for tag, _ in members], epochs
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_form_every_store_in_workers(method, stores, reference, no_aws_environment):
+    available, _ = stores
+    tags, epochs = _two_epochs(method, [("%s %s" % (store, form), ds)
+                                        for store, (url, options) in available.items()
+                                        for form, ds in _forms(url, options).items()],
+                               lambda loader: _epoch(loader, reference))
     for e, seen in enumerate(epochs):
         assert sorted(seen) == sorted(tags), "epoch %d: forms without windows" % e
         for tag in tags:
@@ -252,18 +258,10 @@ def test_forecast_every_form_every_store_in_workers(method, stores, reference, n
     """ForecastDataset in each construction form over every store, credentials only in
     storage_options: spawned and forkserver workers reopen the sources from what pickled."""
     available, _ = stores
-    members = [("%s %s" % (store, form), ds)
-               for store, (url, options) in available.items()
-               for form, ds in _forecast_forms(url, options, str(tmp_path / store)).items()]
-    data = Tagged(members)
-    loader = DataLoader(data, batch_size=None, num_workers=2, multiprocessing_context=method,
-                        persistent_workers=True)
-    epochs = []
-    for epoch in range(2):
-        data.set_epoch(epoch)
-        epochs.append(_forecast_epoch(loader, reference))
-    del loader
-    tags = [tag for tag, _ in members]
+    tags, epochs = _two_epochs(method, [("%s %s" % (store, form), ds)
+                                        for store, (url, options) in available.items()
+                                        for form, ds in _forecast_forms(url, options, str(tmp_path / store)).items()],
+                               lambda loader: _forecast_epoch(loader, reference))
     for e, seen in enumerate(epochs):
         assert sorted(seen) == sorted(tags), "epoch %d: forms without samples" % e
         for tag in tags:
