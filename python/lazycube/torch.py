@@ -557,8 +557,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
         base, extra = divmod(total, count)
         return [(i * base + min(i, extra), base + (1 if i < extra else 0)) for i in range(count)], stretches
 
-    def _batches_of(self, size):
-        config = self._config()
+    @staticmethod
+    def _batches_of(size, config):
         bs = int(config["batch_size"])
         return size // bs if config["drop_last"] else -(-size // bs)
 
@@ -588,7 +588,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
         consumed = []  # (begin, end) in the concatenation of the stretches
         for r in range(world):
             mine = blocks[r * n:(r + 1) * n]
-            got = received_per_worker(k, [self._batches_of(size) for _, size in mine])
+            got = received_per_worker(k, [self._batches_of(size, config) for _, size in mine])
             consumed += [(begin, begin + min(g * bs, size)) for (begin, size), g in zip(mine, got)]
         left, at = [], 0
         for a, b in sorted(consumed) + [(sum(e - s for s, e in stretches),) * 2]:
@@ -677,7 +677,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
             mine = blocks[rank * nworkers:(rank + 1) * nworkers]
             if worker is not None:
                 mine = [mine[worker]]
-            self._lens[key] = sum(self._batches_of(size) for _, size in mine)
+            config = self._config()
+            self._lens[key] = sum(self._batches_of(size, config) for _, size in mine)
         return self._lens[key]
 
     # iteration
