@@ -26,6 +26,7 @@ threads live in the parent): they are kept in ``_FOREIGN`` until the child exits
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import sys
@@ -562,6 +563,14 @@ _FOREIGN = []
 def keep_foreign(obj):
     if obj is not None:
         _FOREIGN.append(obj)
+
+
+# The same holds for the parent's garbage: unreachable lazycube objects (a generator left in a
+# reference cycle, its producer thread still running) that the collector finds in a forked child
+# -- threading's after-fork hook runs it first thing -- would be destroyed there, stopping threads
+# the child does not have (a DataLoader worker died of SIGSEGV so, forked after the process
+# matrix's tests). Collect it in the parent, before every fork, where destroying it is safe.
+os.register_at_fork(before=gc.collect)
 
 
 class Pipeline:

@@ -129,3 +129,18 @@ def test_elastic_resume_two_ranks_then_three(url, t2m, tmp_path):
     delivered = [w for r in first for w in r["items"]] + [w for r in resumed for w in r["items"]]
     assert sorted(delivered) == list(range(WINDOWS))
     assert all(r["epoch"] == 1 for r in resumed)
+
+
+def test_workers_fork_after_garbage_with_running_threads(url, t2m):
+    """Unreachable lazycube objects (a generator in a reference cycle, its producer thread
+    running) are collected in the parent before a fork, not in the forked worker, where their
+    C++ destructors would stop threads the worker does not have (SIGSEGV before this)."""
+    for _ in range(3):
+        gen = lazycube.BatchGenerator(lazycube.open_dataset(url), DIMS, batch_size=5, variables=["t2m"])
+        it = iter(gen)
+        next(it)  # the producer thread is running
+        cycle = [gen, it]
+        cycle.append(cycle)
+        del gen, it, cycle
+        ids = [w for batch in _dataset(url).loader(num_workers=2) for w in _check(batch, t2m)]
+        assert sorted(ids) == list(range(WINDOWS))
