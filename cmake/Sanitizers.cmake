@@ -25,10 +25,14 @@ endif()
 
 # -O1 -g1 (line tables) after the build type's flags: the usual sanitizer setting, and it halves
 # the compile time of -O2 -g under ASan (CI builds everything twice).
+# LAZYCUBE_SANITIZER_ADDRESS / _THREAD tell the code which build it is in, with either compiler
+# (GCC defines __SANITIZE_ADDRESS__, clang 14 only answers __has_feature).
 if(LAZYCUBE_SANITIZER STREQUAL "address")
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -O1 -g1)
+  add_compile_definitions(LAZYCUBE_SANITIZER_ADDRESS=1)
   add_link_options(-fsanitize=address,undefined)
 elseif(LAZYCUBE_SANITIZER STREQUAL "thread")
   add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -O1 -g1)
+  add_compile_definitions(LAZYCUBE_SANITIZER_THREAD=1)
   add_link_options(-fsanitize=thread)
 endif()

@@ -5,6 +5,10 @@
 #   (none), 0          no sanitizer       build/
 #   address, 1         ASan + UBSan       build-asan/
 #   thread             ThreadSanitizer    build-tsan/
+#
+# Sanitizer builds use clang (clang-14, as the fuzz build): GCC's ASan+UBSan compiled the
+# libraries in 1,443 CPU seconds against clang's 661 (the regular build: 447), and CI builds
+# them on 2 cores. The regular build keeps the default compiler.
 
 # Prints the kind ("", address or thread) for a flag value; fails with a message on another.
 lazycube_sanitizer_kind() {
@@ -22,5 +26,13 @@ lazycube_sanitizer_build_dir() {
     address) echo build-asan ;;
     thread) echo build-tsan ;;
     *) echo build ;;
+  esac
+}
+
+# The compilers of a kind's build, as CMake arguments (none for the regular build).
+lazycube_sanitizer_compilers() {
+  case "$1" in
+    address|thread) echo "-DCMAKE_C_COMPILER=${CC:-clang-14} -DCMAKE_CXX_COMPILER=${CXX:-clang++-14}" ;;
+    *) echo "" ;;
   esac
 }

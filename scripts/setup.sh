@@ -153,7 +153,8 @@ cmake_args=(
 if [[ -n "$sanitize" ]]; then
   # The benchmark drivers are never run by ctest: no need to build them instrumented (saves
   # a minute of the sanitizer pass in CI).
-  cmake_args+=("-DLAZYCUBE_SANITIZE=$sanitize" -DLAZYCUBE_BUILD_BENCH=OFF)
+  read -r -a compilers <<<"$(lazycube_sanitizer_compilers "$sanitize")"
+  cmake_args+=("-DLAZYCUBE_SANITIZE=$sanitize" -DLAZYCUBE_BUILD_BENCH=OFF "${compilers[@]}")
 fi
 if [[ -n "${LAZYCUBE_CMAKE_ARGS:-}" ]]; then
   read -r -a extra <<<"$LAZYCUBE_CMAKE_ARGS"

@@ -60,8 +60,10 @@ if [[ "$sanitize" == address ]]; then
     ctest_args+=(-E '^pytest')
   fi
   # The installed static library is instrumented: its users must link the sanitizer runtimes.
+  # ... with the compiler that built it (its sanitizer runtime: clang links its own statically).
   example_flags=("-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer"
-                 "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined")
+                 "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
+                 "-DCMAKE_CXX_COMPILER=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build_dir/CMakeCache.txt")")
 fi
 
 log "ctest ${ctest_args[*]}"

@@ -168,7 +168,7 @@ template <class T>
 
 // ThreadSanitizer instruments target_clones' ifunc resolver, which the dynamic loader runs before
 // the TSan runtime is initialised (a crash at start-up): TSan builds take the default clone only.
-#if defined(__SANITIZE_THREAD__)
+#if defined(LAZYCUBE_SANITIZER_THREAD)
 #define LAZYCUBE_SIMD_CLONES
 #else
 #define LAZYCUBE_SIMD_CLONES [[gnu::target_clones("avx2", "default")]]

@@ -29,9 +29,9 @@ namespace {
 // measured against a simulated store latency, scaled by it so that the CPU time between the
 // requests of one wave stays small beside it. ThreadSanitizer costs 5-15x, AddressSanitizer 2-4x
 // (at 1x the first-batch wave split in two under ASan in CI: 4 round trips).
-#if defined(__SANITIZE_THREAD__)
+#if defined(LAZYCUBE_SANITIZER_THREAD)
 constexpr int kBuildSlowdown = 8;
-#elif defined(__SANITIZE_ADDRESS__)
+#elif defined(LAZYCUBE_SANITIZER_ADDRESS)
 constexpr int kBuildSlowdown = 4;
 #else
 constexpr int kBuildSlowdown = 1;

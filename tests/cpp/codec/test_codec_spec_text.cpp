@@ -56,8 +56,9 @@ TEST(CodecSpecText, ErrorsNameTheText) {
       {"zstd+", "empty codec name"},
       {"", "empty codec name"},
   };
-  for (const auto& [text, expect] : bad) {
-    const std::string msg = message_of<CodecError>([&] { parse_codec_spec(text, 3, f4); });
+  for (const auto& entry : bad) {
+    const auto& [text, expect] = entry;
+    const std::string msg = message_of<CodecError>([&] { parse_codec_spec(entry.first, 3, f4); });
     EXPECT_NE(msg.find("codec spec '" + std::string(text) + "'"), std::string::npos) << msg;
     EXPECT_NE(msg.find(expect), std::string::npos) << text << ": " << msg;
   }

@@ -145,7 +145,7 @@ TEST(DatasetStats, JsonRoundTripKeepsValuesAndNestsKeptDims) {
   const auto json = stats_to_json(stats);
   EXPECT_EQ(json["format"], "lazycube-stats");
   EXPECT_EQ(json["ddof"], 0);
-  EXPECT_EQ(json["variables"]["t"]["dims"], nlohmann::json({"level", "x"}));
+  EXPECT_EQ(json["variables"]["t"]["dims"], nlohmann::ordered_json({"level", "x"}));
   ASSERT_EQ(json["variables"]["t"]["mean"].size(), 3u);
   ASSERT_EQ(json["variables"]["t"]["mean"][0].size(), 11u);
   const auto back = stats_from_json(nlohmann::json::parse(json.dump()));

@@ -199,10 +199,11 @@ TEST(StorageOptionTable, TuningOptionsLandInTheSameFieldsForEveryBackend) {
 }
 
 TEST(StorageOptionTable, BadValuesNameTheOptionButNeverASecret) {
-  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& kv : std::vector<std::pair<std::string, std::string>>{
            {"max_concurrency", "0"}, {"max_concurrency", "8.5"}, {"timeout", "soon"}, {"deadline", "-1"},
            {"retries", "-1"}, {"coalesce_gap", "1k"}, {"anon", "maybe"}}) {
-    const std::string msg = message_of<StoreError>([&] { parse_storage_options({{k, v}}, "s3"); });
+    const std::string& k = kv.first;
+    const std::string msg = message_of<StoreError>([&] { parse_storage_options({kv}, "s3"); });
     EXPECT_NE(msg.find("'" + k + "'"), std::string::npos) << msg;
   }
 }
