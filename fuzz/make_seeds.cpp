@@ -122,6 +122,16 @@ void zarr_seeds() {
       const std::string chunk = get_text(*store, a->unit_key(first));
       const std::string meta = get_text(*store, format == 2 ? ".zarray" : "zarr.json");
       seed(format == 2 ? "zarr_v2" : "zarr_v3", c.name, std::string(1, '\0') + meta + '\0' + chunk);
+      if (format == 3 && std::string(c.name) == "i2-blosc") {
+        // The registry's chunk key encodings (put_first_chunk stores the chunk at their keys too).
+        for (const auto& [tag, encoding] : std::vector<std::pair<std::string, nlohmann::json>>{
+                 {"fanout", {{"name", "fanout"}, {"configuration", {{"max_children", 4}}}}},
+                 {"suffix", {{"name", "suffix"}, {"configuration", {{"suffix", ".bin"}, {"base_encoding", {{"name", "default"}}}}}}}}) {
+          auto doc = nlohmann::json::parse(meta);
+          doc["chunk_key_encoding"] = encoding;
+          seed("zarr_v3", "i2-" + tag, std::string(1, '\0') + doc.dump() + '\0' + chunk);
+        }
+      }
       if (format == 2 && !c.spec.attributes.empty())
         seed("zarr_v2", std::string(c.name) + "-zattrs", std::string(1, '\1') + get_text(*store, ".zattrs"));
     }

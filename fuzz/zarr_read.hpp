@@ -17,6 +17,13 @@ namespace lazycube::fuzz {
 // "0/0"; v3 "c/0/0", "c.0.0"; up to four dims; "0" and "c" for zero-dim arrays).
 inline void put_first_chunk(MemoryStore& store, const std::string& prefix, std::string_view chunk) {
   const std::string base = prefix.empty() ? "" : prefix + "/";
+  // fanout (any max_children: coordinate 0 is one digit) and the seeds' ".bin" suffix.
+  std::string fanout;
+  for (int dims = 0; dims <= 4; ++dims) {
+    store.set(base + fanout + "c", chunk);
+    fanout += "d" + std::to_string(dims) + "/0/";
+  }
+  store.set(base + "c/0.bin", chunk);
   for (const char sep : {'.', '/'}) {
     std::string v2 = "0", v3 = "c";
     store.set(base + v3, chunk);

@@ -3,13 +3,13 @@
 // which the manifests map to inline bytes, byte ranges of chunks/<id>, or virtual locations.
 #include <algorithm>
 #include <limits>
-#include <charconv>
 #include <mutex>
 #include <shared_mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "lazycube/error.hpp"
+#include "lazycube/zarr/chunk_key_encoding.hpp"
 #include "manifest.hpp"
 #include "repository_state.hpp"
 #include "snapshot.hpp"
@@ -19,43 +19,25 @@ namespace lazycube::icechunk {
 
 namespace {
 
-// How an array names its chunks: "c/1/2" (default), "1.2" (v2), and their separators.
+// How an array names its chunks (its chunk_key_encoding), for Icechunk's 32-bit coordinates.
 struct ChunkKeys {
-  bool default_encoding = true;
-  char separator = '/';
+  zarr::ChunkKeyEncoding encoding;
   std::size_t ndim = 0;
 
   std::string key(const std::vector<std::uint32_t>& coords) const {
-    std::string out = default_encoding ? "c" : "";
-    for (std::size_t i = 0; i < coords.size(); ++i) {
-      if (default_encoding || i > 0) out += separator;
-      out += std::to_string(coords[i]);
-    }
-    if (!default_encoding && coords.empty()) out = "0";
-    return out;
+    const std::vector<std::uint64_t> index(coords.begin(), coords.end());
+    return encoding.key(index);
   }
 
   // The coordinates of chunk key `rest`; nullopt when it is not one of this array's keys.
   std::optional<std::vector<std::uint32_t>> parse(std::string_view rest) const {
+    const auto index = encoding.index_of(rest, ndim);
+    if (!index) return std::nullopt;
     std::vector<std::uint32_t> coords;
-    if (default_encoding) {
-      if (rest == "c") return ndim == 0 ? std::optional(coords) : std::nullopt;
-      if (!rest.starts_with("c") || rest.size() < 2 || rest[1] != separator) return std::nullopt;
-      rest.remove_prefix(2);
-    } else if (ndim == 0) {
-      return rest == "0" ? std::optional(coords) : std::nullopt;
+    for (const auto i : *index) {
+      if (i > std::numeric_limits<std::uint32_t>::max()) return std::nullopt;
+      coords.push_back(static_cast<std::uint32_t>(i));
     }
-    while (true) {
-      const auto end = rest.find(separator);
-      const std::string_view part = rest.substr(0, end);
-      std::uint32_t v = 0;
-      const auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-      if (part.empty() || ec != std::errc() || p != part.data() + part.size()) return std::nullopt;
-      coords.push_back(v);
-      if (end == std::string_view::npos) break;
-      rest.remove_prefix(end + 1);
-    }
-    if (coords.size() != ndim) return std::nullopt;
     return coords;
   }
 };
@@ -66,19 +48,8 @@ ChunkKeys chunk_keys_of(const NodeInfo& node, const std::string& where) {
     throw MetadataError(where + ": the zarr.json of array '" + node.path + "' is not Zarr v3 array metadata");
   ChunkKeys keys;
   keys.ndim = doc["shape"].size();
-  if (auto it = doc.find("chunk_key_encoding"); it != doc.end() && it->is_object()) {
-    const std::string name = it->value("name", "default");
-    if (name != "default" && name != "v2")
-      throw MetadataError(where + ": array '" + node.path + "' has unknown chunk_key_encoding '" + name + "'");
-    keys.default_encoding = name == "default";
-    keys.separator = keys.default_encoding ? '/' : '.';
-    if (auto c = it->find("configuration"); c != it->end() && c->is_object() && c->contains("separator")) {
-      const auto& sep = (*c)["separator"];
-      if (!sep.is_string() || (sep != "/" && sep != "."))
-        throw MetadataError(where + ": array '" + node.path + "' has chunk_key_encoding separator " + sep.dump());
-      keys.separator = sep.get<std::string>()[0];
-    }
-  }
+  if (auto it = doc.find("chunk_key_encoding"); it != doc.end())
+    keys.encoding = zarr::ChunkKeyEncoding::parse(*it, where + ": array '" + node.path + "'");
   return keys;
 }
 

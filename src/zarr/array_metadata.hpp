@@ -12,16 +12,9 @@
 #include "lazycube/codec/codec.hpp"
 #include "lazycube/dtype.hpp"
 #include "lazycube/ndarray.hpp"
+#include "lazycube/zarr/chunk_key_encoding.hpp"
 
 namespace lazycube::zarr {
-
-// How a chunk grid index becomes a store key.
-struct ChunkKeyEncoding {
-  bool v3_default = false;  // "c" prefix (v3 default encoding); otherwise v2 style
-  char separator = '.';
-  std::string key(const std::vector<std::uint64_t>& index) const;
-  nlohmann::json to_json() const;
-};
 
 struct FillValue {
   bool specified = false;      // false for a v2 `null` (no _FillValue for xarray)

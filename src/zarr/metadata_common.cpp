@@ -51,19 +51,4 @@ std::string join_node_path(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
-std::string ChunkKeyEncoding::key(const std::vector<std::uint64_t>& index) const {
-  std::string k = v3_default ? "c" : "";
-  if (index.empty()) return v3_default ? k : "0";
-  for (std::size_t d = 0; d < index.size(); ++d) {
-    if (v3_default || d > 0) k.push_back(separator);
-    k += std::to_string(index[d]);
-  }
-  return k;
-}
-
-json ChunkKeyEncoding::to_json() const {
-  return {{"name", v3_default ? "default" : "v2"},
-          {"configuration", {{"separator", std::string(1, separator)}}}};
-}
-
 }  // namespace lazycube::zarr

@@ -37,11 +37,12 @@ ArrayMetadata parse_v2_array(const json& zarray, const json& zattrs, const std::
       throw MetadataError(where + ": 'order' must be \"C\" or \"F\", got " + it->dump());
     order = it->get<std::string>();
   }
+  m.key_encoding = ChunkKeyEncoding::v2('.');
   if (auto it = zarray.find("dimension_separator"); it != zarray.end() && !it->is_null()) {
     if (*it != "." && *it != "/")
       throw MetadataError(where + ": 'dimension_separator' must be \".\" or \"/\", got " +
                           it->dump());
-    m.key_encoding.separator = it->get<std::string>()[0];
+    m.key_encoding = ChunkKeyEncoding::v2(it->get<std::string>()[0]);
   }
 
   // Filters (encode order) then the compressor; an object codec among the filters turns the

@@ -247,19 +247,9 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
     throw MetadataError(where + ": chunk_shape has " + std::to_string(m.chunk_shape.size()) +
                         " dims but shape has " + std::to_string(m.shape.size()));
 
-  m.key_encoding = {true, '/'};
-  if (auto it = doc.find("chunk_key_encoding"); it != doc.end()) {
-    const std::string name = string_member(*it, "name", where + ": chunk_key_encoding");
-    if (name == "default") m.key_encoding = {true, '/'};
-    else if (name == "v2") m.key_encoding = {false, '.'};
-    else throw MetadataError(where + ": unsupported chunk_key_encoding " + it->dump());
-    if (auto c = it->find("configuration"); c != it->end() && c->contains("separator")) {
-      const json& sep = (*c)["separator"];
-      if (sep != "." && sep != "/")
-        throw MetadataError(where + ": chunk_key_encoding separator must be \".\" or \"/\", got " + sep.dump());
-      m.key_encoding.separator = sep.get<std::string>()[0];
-    }
-  }
+  m.key_encoding = ChunkKeyEncoding::v3_default();
+  if (auto it = doc.find("chunk_key_encoding"); it != doc.end())
+    m.key_encoding = ChunkKeyEncoding::parse(*it, where);
 
   if (auto it = doc.find("storage_transformers"); it != doc.end() && it->is_array() && !it->empty())
     throw MetadataError(where + ": storage_transformers are not supported: " + it->dump());
