@@ -266,7 +266,7 @@ class Dataset:
 
 def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
                  mask_valid_range=False, group=None, branch=None, tag=None, snapshot=None,
-                 virtual_chunk_containers=None, cache_dir=None):
+                 virtual_chunk_containers=None, cache_dir=None, missing_chunks="fill"):
     """Opens a Zarr v2/v3 store, a kerchunk reference set or a NetCDF/HDF5/GRIB file (local
     path, file://, http(s)://, s3://, gs:// or gcs://, az:// (abfs[s]://), reference://) lazily:
     only metadata is read.
@@ -293,12 +293,19 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
     ``cache_dir``: keep the bytes read from network stores in this local directory, shared by
     processes (the storage option ``cache_dir``; default: ``LAZYCUBE_CACHE_DIR``;
     docs/disk_cache.md). It travels in the storage options, so pickled copies (DataLoader
-    workers) read through the same directory."""
+    workers) read through the same directory.
+
+    ``missing_chunks``: what a Zarr chunk (or shard) absent from the store reads as: ``"fill"``
+    (the default, the Zarr spec's fill value) or ``"error"`` (a ``MissingDataError`` naming the
+    chunk and the array when a read touches it, as zarr-python's ``read_missing_chunks=False``),
+    for Zarr stores, Icechunk repositories and kerchunk references; ``"error"`` is a
+    ``UsageError`` for other formats."""
     if cache_dir is not None:
         storage_options = dict(storage_options or {}, cache_dir=str(cache_dir))
     source = Source(url, storage_options, decode_cf=decode_cf, consolidated=consolidated,
                     engine=engine, mask_valid_range=mask_valid_range, group=group, branch=branch,
-                    tag=tag, snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers)
+                    tag=tag, snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers,
+                    missing_chunks=missing_chunks)
     return Dataset(source.open(), source)
 
 

@@ -190,14 +190,14 @@ def _virtual_chunk_containers(containers):
 # The open arguments a Source carries besides the URL and storage options: the one list every
 # entry point taking a URL (torch datasets, ...) passes through to Source.
 OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine", "group", "branch", "tag",
-             "snapshot", "virtual_chunk_containers", "concat_characters", "decode_coords")
+             "snapshot", "virtual_chunk_containers", "concat_characters", "decode_coords", "missing_chunks")
 
 # Open arguments that name something (group path, Icechunk version): None or a str.
 _NAME_ARGS = ("group", "branch", "tag", "snapshot")
 
 # The open arguments that are formats' own options: they cross into C++ as one document (the
 # format registry hands each format its keys, docs/formats.md).
-FORMAT_ARGS = ("consolidated", "branch", "tag", "snapshot", "virtual_chunk_containers")
+FORMAT_ARGS = ("consolidated", "branch", "tag", "snapshot", "virtual_chunk_containers", "missing_chunks")
 
 
 class _Recipe:
@@ -248,12 +248,12 @@ class Source(_Recipe):
 
     __slots__ = ("url", "storage_options", "decode_cf", "mask_valid_range", "consolidated", "engine",
                  "group", "branch", "tag", "snapshot", "virtual_chunk_containers", "concat_characters",
-                 "decode_coords", "selection", "variables")
+                 "decode_coords", "missing_chunks", "selection", "variables")
 
     def __init__(self, url, storage_options=None, decode_cf=True, mask_valid_range=False,
                  consolidated=None, engine=None, group=None, branch=None, tag=None, snapshot=None,
                  virtual_chunk_containers=None, concat_characters=True, decode_coords=True,
-                 selection=(), variables=None):
+                 missing_chunks=None, selection=(), variables=None):
         self.url = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
         self.storage_options = StorageOptions(storage_options)
         # group: a node path inside the hierarchy; branch/tag/snapshot: an Icechunk version.
@@ -275,6 +275,12 @@ class Source(_Recipe):
             raise ValueError("decode_coords takes True, False, 'coordinates' or 'all', not %r" % (decode_coords,))
         self.decode_coords = True if decode_coords == "coordinates" else decode_coords
         self.engine = engine
+        # Zarr chunks absent from the store: "fill" (None, the default: the fill value) or
+        # "error" (MissingDataError naming the chunk). Only "error" goes to the formats, so a
+        # "fill" given for a format without chunks of its own is no error.
+        if missing_chunks not in (None, "fill", "error"):
+            raise ValueError("missing_chunks takes 'fill' or 'error', not %r" % (missing_chunks,))
+        self.missing_chunks = "error" if missing_chunks == "error" else None
         self.selection = tuple({str(d): _indexer_value(v) for d, v in step.items()}
                                for step in selection if step)
         self.variables = None if variables is None else tuple(variables)
@@ -324,7 +330,7 @@ class Source(_Recipe):
             parts.append("concat_characters=False")
         if self.decode_coords is not True:
             parts.append("decode_coords=%r" % (self.decode_coords,))
-        for key in ("consolidated", "engine") + _NAME_ARGS + ("virtual_chunk_containers",):
+        for key in ("consolidated", "engine") + _NAME_ARGS + ("virtual_chunk_containers", "missing_chunks"):
             if getattr(self, key) is not None:
                 parts.append("%s=%r" % (key, getattr(self, key)))
         if self.selection:

@@ -53,6 +53,10 @@ void add_open_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
       "--cache-dir", [&open](const std::string& dir) { open.options.push_back("cache_dir=" + dir); },
       "Keep the bytes read from network stores in this local directory (storage option cache_dir; "
       "default: LAZYCUBE_CACHE_DIR)");
+  cmd->add_option("--missing-chunks", open.missing_chunks,
+                  "Zarr chunks absent from the store: fill (read as the fill value, the default) or error (fail "
+                  "naming the chunk)")
+      ->check(CLI::IsMember({"fill", "error"}));
   cmd->add_flag("--mask-valid-range", open.mask_valid_range,
                 "Mask stored values outside valid_range / valid_min / valid_max to NaN (CF, as netCDF4-python)");
   cmd->add_option("--virtual", open.virtual_prefixes,

@@ -56,13 +56,14 @@ ProbeCache prefetch_probes(Store& store, const std::string& path, std::optional<
   return out;
 }
 
-ArrayPtr make_array(const std::shared_ptr<Store>& store, const std::string& path, ArrayMetadata m) {
-  return std::make_shared<ZarrArray>(store, path, std::move(m));
+ArrayPtr make_array(const std::shared_ptr<Store>& store, const std::string& path, ArrayMetadata m,
+                    const ZarrOptions& options = {}) {
+  return std::make_shared<ZarrArray>(store, path, std::move(m), options.missing_chunks_error);
 }
 
 ArrayPtr v2_array_from(const std::shared_ptr<Store>& store, const std::string& path,
-                       const json& zarray, const json& zattrs) {
-  return make_array(store, path, parse_v2_array(zarray, zattrs, store->describe(path)));
+                       const json& zarray, const json& zattrs, const ZarrOptions& options = {}) {
+  return make_array(store, path, parse_v2_array(zarray, zattrs, store->describe(path)), options);
 }
 
 }  // namespace
@@ -95,12 +96,24 @@ ZarrOptions ZarrOptions::from_document(const json& document) {
       throw UsageError("format option 'consolidated' takes true, false or null, not " + it->dump());
     out.consolidated = it->get<bool>();
   }
+  if (auto it = document.find("missing_chunks"); it != document.end() && !it->is_null()) {
+    if (*it != "fill" && *it != "error")
+      throw UsageError("format option 'missing_chunks' takes \"fill\" or \"error\", not " + it->dump());
+    out.missing_chunks_error = *it == "error";
+  }
   return out;
 }
 
 std::uint64_t unconsolidated_fallbacks_on_this_thread() { return unconsolidated_fallbacks; }
 
 Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolidated, const ProbeCache* prefetched) {
+  ZarrOptions options;
+  options.consolidated = consolidated;
+  return open(location, options, prefetched);
+}
+
+Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, const ProbeCache* prefetched) {
+  const std::optional<bool> consolidated = options.consolidated;
   Hierarchy h;
   h.location_ = location;
   auto& store = location.store;
@@ -118,7 +131,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
     const std::string node_type = string_member(*doc, "node_type", store->describe(join_node_path(path, "zarr.json")));
     if (node_type == "array") {
       h.root_is_array_ = true;
-      auto a = make_array(store, path, parse_v3_array(*doc, where));
+      auto a = make_array(store, path, parse_v3_array(*doc, where), options);
       h.attrs_ = a->attrs();
       h.array_names_ = {""};
       h.arrays_ = {a};
@@ -142,7 +155,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
         if (!meta.is_object()) throw MetadataError(where + ": consolidated entry '" + name + "' is not an object");
         const std::string child_type = string_member(meta, "node_type", where + ": consolidated entry '" + name + "'");
         if (child_type == "array")
-          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(meta, store->describe(join_node_path(path, name))));
+          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(meta, store->describe(join_node_path(path, name))), options);
         else if (child_type == "group")
           groups.push_back(name);
       }
@@ -153,7 +166,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
         const std::string child_type =
             string_member(*child, "node_type", store->describe(join_node_path(join_node_path(path, name), "zarr.json")));
         if (child_type == "array")
-          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(*child, store->describe(join_node_path(path, name))));
+          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(*child, store->describe(join_node_path(path, name))), options);
         else if (child_type == "group")
           groups.push_back(name);
       }
@@ -162,7 +175,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
     h.zarr_format_ = 2;
     h.root_is_array_ = true;
     auto zattrs = read_json(*store, join_node_path(path, ".zattrs"), &probes);
-    auto a = v2_array_from(store, path, *zarray, zattrs ? *zattrs : json());
+    auto a = v2_array_from(store, path, *zarray, zattrs ? *zattrs : json(), options);
     h.attrs_ = a->attrs();
     h.array_names_ = {""};
     h.arrays_ = {a};
@@ -188,7 +201,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
         const std::string leaf = key.substr(slash + 1);
         if (leaf == ".zarray") {
           auto attrs_it = md.find(name + "/.zattrs");
-          arrays[name] = v2_array_from(store, join_node_path(path, name), value, attrs_it != md.end() ? *attrs_it : json());
+          arrays[name] = v2_array_from(store, join_node_path(path, name), value, attrs_it != md.end() ? *attrs_it : json(), options);
         } else if (leaf == ".zgroup") {
           groups.push_back(name);
         }
@@ -203,7 +216,7 @@ Hierarchy Hierarchy::open(const Location& location, std::optional<bool> consolid
         const std::string child = join_node_path(path, name);
         if (auto za = read_json(*store, join_node_path(child, ".zarray"))) {
           auto zattrs = read_json(*store, join_node_path(child, ".zattrs"));
-          arrays[name] = v2_array_from(store, child, *za, zattrs ? *zattrs : json());
+          arrays[name] = v2_array_from(store, child, *za, zattrs ? *zattrs : json(), options);
         } else if (store->exists(join_node_path(child, ".zgroup"))) {
           groups.push_back(name);
         }

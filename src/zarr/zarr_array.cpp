@@ -51,8 +51,9 @@ std::string index_str(const std::vector<std::uint64_t>& v) {
 
 }  // namespace
 
-ZarrArray::ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata)
-    : store_(std::move(store)), path_(std::move(path)), meta_(std::move(metadata)) {
+ZarrArray::ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata, bool missing_chunks_error)
+    : store_(std::move(store)), path_(std::move(path)), meta_(std::move(metadata)),
+      missing_chunks_error_(missing_chunks_error) {
   unit_shape_ = meta_.chunk_shape;
   unit_codecs_ = &meta_.codecs;
   // Descend through (nested) sharding: the read unit is the innermost chunk.
@@ -184,11 +185,23 @@ void ZarrArray::check_unit_bytes(const ByteRequest& where, const std::string& wh
                      std::to_string(bytes.size()) + ")");
 }
 
+void ZarrArray::on_absent(const std::string& what) const {
+  if (missing_chunks_error_)
+    throw MissingDataError(what + " of " + describe() +
+                           " is not in the store (missing_chunks=\"error\"; with \"fill\" it reads as the fill value)");
+}
+
 bool ZarrArray::fetch_unit(const std::vector<std::uint64_t>& unit, std::string& what, Buffer& out) const {
   auto where = locate_unit(unit, what);
-  if (!where) return false;
+  if (!where) {
+    on_absent(what);
+    return false;
+  }
   if (!store_->read_into(*where, out)) {
-    if (shard_levels_.empty()) return false;
+    if (shard_levels_.empty()) {
+      on_absent(what);
+      return false;
+    }
     throw StoreError(store_->describe(where->key) + " disappeared while reading");
   }
   check_unit_bytes(*where, what, out);
@@ -277,6 +290,7 @@ void ZarrArray::fetch_encoded(std::span<const Unit> units, const EncodedSink& si
           throw StoreError(store_->describe(where[i]->key) + " disappeared while reading");
         }
       }
+      if (!encoded) on_absent(whats[i]);
       sink(b0 + i, encoded, whats[i]);
     };
     if (n == 1) {
@@ -357,9 +371,12 @@ void ZarrArray::fetch_units(std::span<const Unit> units, const UnitSink& sink) c
 }
 
 std::string ZarrArray::cache_id() const {
+  // Decoded chunks of the two missing_chunks policies are kept apart: a fill chunk cached for
+  // "fill" must not answer an "error" read.
+  const std::string policy = missing_chunks_error_ ? "?missing_chunks=error" : "";
   if (dynamic_cast<const MemoryStore*>(store_.get()) != nullptr)
-    return store_->url() + "#" + std::to_string(store_->id()) + "/" + path_;
-  return describe();
+    return store_->url() + "#" + std::to_string(store_->id()) + "/" + path_ + policy;
+  return describe() + policy;
 }
 
 std::string ZarrArray::data_version() const {

@@ -32,7 +32,9 @@ using grid::UnitPieces;
 
 class ZarrArray final : public ChunkedArray {
  public:
-  ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata);
+  // `missing_chunks_error`: an absent chunk is a MissingDataError instead of the fill value
+  // (ZarrOptions::missing_chunks_error).
+  ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata, bool missing_chunks_error = false);
 
   std::string path() const override { return path_; }
   std::string describe() const override;
@@ -78,6 +80,9 @@ class ZarrArray final : public ChunkedArray {
   std::optional<ByteRequest> locate_unit(const std::vector<std::uint64_t>& unit, std::string& what) const;
   std::string shard_key(const std::vector<std::uint64_t>& unit) const;
   void check_unit_bytes(const ByteRequest& where, const std::string& what, const Buffer& bytes) const;
+  // Every read of a unit the store does not hold passes here: MissingDataError naming it when
+  // missing_chunks is "error".
+  void on_absent(const std::string& what) const;
   // Calls decode(encoded or nullptr when absent, what, region) for every unit of a selection:
   // per worker for local stores, in get_each batches for stores that prefer batches.
   template <class Decode>
@@ -108,6 +113,7 @@ class ZarrArray final : public ChunkedArray {
   // The most bytes a stored read unit may hold (codec::CodecPipeline::max_encoded_size of the
   // unit's decoded size); 0: unknown (variable-length types). Bounds every unit's read.
   std::uint64_t unit_max_bytes_ = 0;
+  bool missing_chunks_error_ = false;
   mutable std::mutex index_mutex_;
   mutable std::unordered_map<std::string, std::shared_ptr<const ShardIndex>> index_cache_;
 };

@@ -22,7 +22,7 @@ format::Opened open_node(const format::Sniff& sniff, const format::Request& requ
   const ZarrOptions options = ZarrOptions::from_document(request.format_options);
   // The round's answers when it fetched this node's documents (a failed round fetched none).
   const bool prefetched = sniff.answer(metadata_probes(sniff.node, options.consolidated).front().key) != nullptr;
-  const auto hierarchy = Hierarchy::open(node, options.consolidated, prefetched ? &sniff.answers : nullptr);
+  const auto hierarchy = Hierarchy::open(node, options, prefetched ? &sniff.answers : nullptr);
   format::Contents out;
   if (hierarchy.is_array()) {
     std::string name = last_component(node.path);
@@ -46,7 +46,7 @@ LAZYCUBE_REGISTER_FORMAT(zarr) {
   registry.add({.engine = "zarr",
                 .describe = "Zarr stores",
                 .order = 1000,
-                .option_keys = {{"consolidated", "true, false or null"}},
+                .option_keys = {{"consolidated", "true, false or null"}, {"missing_chunks", "\"fill\" or \"error\""}},
                 .check_options = [](const nlohmann::json& d) { (void)zarr::ZarrOptions::from_document(d); },
                 .has_nodes = true,
                 .probes = [](const format::Sniff& s, const format::Request& r) {

@@ -29,7 +29,8 @@ struct OpenOptions {
   // use consolidated metadata when present; true: require it; false: ignore it), Icechunk's
   // "branch" / "tag" / "snapshot" (the version read; at most one; default branch main) and
   // "virtual_chunk_containers" ({URL prefix: {storage option: value}}, the containers the user
-  // authorises). A key no format takes, or one the format read does not take (a tag for a store
+  // authorises), Zarr's "missing_chunks" ("fill", the default, or "error": an absent chunk is a
+  // MissingDataError naming it). A key no format takes, or one the format read does not take (a tag for a store
   // that holds no Icechunk repository), is a UsageError naming it.
   nlohmann::json format_options = nlohmann::json::object();
   // Opt-in CF valid range (netCDF4-python's rule, never xarray's): with decode_cf, stored values

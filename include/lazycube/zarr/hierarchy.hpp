@@ -24,7 +24,12 @@ struct ZarrOptions {
   // "consolidated": nullopt (absent or null) = use consolidated metadata when present; true =
   // require it; false = ignore it.
   std::optional<bool> consolidated;
-  // UsageError naming a key of the wrong type.
+  // "missing_chunks": what a chunk (a shard, an inner chunk of a shard) absent from the store
+  // reads as: "fill" (the default, as the Zarr spec says: the fill value) or "error" (a
+  // MissingDataError naming the chunk and the array, as zarr-python's read_missing_chunks=False):
+  // a training job can refuse fill values standing in for lost data.
+  bool missing_chunks_error = false;
+  // UsageError naming a key of the wrong type or value.
   static ZarrOptions from_document(const nlohmann::json& document);
 };
 
@@ -36,6 +41,9 @@ class Hierarchy {
   // `prefetched`: the answers to metadata_probes() fetched already (the format registry's
   // sniffing round); without them a network store fetches them in one batch here.
   static Hierarchy open(const Location& location, std::optional<bool> consolidated = std::nullopt,
+                        const std::map<std::string, std::optional<Buffer>>* prefetched = nullptr);
+  // The same with every Zarr option (ZarrOptions): the arrays read absent chunks as it says.
+  static Hierarchy open(const Location& location, const ZarrOptions& options,
                         const std::map<std::string, std::optional<Buffer>>* prefetched = nullptr);
 
   int zarr_format() const { return zarr_format_; }
