@@ -278,6 +278,11 @@ class IcechunkStore final : public Store {
       auto man = manifest(m.manifest);
       auto loc = man->find(array->id, *coords);
       if (!loc) return r;
+      // Icechunk 2.2 refuses a zero-length chunk as corruption: no Zarr chunk encodes to no
+      // bytes, and reading it as absent would give fill values for lost data.
+      if (loc->kind == ChunkLocation::Kind::Inline ? loc->inline_bytes.empty() : loc->length == 0)
+        throw MetadataError("chunk '" + std::string(key) + "' of Icechunk repository " + url() +
+                            ": its manifest reference has length 0 (a zero-length chunk is corruption)");
       switch (loc->kind) {
         case ChunkLocation::Kind::Inline:
           r.kind = Resolved::Bytes;

@@ -27,6 +27,7 @@ VirtualContainers::VirtualContainers(const std::map<std::string, StoreOptions>& 
                                      const std::vector<DeclaredContainer>& declared) {
   for (const auto& d : declared) {
     if (d.url_prefix.find("://") == std::string::npos) continue;  // a bare name of spec 1's defaults
+    if (!d.name.empty()) named_.push_back(d);
     try {
       declared_.push_back({d, refs::parse_absolute(d.url_prefix, "virtual chunk container '" + d.url_prefix + "'")});
     } catch (const StoreError&) {  // a scheme lazycube cannot read: only the user's authorisation counts
@@ -69,7 +70,39 @@ void VirtualContainers::check_redirect(const std::string& url, const std::string
                    (names.empty() ? std::string("none") : "authorised: " + join_names(names)) + ")");
 }
 
-VirtualContainers::Target VirtualContainers::open(const std::string& url, const std::string& what) {
+std::string VirtualContainers::absolute(const std::string& url, const std::string& what) const {
+  constexpr std::string_view kScheme = "vcc://";
+  if (!url.starts_with(kScheme)) return url;
+  // vcc://NAME/PATH: PATH under the url_prefix of the container the repository declares as NAME
+  // (Icechunk 2.1's relative virtual chunk URLs). Authorisation stays by prefix, as for any URL.
+  const std::string rest = url.substr(kScheme.size());
+  const auto slash = rest.find('/');
+  const std::string name = rest.substr(0, slash);
+  const std::string path = slash == std::string::npos ? std::string() : rest.substr(slash + 1);
+  const DeclaredContainer* container = nullptr;
+  std::vector<std::string> names;
+  for (const auto& d : named_) {
+    if (d.name == name) container = &d;
+    names.push_back(d.name);
+  }
+  if (name.empty() || !container)
+    throw MetadataError(what + ": virtual chunk location '" + url + "' names the container '" + name +
+                        "', which the repository does not declare (" +
+                        (names.empty() ? std::string("it names none") : "named: " + join_names(names)) + ")");
+  if (path.empty()) throw MetadataError(what + ": virtual chunk location '" + url + "' names no object");
+  std::string prefix = container->url_prefix;
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  const std::string resolved = prefix + "/" + path;
+  // The path may not climb out of its container (".." segments, or an absolute path).
+  const refs::TargetUrl target = refs::parse_absolute(resolved, what + " (virtual chunk at '" + url + "')");
+  if (!under(target, refs::parse_absolute(container->url_prefix, what)) || path.front() == '/')
+    throw MetadataError(what + ": virtual chunk location '" + url + "' leaves its container '" +
+                        container->url_prefix + "'");
+  return resolved;
+}
+
+VirtualContainers::Target VirtualContainers::open(const std::string& given, const std::string& what) {
+  const std::string url = absolute(given, what);
   const refs::TargetUrl target = refs::parse_absolute(url, what + " (virtual chunk at '" + url + "')");
   Container* best = nullptr;
   for (auto& c : containers_)

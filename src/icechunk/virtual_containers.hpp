@@ -25,8 +25,13 @@ class VirtualContainers {
     std::shared_ptr<Store> store;
     std::string key;
   };
-  // The store and key of `url`; `what` names the chunk for messages.
+  // The store and key of `url`, absolute or relative (vcc://NAME/PATH, resolved by absolute());
+  // `what` names the chunk for messages.
   Target open(const std::string& url, const std::string& what);
+  // `url` itself, or a vcc://NAME/PATH location as the absolute URL under the url_prefix of the
+  // container the repository declares as NAME. MetadataError naming an undeclared container, or
+  // a path leaving the container.
+  std::string absolute(const std::string& url, const std::string& what) const;
   // A redirect hop of a virtual chunk's read: allowed only under an authorised container, as
   // the chunk's own URL is; otherwise a StoreError naming the target and the containers.
   void check_redirect(const std::string& url, const std::string& what) const;
@@ -46,6 +51,7 @@ class VirtualContainers {
 
   std::vector<Container> containers_;
   std::vector<Declared> declared_;  // those whose prefix is a URL (spec 1 also has bare names: "az")
+  std::vector<DeclaredContainer> named_;  // those with a name, for vcc:// locations
   std::mutex mutex_;
 };
 

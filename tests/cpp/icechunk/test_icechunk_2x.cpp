@@ -1,0 +1,124 @@
+// Icechunk 2.1/2.2 reading rules in repositories written by icechunk_test_writer.hpp: relative
+// virtual chunk locations (vcc://NAME/PATH under the url_prefix of the container the repository
+// declares as NAME, still authorised by prefix), and zero-length chunk references refused as
+// corruption (never read as fill values).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <flatbuffers/flexbuffers.h>
+#include <nlohmann/json.hpp>
+
+#include "icechunk_test_writer.hpp"
+#include "lazycube/error.hpp"
+#include "lazycube/icechunk/repository.hpp"
+#include "lazycube/zarr/hierarchy.hpp"
+#include "test_support.hpp"
+
+namespace lazycube {
+namespace {
+
+namespace w = test::icechunk_writer;
+using test::message_of;
+
+std::string i32s(std::initializer_list<std::int32_t> values) {
+  std::string out(values.size() * 4, '\0');
+  std::memcpy(out.data(), std::data(values), out.size());
+  return out;
+}
+
+std::string one_dim_array() {
+  return nlohmann::json{{"zarr_format", 3},
+                        {"node_type", "array"},
+                        {"shape", {4}},
+                        {"data_type", "int32"},
+                        {"chunk_grid", {{"name", "regular"}, {"configuration", {{"chunk_shape", {2}}}}}},
+                        {"chunk_key_encoding", {{"name", "default"}}},
+                        {"fill_value", -1},
+                        {"codecs", {{{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}}}}
+      .dump();
+}
+
+// The repository configuration declaring the local folder `prefix` as container `name`.
+std::vector<std::uint8_t> config_naming(const std::string& name, const std::string& prefix) {
+  flexbuffers::Builder b;
+  b.Map([&] {
+    b.Map("virtual_chunk_containers", [&] {
+      b.Map(prefix.c_str(), [&] {
+        b.String("name", name);
+        b.String("url_prefix", prefix);
+        b.String("store", "local_file_system");
+      });
+    });
+  });
+  b.Finish();
+  return b.GetBuffer();
+}
+
+class Icechunk2x : public ::testing::Test {
+ protected:
+  // Array "a": chunk 0 virtual at `location` (bytes 2..10 of outside/data.bin), chunk 1 inline.
+  std::vector<std::int32_t> read(const std::string& location, const std::map<std::string, StoreOptions>& authorised) {
+    test::write_file(tmp_.path() / "outside" / "data.bin", "xx" + i32s({5, 6}) + "yy");
+    test::write_file(tmp_.path() / "secret.bin", "xx" + i32s({66, 66}) + "yy");
+    w::ManifestSpec m{{{0, 2}}, {}, ""};
+    m.refs.push_back({w::Ref::Kind::Virtual, {0}, "", location, 2, 8});
+    m.refs.push_back({w::Ref::Kind::Inline, {1}, i32s({7, 8})});
+    const fs::path repo = tmp_.path() / "repo";
+    fs::remove_all(repo);
+    w::write_repository(repo, {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/a", one_dim_array(), true, {m}}},
+                        {.config = config_naming("local", prefix())});
+    icechunk::IcechunkOptions options;
+    options.virtual_chunk_containers = authorised;
+    const auto store = icechunk::make_icechunk_store(icechunk::Repository::open(open_location(repo.string())), options);
+    const auto r = zarr::Hierarchy::open(Location{store, "a"}).array("")->read_all();
+    const auto v = r.values<std::int32_t>();
+    return {v.begin(), v.end()};
+  }
+  std::string prefix() const { return "file://" + (tmp_.path() / "outside").string() + "/"; }
+
+  test::TempDir tmp_;
+};
+
+TEST_F(Icechunk2x, RelativeVirtualLocationsResolveThroughTheNamedContainer) {
+  EXPECT_EQ(read("vcc://local/data.bin", {{prefix(), {}}}), (std::vector<std::int32_t>{5, 6, 7, 8}));
+  // The absolute form of the same location reads the same.
+  EXPECT_EQ(read(prefix() + "data.bin", {{prefix(), {}}}), (std::vector<std::int32_t>{5, 6, 7, 8}));
+}
+
+TEST_F(Icechunk2x, RelativeLocationsAreStillAuthorisedByPrefix) {
+  const std::string m = message_of<StoreError>([&] { read("vcc://local/data.bin", {}); });
+  EXPECT_NE(m.find("not authorised"), std::string::npos) << m;
+  EXPECT_NE(m.find("outside/data.bin"), std::string::npos) << m;
+}
+
+TEST_F(Icechunk2x, BadRelativeLocationsNameWhatIsWrong) {
+  const std::string unknown = message_of<MetadataError>([&] { read("vcc://nowhere/data.bin", {{prefix(), {}}}); });
+  EXPECT_NE(unknown.find("'nowhere'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("named: local"), std::string::npos) << unknown;
+  const std::string climbing = message_of<MetadataError>([&] { read("vcc://local/../secret.bin", {{prefix(), {}}}); });
+  EXPECT_NE(climbing.find("leaves its container"), std::string::npos) << climbing;
+  const std::string empty = message_of<MetadataError>([&] { read("vcc://local/", {{prefix(), {}}}); });
+  EXPECT_NE(empty.find("names no object"), std::string::npos) << empty;
+}
+
+TEST(Icechunk2xZeroLength, AZeroLengthChunkIsCorruptionNotFill) {
+  for (const auto kind : {w::Ref::Kind::Inline, w::Ref::Kind::Native, w::Ref::Kind::Virtual}) {
+    test::TempDir tmp;
+    test::write_file(tmp.path() / "outside" / "data.bin", i32s({1, 2}));
+    w::ManifestSpec m{{{0, 2}}, {}, ""};
+    w::Ref zero{kind, {0}, ""};
+    if (kind == w::Ref::Kind::Virtual) zero.url = "file://" + (tmp.path() / "outside" / "data.bin").string();
+    m.refs.push_back(zero);
+    m.refs.push_back({w::Ref::Kind::Inline, {1}, i32s({7, 8})});
+    w::write_repository(tmp.path() / "repo", {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/a", one_dim_array(), true, {m}}});
+    icechunk::IcechunkOptions options;
+    options.virtual_chunk_containers = {{"file://" + (tmp.path() / "outside").string(), {}}};
+    const auto store = icechunk::make_icechunk_store(icechunk::Repository::open(open_location((tmp.path() / "repo").string())), options);
+    const std::string msg = message_of<MetadataError>([&] { zarr::Hierarchy::open(Location{store, "a"}).array("")->read_all(); });
+    EXPECT_NE(msg.find("chunk 'a/c/0'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("length 0"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace lazycube
