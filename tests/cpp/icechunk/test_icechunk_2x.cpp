@@ -20,11 +20,6 @@ namespace {
 namespace w = test::icechunk_writer;
 using test::message_of;
 
-std::string i32s(std::initializer_list<std::int32_t> values) {
-  std::string out(values.size() * 4, '\0');
-  std::memcpy(out.data(), std::data(values), out.size());
-  return out;
-}
 
 std::string one_dim_array() {
   return nlohmann::json{{"zarr_format", 3},
@@ -58,11 +53,11 @@ class Icechunk2x : public ::testing::Test {
  protected:
   // Array "a": chunk 0 virtual at `location` (bytes 2..10 of outside/data.bin), chunk 1 inline.
   std::vector<std::int32_t> read(const std::string& location, const std::map<std::string, StoreOptions>& authorised) {
-    test::write_file(tmp_.path() / "outside" / "data.bin", "xx" + i32s({5, 6}) + "yy");
-    test::write_file(tmp_.path() / "secret.bin", "xx" + i32s({66, 66}) + "yy");
+    test::write_file(tmp_.path() / "outside" / "data.bin", "xx" + w::int32_bytes({5, 6}) + "yy");
+    test::write_file(tmp_.path() / "secret.bin", "xx" + w::int32_bytes({66, 66}) + "yy");
     w::ManifestSpec m{{{0, 2}}, {}, ""};
     m.refs.push_back({w::Ref::Kind::Virtual, {0}, "", location, 2, 8});
-    m.refs.push_back({w::Ref::Kind::Inline, {1}, i32s({7, 8})});
+    m.refs.push_back({w::Ref::Kind::Inline, {1}, w::int32_bytes({7, 8})});
     const fs::path repo = tmp_.path() / "repo";
     fs::remove_all(repo);
     w::write_repository(repo, {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/a", one_dim_array(), true, {m}}},
@@ -104,12 +99,12 @@ TEST_F(Icechunk2x, BadRelativeLocationsNameWhatIsWrong) {
 TEST(Icechunk2xZeroLength, AZeroLengthChunkIsCorruptionNotFill) {
   for (const auto kind : {w::Ref::Kind::Inline, w::Ref::Kind::Native, w::Ref::Kind::Virtual}) {
     test::TempDir tmp;
-    test::write_file(tmp.path() / "outside" / "data.bin", i32s({1, 2}));
+    test::write_file(tmp.path() / "outside" / "data.bin", w::int32_bytes({1, 2}));
     w::ManifestSpec m{{{0, 2}}, {}, ""};
     w::Ref zero{kind, {0}, ""};
     if (kind == w::Ref::Kind::Virtual) zero.url = "file://" + (tmp.path() / "outside" / "data.bin").string();
     m.refs.push_back(zero);
-    m.refs.push_back({w::Ref::Kind::Inline, {1}, i32s({7, 8})});
+    m.refs.push_back({w::Ref::Kind::Inline, {1}, w::int32_bytes({7, 8})});
     w::write_repository(tmp.path() / "repo", {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/a", one_dim_array(), true, {m}}});
     icechunk::IcechunkOptions options;
     options.virtual_chunk_containers = {{"file://" + (tmp.path() / "outside").string(), {}}};

@@ -21,11 +21,6 @@ namespace {
 namespace w = test::icechunk_writer;
 using test::message_of;
 
-std::string int32_bytes(std::initializer_list<std::int32_t> values) {
-  std::string out(values.size() * 4, '\0');
-  std::memcpy(out.data(), std::data(values), out.size());
-  return out;
-}
 
 std::string array_json(const std::vector<int>& shape, const std::vector<int>& chunks, const std::string& encoding) {
   return nlohmann::json{{"zarr_format", 3},
@@ -47,16 +42,16 @@ class IcechunkGenerated : public ::testing::Test {
     // (0,0) native, (0,1) inline, (1,0) virtual (B's locations are dictionary-compressed),
     // (1,1) has no reference: fill. A also holds a stray ref for (1,1) outside its extent,
     // which must not be served.
-    test::write_file(tmp_.path() / "outside" / "virtual.bin", "xx" + int32_bytes({30, 31, 32, 40, 41, 42}) + "yy");
+    test::write_file(tmp_.path() / "outside" / "virtual.bin", "xx" + w::int32_bytes({30, 31, 32, 40, 41, 42}) + "yy");
     const std::string virtual_url = "file://" + (tmp_.path() / "outside" / "virtual.bin").string();
     w::ManifestSpec a{{{0, 1}, {0, 2}}, {}, ""};
-    a.refs.push_back({w::Ref::Kind::Native, {0, 0}, int32_bytes({10, 11, 12, 20, 21, 22})});
-    a.refs.push_back({w::Ref::Kind::Inline, {0, 1}, int32_bytes({13, 14, 15, 23, 24, 25})});
-    a.refs.push_back({w::Ref::Kind::Inline, {1, 1}, int32_bytes({99, 99, 99, 99, 99, 99})});
+    a.refs.push_back({w::Ref::Kind::Native, {0, 0}, w::int32_bytes({10, 11, 12, 20, 21, 22})});
+    a.refs.push_back({w::Ref::Kind::Inline, {0, 1}, w::int32_bytes({13, 14, 15, 23, 24, 25})});
+    a.refs.push_back({w::Ref::Kind::Inline, {1, 1}, w::int32_bytes({99, 99, 99, 99, 99, 99})});
     w::ManifestSpec b{{{1, 2}, {0, 2}}, {}, "file:///tmp/some/dictionary/content/virtual.bin"};
     b.refs.push_back({w::Ref::Kind::Virtual, {1, 0}, "", virtual_url, 2, 24});
     w::ManifestSpec dotted{{{0, 2}}, {}, ""};
-    dotted.refs.push_back({w::Ref::Kind::Native, {1}, int32_bytes({7, 8})});
+    dotted.refs.push_back({w::Ref::Kind::Native, {1}, w::int32_bytes({7, 8})});
     w::write_repository(dir(), {
                                    {"/", R"({"zarr_format": 3, "node_type": "group", "attributes": {"title": "gen"}})"},
                                    {"/dotted", array_json({4}, {2}, "v2"), true, {dotted}},
@@ -101,11 +96,11 @@ TEST_F(IcechunkGenerated, SplitManifestsAndEveryChunkKind) {
   // Range reads inside a virtual chunk (offset 2 in its file) and a native one.
   auto part = s->get("split/c/1/0", ByteRange::suffix(8));
   ASSERT_TRUE(part);
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(part->data()), part->size()), int32_bytes({41, 42}));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(part->data()), part->size()), w::int32_bytes({41, 42}));
   auto batch = s->get_many({{"split/c/0/0", ByteRange::range(4, 4)}, {"split/c/1/1", {}}, {"split/c/0/1", ByteRange::from(20)}});
   ASSERT_TRUE(batch[0] && !batch[1] && batch[2]);
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(batch[0]->data()), 4), int32_bytes({11}));
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(batch[2]->data()), 4), int32_bytes({25}));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(batch[0]->data()), 4), w::int32_bytes({11}));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(batch[2]->data()), 4), w::int32_bytes({25}));
   EXPECT_THROW(s->get("split/c/0/0", ByteRange::range(25, 1)), StoreError);
   // Through lazycube::open as a dataset.
   Dataset ds = open(Location{s, ""});

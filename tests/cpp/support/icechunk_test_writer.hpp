@@ -21,6 +21,13 @@
 
 namespace lazycube::test::icechunk_writer {
 
+// The little-endian bytes of int32 values: an int32 array's chunk with the bytes codec.
+inline std::string int32_bytes(std::initializer_list<std::int32_t> values) {
+  std::string out(values.size() * 4, '\0');
+  std::memcpy(out.data(), std::data(values), out.size());
+  return out;
+}
+
 namespace fb = lazycube::icechunk::fb;
 
 struct Ref {
