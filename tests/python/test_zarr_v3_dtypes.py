@@ -144,3 +144,18 @@ def test_bad_float8_fill_value_names_the_type(tmp_path):
     write_array(root, "v", "float8_e4m3fnuz", bytes(2), 2, "Infinity")
     with pytest.raises(Exception, match="float8_e4m3fnuz has no infinity"):
         lazycube.open_dataset(str(root))["v"].read_raw()
+
+
+def test_xarray_engine_with_its_default_decoding(store):
+    """xr.open_dataset(path, engine="lazycube") as users call it: the widened floats, strings and
+    times arrive with the same values and dtypes (no CF attributes here, so nothing is decoded)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = xr.open_dataset(str(store), engine="lazycube")
+        for name in ("float8_e5m2", "float8_e8m0fnu", "bfloat16", "ascii", "ucs4", "dt_10ms", "td_h"):
+            want = CASES[name][4]
+            got = ds[name].values
+            if want.dtype.kind in "SU":
+                np.testing.assert_array_equal(got.astype(want.dtype), want, err_msg=name)
+            else:
+                assert_same(got, want, name)  # times keep their unit and scale (M8[10ms])
