@@ -23,6 +23,21 @@ struct FillValue {
 };
 
 class ShardingCodec;
+struct NarrowFloatFormat;
+struct StructLayout;
+
+// A parsed v3 `data_type`: the in-memory type, and what reading it takes beyond that.
+struct V3DataType {
+  DataType dtype;
+  // bfloat16 / float8_*: stored in this format, widened to `dtype` (float32) on read.
+  const NarrowFloatFormat* narrow = nullptr;
+  // How a fixed-length bytes fill value is written: base64 (zarr-python 3's bytes types), or
+  // the ASCII text itself (the registry's fixed-length-ascii).
+  enum class Fill { Default, Base64, AsciiText };
+  Fill fill = Fill::Default;
+  // struct / structured: the fields (`dtype` is then the packed record as bytes).
+  std::shared_ptr<const StructLayout> layout;
+};
 
 struct ArrayMetadata {
   int zarr_format = 2;
@@ -50,17 +65,25 @@ ArrayMetadata parse_v3_array(const nlohmann::json& zarr_json, const std::string&
 // without "must_understand": false. MetadataError naming the field or extension.
 void check_v3_must_understand(const nlohmann::json& zarr_json, const std::string& node_type, const std::string& where);
 
+// A v3 `data_type` (data_type_v3.cpp). MetadataError naming `where`, the type and the
+// configuration field at fault.
+V3DataType parse_v3_data_type(const nlohmann::json& data_type, const std::string& where);
 // The v3 `data_type` of `dtype` (the inverse of the parser's).
 nlohmann::json v3_data_type_json(const DataType& dtype, const std::string& where);
 
 // Builds a v3 codec chain for chunks of `decoded` (used for sharding's inner/index chains).
+// With `narrow`, the elements are stored in that format and `decoded` is float32: the innermost
+// array->bytes codec (through sharding) reads the stored elements and widens them.
 codec::CodecPipeline parse_v3_codecs(const nlohmann::json& codecs, const codec::ChunkSpec& decoded,
-                                     const std::string& where);
+                                     const std::string& where, const NarrowFloatFormat* narrow = nullptr);
 
 // Fill values.
 FillValue parse_v2_fill_value(const nlohmann::json& value, const DataType& dtype,
                               const std::string& where);
 FillValue parse_v3_fill_value(const nlohmann::json& value, const DataType& dtype,
+                              const std::string& where);
+// The same, for the forms the data type's registry entry gives (narrow floats, ASCII text).
+FillValue parse_v3_fill_value(const nlohmann::json& value, const V3DataType& data_type,
                               const std::string& where);
 // The inverse of both: the fill value as `zarr_format`'s metadata writes it (v2: null when not
 // specified). MetadataError naming `where` for a value the writer cannot express.

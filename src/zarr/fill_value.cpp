@@ -10,7 +10,7 @@
 #include "lazycube/error.hpp"
 #include "util/element_cast.hpp"
 #include "util/half.hpp"
-#include "util/text.hpp"
+#include "narrow_float.hpp"
 #include "util/text.hpp"
 
 namespace lazycube::zarr {
@@ -265,6 +265,54 @@ FillValue parse_v3_fill_value(const json& v, const DataType& t, const std::strin
       parse_numeric(f, v, t, where, /*allow_hex=*/true);
       return f;
   }
+}
+
+FillValue parse_v3_fill_value(const json& v, const V3DataType& data_type, const std::string& where) {
+  const DataType& t = data_type.dtype;
+  if (data_type.narrow != nullptr && !v.is_null()) {
+    FillValue f;
+    f.specified = true;
+    put(f.bytes, parse_narrow_float_fill(*data_type.narrow, v, where));
+    return f;
+  }
+  if (data_type.fill == V3DataType::Fill::AsciiText && v.is_string()) {
+    const std::string s = v.get<std::string>();
+    for (char c : s)
+      if (static_cast<unsigned char>(c) > 0x7f) throw bad_fill(where, v, t, "not ASCII text");
+    if (s.size() > t.itemsize) throw bad_fill(where, v, t, "longer than the item size");
+    FillValue f;
+    f.specified = true;
+    put_fixed_text(f.bytes, t, s);
+    return f;
+  }
+  return parse_v3_fill_value(v, t, where);
+}
+
+float parse_narrow_float_fill(const NarrowFloatFormat& format, const json& v, const std::string& where) {
+  auto bad = [&](const std::string& why) {
+    return MetadataError(where + ": fill_value " + v.dump() + " is not valid for " + std::string(format.name) +
+                         " (" + why + ")");
+  };
+  if (v.is_number()) {
+    const auto x = static_cast<float>(v.get<double>());
+    const float r = narrow_to_float(format, float_to_narrow(format, x));
+    if (std::isnan(r)) throw bad(format.special == NarrowFloatFormat::Special::E8M0 ? "only positive powers of two"
+                                                                                   : "out of range");
+    return r;
+  }
+  if (!v.is_string())
+    throw bad("expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or a hex bit pattern");
+  const std::string s = v.get<std::string>();
+  if (s == "NaN") return std::numeric_limits<float>::quiet_NaN();
+  if (s == "Infinity" || s == "-Infinity") {
+    if (!format.has_infinity()) throw bad(std::string(format.name) + " has no infinity");
+    return s == "Infinity" ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  }
+  std::uint64_t bits;
+  if (!parse_hex_bits(s, format.bytes, bits))
+    throw bad("expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or \"0x\" and " +
+              std::to_string(2 * format.bytes) + " hex digits");
+  return narrow_to_float(format, static_cast<std::uint32_t>(bits));
 }
 
 namespace {

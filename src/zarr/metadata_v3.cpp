@@ -6,112 +6,13 @@
 
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
+#include "narrow_float.hpp"
 #include "sharding_codec.hpp"
+#include "struct_type.hpp"
 
 namespace lazycube::zarr {
 
 using nlohmann::json;
-
-namespace {
-
-DataType parse_v3_data_type(const json& v, const std::string& where) {
-  auto bad = [&](const std::string& why) {
-    return MetadataError(where + ": unsupported data_type " + v.dump() + (why.empty() ? "" : ": " + why));
-  };
-  std::string name;
-  json config = json::object();
-  if (v.is_string()) {
-    name = v.get<std::string>();
-  } else if (v.is_object() && v.contains("name") && v["name"].is_string()) {
-    name = v["name"].get<std::string>();
-    if (v.contains("configuration")) config = v["configuration"];
-  } else {
-    throw bad("expected a name or {name, configuration}");
-  }
-  static const std::pair<const char*, DataType> simple[] = {
-      {"bool", DataType::boolean()},      {"int8", DataType::int_(1)},
-      {"int16", DataType::int_(2)},       {"int32", DataType::int_(4)},
-      {"int64", DataType::int_(8)},       {"uint8", DataType::uint(1)},
-      {"uint16", DataType::uint(2)},      {"uint32", DataType::uint(4)},
-      {"uint64", DataType::uint(8)},      {"float16", DataType::float_(2)},
-      {"float32", DataType::float_(4)},   {"float64", DataType::float_(8)},
-      {"complex64", DataType::complex(8)}, {"complex128", DataType::complex(16)},
-      {"string", DataType::string()},     {"bytes", DataType::vlen_bytes()},
-      {"variable_length_bytes", DataType::vlen_bytes()},
-  };
-  for (const auto& [n, t] : simple)
-    if (name == n) return t;
-  if (name == "numpy.datetime64" || name == "numpy.timedelta64") {
-    if (!config.is_object() || !config.contains("unit") || !config["unit"].is_string())
-      throw bad("missing configuration.unit");
-    std::string unit = config["unit"].get<std::string>();
-    // The spec spells microseconds "us" or "μs" (Greek mu); the micro sign is taken too.
-    if (unit == "\u03bcs" || unit == "\u00b5s") unit = "us";
-    std::int64_t scale = 1;
-    if (config.contains("scale_factor")) {
-      if (!config["scale_factor"].is_number_integer() || config["scale_factor"].get<std::int64_t>() <= 0)
-        throw bad("scale_factor must be a positive integer");
-      scale = config["scale_factor"].get<std::int64_t>();
-    }
-    // Validate the unit through the numpy parser.
-    std::string np = std::string(name == "numpy.datetime64" ? "<M8[" : "<m8[") +
-                     (scale == 1 ? "" : std::to_string(scale)) + unit + "]";
-    try {
-      return parse_numpy_dtype(np).dtype;
-    } catch (const MetadataError&) {
-      throw bad("unknown unit '" + unit + "'");
-    }
-  }
-  if (name == "fixed_length_utf32") {
-    if (!config.contains("length_bytes") || !config["length_bytes"].is_number_unsigned())
-      throw bad("missing configuration.length_bytes");
-    auto n = config["length_bytes"].get<std::uint64_t>();
-    if (n == 0 || n % 4 != 0) throw bad("length_bytes must be a positive multiple of 4");
-    return DataType::unicode(n / 4);
-  }
-  if (name == "fixed_length_bytes" || name == "null_terminated_bytes") {
-    if (!config.contains("length_bytes") || !config["length_bytes"].is_number_unsigned() ||
-        config["length_bytes"].get<std::uint64_t>() == 0)
-      throw bad("missing configuration.length_bytes");
-    return DataType::bytes(config["length_bytes"].get<std::uint64_t>());
-  }
-  if (name.size() > 1 && name[0] == 'r') {  // raw bits r8, r16, ...: read as bytes
-    std::size_t bits = 0;
-    for (std::size_t i = 1; i < name.size(); ++i) {
-      if (name[i] < '0' || name[i] > '9') throw bad("");
-      bits = bits * 10 + static_cast<std::size_t>(name[i] - '0');
-    }
-    if (bits == 0 || bits % 8 != 0) throw bad("raw bits must be a multiple of 8");
-    return DataType::bytes(bits / 8);
-  }
-  throw bad("");
-}
-
-}  // namespace
-
-json v3_data_type_json(const DataType& t, const std::string& where) {
-  auto sized = [&](const char* prefix, std::size_t bytes) { return std::string(prefix) + std::to_string(8 * bytes); };
-  switch (t.kind) {
-    case DTypeKind::Bool: return "bool";
-    case DTypeKind::Int: return sized("int", t.itemsize);
-    case DTypeKind::UInt: return sized("uint", t.itemsize);
-    case DTypeKind::Float: return sized("float", t.itemsize);
-    case DTypeKind::Complex: return sized("complex", t.itemsize);
-    case DTypeKind::DateTime:
-    case DTypeKind::TimeDelta: {
-      json config{{"unit", t.unit}, {"scale_factor", t.scale}};
-      return {{"name", t.kind == DTypeKind::DateTime ? "numpy.datetime64" : "numpy.timedelta64"},
-              {"configuration", config}};
-    }
-    case DTypeKind::Unicode:
-      return {{"name", "fixed_length_utf32"}, {"configuration", {{"length_bytes", t.itemsize}}}};
-    case DTypeKind::Bytes:
-      return {{"name", "null_terminated_bytes"}, {"configuration", {{"length_bytes", t.itemsize}}}};
-    case DTypeKind::String: return "string";
-    case DTypeKind::VlenBytes: return "variable_length_bytes";
-  }
-  throw MetadataError(where + ": no Zarr v3 data_type for " + t.name());
-}
 
 namespace {
 
@@ -145,7 +46,7 @@ class FilterAsArrayCodec final : public codec::ArrayToArrayCodec {
 }  // namespace
 
 codec::CodecPipeline parse_v3_codecs(const json& codecs, const codec::ChunkSpec& decoded,
-                                     const std::string& where) {
+                                     const std::string& where, const NarrowFloatFormat* narrow) {
   if (!codecs.is_array() || codecs.empty())
     throw MetadataError(where + ": 'codecs' must be a non-empty list");
   codec::CodecPipeline p;
@@ -171,7 +72,11 @@ codec::CodecPipeline parse_v3_codecs(const json& codecs, const codec::ChunkSpec&
           if (!p.array_codecs.empty())
             throw MetadataError(where + ": array->array codecs before sharding_indexed are not "
                                         "supported");
-          p.array_to_bytes = std::make_shared<ShardingCodec>(config, spec, where);
+          p.array_to_bytes = std::make_shared<ShardingCodec>(config, spec, where, narrow);
+        } else if (narrow != nullptr) {
+          // bfloat16 / float8_*: the codec reads the stored elements, the chain above sees float32.
+          const codec::ChunkSpec stored{DataType::uint(narrow->bytes), spec.shape};
+          p.array_to_bytes = make_narrow_float_codec(*narrow, codec::make_array_to_bytes_codec(name, config, stored));
         } else {
           p.array_to_bytes = codec::make_array_to_bytes_codec(name, config, spec);
         }
@@ -236,7 +141,8 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
     throw MetadataError(where + ": zarr.json is not an array (node_type " + doc["node_type"].dump() + ")");
   check_v3_must_understand(doc, "array", where);
   m.shape = parse_shape(require(doc, "shape", where), "shape", where, true);
-  m.dtype = parse_v3_data_type(require(doc, "data_type", where), where);
+  const V3DataType data_type = parse_v3_data_type(require(doc, "data_type", where), where);
+  m.dtype = data_type.dtype;
 
   const json& grid = require(doc, "chunk_grid", where);
   if (!grid.is_object() || string_member(grid, "name", where + ": chunk_grid") != "regular")
@@ -254,8 +160,16 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
   if (auto it = doc.find("storage_transformers"); it != doc.end() && it->is_array() && !it->empty())
     throw MetadataError(where + ": storage_transformers are not supported: " + it->dump());
 
-  m.codecs = parse_v3_codecs(require(doc, "codecs", where), {m.dtype, m.chunk_shape}, where);
-  m.fill = parse_v3_fill_value(require(doc, "fill_value", where), m.dtype, where);
+  m.codecs = parse_v3_codecs(require(doc, "codecs", where), {m.dtype, m.chunk_shape}, where, data_type.narrow);
+  if (data_type.layout) {
+    // Parsed and checked (fields, codecs, fill value), then refused: reading records into
+    // NumPy structured arrays is not built yet.
+    parse_v3_struct_fill(*data_type.layout, require(doc, "fill_value", where), where);
+    throw MetadataError(where + ": data_type struct {" + data_type.layout->describe() + "} (" +
+                        std::to_string(data_type.layout->itemsize) +
+                        " bytes per record) is valid, but lazycube does not read struct arrays yet");
+  }
+  m.fill = parse_v3_fill_value(require(doc, "fill_value", where), data_type, where);
 
   if (auto it = doc.find("dimension_names"); it != doc.end() && !it->is_null()) {
     if (!it->is_array() || it->size() != m.shape.size())

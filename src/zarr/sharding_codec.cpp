@@ -21,7 +21,7 @@ constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();
 }
 
 ShardingCodec::ShardingCodec(const json& config, const codec::ChunkSpec& shard,
-                             const std::string& where)
+                             const std::string& where, const NarrowFloatFormat* narrow)
     : config_(config) {
   const std::string ctx = where + " (sharding_indexed)";
   inner_shape_ = parse_shape(require(config, "chunk_shape", ctx), "chunk_shape", ctx, false);
@@ -36,7 +36,7 @@ ShardingCodec::ShardingCodec(const json& config, const codec::ChunkSpec& shard,
     per_shard_.push_back(shard.shape[d] / inner_shape_[d]);
     num_inner_ *= per_shard_.back();
   }
-  inner_ = parse_v3_codecs(require(config, "codecs", ctx), {shard.dtype, inner_shape_}, ctx);
+  inner_ = parse_v3_codecs(require(config, "codecs", ctx), {shard.dtype, inner_shape_}, ctx, narrow);
 
   index_spec_ = {DataType::uint(8), per_shard_};
   index_spec_.shape.push_back(2);

@@ -15,6 +15,8 @@
 
 namespace lazycube::zarr {
 
+struct NarrowFloatFormat;
+
 // One index entry: where an inner chunk's bytes lie inside the shard (nullopt: empty chunk).
 struct ShardEntry {
   std::uint64_t offset;
@@ -24,7 +26,9 @@ struct ShardEntry {
 class ShardingCodec final : public codec::ArrayToBytesCodec {
  public:
   // `shard` is the spec of a whole shard (the outer chunk).
-  ShardingCodec(const nlohmann::json& config, const codec::ChunkSpec& shard, const std::string& where);
+  // `narrow`: the inner chunks' elements are stored in that format (see parse_v3_codecs).
+  ShardingCodec(const nlohmann::json& config, const codec::ChunkSpec& shard, const std::string& where,
+                const NarrowFloatFormat* narrow = nullptr);
 
   std::string name() const override { return "sharding_indexed"; }
   void decode(ByteView in, const codec::ChunkSpec& spec, codec::ChunkData& out) const override;
