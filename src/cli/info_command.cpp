@@ -125,7 +125,8 @@ void print_stats(const StoreStats& s, std::ostream& out) {
 }
 
 // The Icechunk repository at `location`, if it is one: {"spec_version", "branches", "tags",
-// "snapshot": {"id", "written_at", "message"}} of the version `options` choose.
+// "snapshot": {"id", "written_at", "message", "amends", "detached"}} of the version `options`
+// choose, "status": {"availability", "since", "reason"}, "feature_flags": {"enabled", "disabled"}.
 std::optional<ordered_json> repository_json(const Location& location, const OpenOptions& options) {
   if (!icechunk::is_repository(location)) return std::nullopt;
   const auto repository = icechunk::Repository::open(location);
@@ -135,6 +136,11 @@ std::optional<ordered_json> repository_json(const Location& location, const Open
   j["branches"] = repository->refs_listed() ? ordered_json(repository->branches()) : ordered_json();
   j["tags"] = repository->refs_listed() ? ordered_json(repository->tags()) : ordered_json();
   j["snapshot"] = snapshot_json(repository->history(repository->resolve(icechunk::IcechunkOptions::from_document(options.format_options).version)).front());
+  const icechunk::RepositoryStatus status = repository->status();
+  j["status"] = {{"availability", status.availability},
+                 {"since", status.since_us ? ordered_json(iso_utc(status.since_us)) : ordered_json()},
+                 {"reason", status.reason.empty() ? ordered_json() : ordered_json(status.reason)}};
+  j["feature_flags"] = {{"enabled", repository->enabled_feature_flags()}, {"disabled", repository->disabled_feature_flags()}};
   return j;
 }
 
@@ -150,7 +156,9 @@ void print_repository(const ordered_json& j, std::ostream& out) {
       << "    snapshot: " << s["id"].get<std::string>() << "  " << s["written_at"].get<std::string>() << "  "
       << s["message"].get<std::string>() << "\n"
       << "    branches: " << names(j["branches"]) << "\n"
-      << "    tags:     " << names(j["tags"]) << "\n";
+      << "    tags:     " << names(j["tags"]) << "\n"
+      << "    status:   " << j["status"]["availability"].get<std::string>()
+      << (j["status"]["reason"].is_string() ? " (" + j["status"]["reason"].get<std::string>() + ")" : std::string()) << "\n";
 }
 
 }  // namespace

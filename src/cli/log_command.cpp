@@ -1,5 +1,6 @@
 // lazycube log URL [--branch|--tag|--snapshot] [--json]: an Icechunk repository's history,
-// newest first; and the snapshot/time formatting info shares.
+// newest first, amended commits and anonymous (detached) snapshots marked; and the
+// snapshot/time formatting info shares.
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,8 @@ nlohmann::ordered_json snapshot_json(const icechunk::SnapshotInfo& snapshot) {
   j["id"] = snapshot.id;
   j["written_at"] = iso_utc(snapshot.written_at_us);
   j["message"] = snapshot.message;
+  j["amends"] = snapshot.amends.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(snapshot.amends);
+  j["detached"] = snapshot.detached;
   return j;
 }
 
@@ -36,7 +39,12 @@ int run_log(const LogArgs& args) {
     for (const auto& s : history) out.push_back(snapshot_json(s));
     std::cout << out.dump(2) << "\n";
   } else {
-    for (const auto& s : history) std::cout << s.id << "  " << iso_utc(s.written_at_us) << "  " << s.message << "\n";
+    for (const auto& s : history) {
+      std::cout << s.id << "  " << iso_utc(s.written_at_us) << "  " << s.message;
+      if (!s.amends.empty()) std::cout << "  [amends " << s.amends << "]";
+      if (s.detached) std::cout << "  [detached]";
+      std::cout << "\n";
+    }
   }
   return 0;
 }

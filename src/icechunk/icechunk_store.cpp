@@ -383,6 +383,12 @@ class IcechunkStore final : public Store {
 
 std::shared_ptr<Store> make_icechunk_store(std::shared_ptr<const Repository> repository, const IcechunkOptions& options) {
   if (!repository) throw UsageError("make_icechunk_store: no repository");
+  // The repository's own availability is respected: offline (being migrated, or taken down by
+  // its owner) refuses reads; read-only reads.
+  if (const auto status = repository->status(); status.availability != "online" && status.availability != "read_only")
+    throw StoreError("Icechunk repository " + repository->root().store->describe(repository->root().path) + " is " +
+                     status.availability + (status.reason.empty() ? std::string() : " (" + status.reason + ")") +
+                     ": it cannot be read now");
   return std::make_shared<IcechunkStore>(std::move(repository), options);
 }
 

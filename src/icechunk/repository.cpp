@@ -41,6 +41,24 @@ std::unique_ptr<RepositoryState> read_v2_state(const MetadataFile& file) {
   for (const auto* t : *r->tags()) state->tags[t->name()->str()] = snapshot_at(t->snapshot(), "tag '" + t->name()->str() + "'");
   for (const auto* d : *r->deleted_tags()) state->deleted_tags.insert(d->str());
   if (const auto* config = r->config()) state->containers = containers_from_flexbuffers(config->data(), config->size(), file.name);
+  if (const auto* status = r->status()) {
+    switch (status->availability()) {
+      case fb::Availability_Online: state->status.availability = "online"; break;
+      case fb::Availability_ReadOnly: state->status.availability = "read_only"; break;
+      case fb::Availability_Offline: state->status.availability = "offline"; break;
+      default:  // a later spec's state: not known to be readable
+        state->status.availability = "unknown (" + std::to_string(static_cast<int>(status->availability())) + ")";
+    }
+    state->status.since_us = status->since_us();
+    if (status->reason()) state->status.reason = status->reason()->str();
+  }
+  if (const auto* on = r->flags_on()) state->flags_on.assign(on->begin(), on->end());
+  if (const auto* off = r->flags_off()) state->flags_off.assign(off->begin(), off->end());
+  const auto id_of = [](const fb::Id12* id) { return encode_id(id->bytes()->data(), 12); };
+  for (const auto* entry : *r->ops()) {
+    if (const auto* amend = entry->op_as_OpAmend()) state->amended[id_of(amend->snapshot())] = id_of(amend->was());
+    if (const auto* detached = entry->op_as_OpDetached()) state->detached.insert(id_of(detached->snapshot()));
+  }
   return state;
 }
 
@@ -141,6 +159,10 @@ std::shared_ptr<Repository> Repository::open(const Location& root) {
 
 int Repository::spec_version() const { return state_->spec_version; }
 
+RepositoryStatus Repository::status() const { return state_->status; }
+std::vector<std::uint16_t> Repository::enabled_feature_flags() const { return state_->flags_on; }
+std::vector<std::uint16_t> Repository::disabled_feature_flags() const { return state_->flags_off; }
+
 bool Repository::refs_listed() const { return state_->refs_listed; }
 
 std::vector<std::string> Repository::branches() const {
@@ -192,7 +214,10 @@ std::vector<SnapshotInfo> Repository::history(const std::string& snapshot_id) co
       auto it = state_->snapshots.find(id);
       if (it == state_->snapshots.end())
         throw MetadataError("Icechunk repository " + repo_url(root_) + ": snapshot " + id + " is not in the repo file");
-      out.push_back({id, it->second.written_at_us, it->second.message});
+      SnapshotInfo info{id, it->second.written_at_us, it->second.message};
+      if (auto a = state_->amended.find(id); a != state_->amended.end()) info.amends = a->second;
+      info.detached = state_->detached.count(id) > 0;
+      out.push_back(std::move(info));
       id = it->second.parent;
     } else {
       const auto snap = state_->files->snapshot(id);

@@ -32,6 +32,12 @@ class RepositoryState {
   // Spec 2: every snapshot by id. Spec 1 keeps the links in the snapshot files.
   std::map<std::string, Entry> snapshots;
   bool has_snapshot_list = false;
+  // Spec 2: the status, the feature flags set, and from the ops log (as far as the repo file
+  // holds it) the amended commits (new snapshot -> the one it replaced) and detached snapshots.
+  RepositoryStatus status;
+  std::vector<std::uint16_t> flags_on, flags_off;
+  std::map<std::string, std::string> amended;
+  std::set<std::string> detached;
   // The virtual chunk containers the repository's configuration declares.
   std::vector<DeclaredContainer> containers;
   // Snapshot and manifest files, shared by every store of the repository.

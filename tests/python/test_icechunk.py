@@ -168,7 +168,9 @@ def test_history_of_every_ref(lazycube_cli, repo):
     for (flag, ref), messages in HISTORY.items():
         entries = log(lazycube_cli, repo, flag, ref)
         assert [e["message"] for e in entries] == messages, (flag, ref)
-        assert all(set(e) == {"id", "written_at", "message"} for e in entries)
+        assert all(set(e) == {"id", "written_at", "message", "amends", "detached"} for e in entries)
+        # these repositories were never amended and hold no anonymous snapshot
+        assert all(e["amends"] is None and e["detached"] is False for e in entries)
         assert all(re.match(r"^[0-9A-Z]{20}$", e["id"]) for e in entries)
         assert all(ISO_UTC.match(e["written_at"]) for e in entries)
         times = [e["written_at"] for e in entries]
@@ -284,7 +286,11 @@ def test_info_shows_the_repository(lazycube_cli, repo):
             assert ice["branches"] == ["main", "my-branch"]
             assert ice["tags"] == ["it also works!", "it works!"]
         assert ice["snapshot"] == log(lazycube_cli, repo, *ref)[0]
+        # the repository's availability and the feature flags set (none in these fixtures)
+        assert ice["status"]["availability"] == "online" and ice["status"]["reason"] is None
+        assert ice["feature_flags"] == {"enabled": [], "disabled": []}
     text = cli(lazycube_cli, "info", url, "--branch", "my-branch", *so).stdout
+    assert "status:   online" in text
     assert "Icechunk repository (spec version" in text
     assert "some more structure" in text
     assert ("it also works!, it works!" in text) == repo.lists_refs

@@ -31,6 +31,19 @@ struct SnapshotInfo {
   std::string id;                 // Crockford base32
   std::uint64_t written_at_us = 0;  // microseconds since the Unix epoch (UTC)
   std::string message;
+  // Spec 2, from the repository's ops log: the snapshot this commit replaced (`commit(...,
+  // amend=True)`), "" when none; and whether it was written as an anonymous (detached) snapshot,
+  // on no branch.
+  std::string amends;
+  bool detached = false;
+};
+
+// A spec 2 repository's availability ("online", "read_only" or "offline"), since when, and why.
+// An offline repository refuses reads (StoreError naming the reason); a read-only one reads.
+struct RepositoryStatus {
+  std::string availability = "online";
+  std::uint64_t since_us = 0;
+  std::string reason;
 };
 
 struct IcechunkOptions {
@@ -69,6 +82,11 @@ class Repository {
   std::string resolve(const VersionRef& version) const;
   // The ancestry of `snapshot_id`, newest first (itself included).
   std::vector<SnapshotInfo> history(const std::string& snapshot_id) const;
+  // Spec 2's status (spec 1: always online) and the feature flags the user set explicitly
+  // (ids, sorted; flags in neither list are at their default).
+  RepositoryStatus status() const;
+  std::vector<std::uint16_t> enabled_feature_flags() const;
+  std::vector<std::uint16_t> disabled_feature_flags() const;
   const Location& root() const { return root_; }
 
   explicit Repository(Location root, std::unique_ptr<RepositoryState> state);

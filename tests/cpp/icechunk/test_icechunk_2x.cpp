@@ -1,7 +1,8 @@
 // Icechunk 2.1/2.2 reading rules in repositories written by icechunk_test_writer.hpp: relative
 // virtual chunk locations (vcc://NAME/PATH under the url_prefix of the container the repository
 // declares as NAME, still authorised by prefix), and zero-length chunk references refused as
-// corruption (never read as fill values).
+// corruption (never read as fill values); amended and anonymous (detached) snapshots in the
+// history; the repository's status and feature flags reported, an offline repository refused.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -113,6 +114,66 @@ TEST(Icechunk2xZeroLength, AZeroLengthChunkIsCorruptionNotFill) {
     EXPECT_NE(msg.find("chunk 'a/c/0'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("length 0"), std::string::npos) << msg;
   }
+}
+
+// A repository whose history (repo file) is: generated (written, branch main) <- first, with
+// "replaced" (amended away by generated) and "anon" (a detached snapshot on top of generated).
+std::shared_ptr<icechunk::Repository> history_repo(const fs::path& dir, w::WriteOptions options) {
+  options.history = {{1, -1, "first"}, {2, 1, "replaced"}, {3, 0, "anon"}};
+  options.parent = 1;
+  options.amended = {{100, 2}};
+  options.detached = {3};
+  w::write_repository(dir, {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/a", one_dim_array(), true, {}}}, options);
+  return icechunk::Repository::open(open_location(dir.string()));
+}
+
+TEST(Icechunk2xHistory, AmendedAndDetachedSnapshotsAreMarked) {
+  test::TempDir tmp;
+  const auto repo = history_repo(tmp.path() / "repo", {});
+  const std::string generated = w::crockford(w::id12(100)), first = w::crockford(w::id12(1)),
+                    replaced = w::crockford(w::id12(2)), anon = w::crockford(w::id12(3));
+  const auto main = repo->history(repo->resolve({}));
+  ASSERT_EQ(main.size(), 2u);
+  EXPECT_EQ(main[0].id, generated);
+  EXPECT_EQ(main[0].amends, replaced);
+  EXPECT_FALSE(main[0].detached);
+  EXPECT_EQ(main[1].message, "first");
+  EXPECT_TRUE(main[1].amends.empty());
+  // The anonymous snapshot is found by id, its history through the branch's.
+  const auto detached = repo->history(repo->resolve({.snapshot = anon}));
+  ASSERT_EQ(detached.size(), 3u);
+  EXPECT_TRUE(detached[0].detached);
+  EXPECT_EQ(detached[0].message, "anon");
+  EXPECT_EQ(detached[1].id, generated);
+  // The replaced commit is still in the repository, reachable by id.
+  EXPECT_EQ(repo->history(repo->resolve({.snapshot = replaced})).front().message, "replaced");
+  EXPECT_EQ(repo->status().availability, "online");
+  EXPECT_TRUE(repo->enabled_feature_flags().empty());
+}
+
+TEST(Icechunk2xHistory, StatusAndFeatureFlagsAreReadAndRespected) {
+  test::TempDir tmp;
+  w::WriteOptions read_only;
+  read_only.availability = icechunk::fb::Availability_ReadOnly;
+  read_only.status_reason = "archived";
+  read_only.flags_on = {1, 3};
+  read_only.flags_off = {2};
+  const auto repo = history_repo(tmp.path() / "ro", read_only);
+  EXPECT_EQ(repo->status().availability, "read_only");
+  EXPECT_EQ(repo->status().reason, "archived");
+  EXPECT_EQ(repo->status().since_us, 1'700'000'000'000'000u);
+  EXPECT_EQ(repo->enabled_feature_flags(), (std::vector<std::uint16_t>{1, 3}));
+  EXPECT_EQ(repo->disabled_feature_flags(), (std::vector<std::uint16_t>{2}));
+  // Read-only still reads.
+  const auto store = icechunk::make_icechunk_store(repo, {});
+  EXPECT_EQ(zarr::Hierarchy::open(Location{store, "a"}).array("")->read_all().values<std::int32_t>()[0], -1);
+  // Offline refuses, naming the state and the reason.
+  w::WriteOptions offline;
+  offline.availability = icechunk::fb::Availability_Offline;
+  offline.status_reason = "migrating to spec 3";
+  const auto down = history_repo(tmp.path() / "off", offline);
+  const std::string m = message_of<StoreError>([&] { icechunk::make_icechunk_store(down, {}); });
+  EXPECT_NE(m.find("is offline (migrating to spec 3)"), std::string::npos) << m;
 }
 
 }  // namespace

@@ -68,6 +68,21 @@ struct WriteOptions {
   // Added to each manifest file's size as the snapshot records it (ManifestFileInfo size_bytes):
   // negative, the manifest is longer than recorded.
   std::int64_t manifest_size_delta = 0;
+  // The repo file's history beyond the written snapshot (index 0, branch main): more snapshot
+  // entries (ids id12(seed), parents as indexes into the list, -1 none; no snapshot files),
+  // the written snapshot's parent, and ops log entries.
+  struct History {
+    std::uint8_t seed;
+    std::int32_t parent;
+    std::string message;
+  };
+  std::vector<History> history;
+  std::int32_t parent = -1;
+  std::vector<std::pair<std::uint8_t, std::uint8_t>> amended;  // (new snapshot seed, replaced seed); 100 = the written one
+  std::vector<std::uint8_t> detached;                          // snapshot seeds
+  fb::Availability availability = fb::Availability_Online;
+  std::string status_reason;
+  std::vector<std::uint16_t> flags_on, flags_off;
 };
 
 // The 39-byte header and the payload (zstd-compressed when `compress`).
@@ -189,11 +204,26 @@ inline void write_repository(const std::filesystem::path& dir, const std::vector
   std::vector<flatbuffers::Offset<fb::NamedRef>> branches = {fb::CreateNamedRefDirect(rb, "main", 0)};
   std::vector<flatbuffers::Offset<flatbuffers::String>> deleted;
   std::vector<flatbuffers::Offset<fb::SnapshotEntry>> snaps = {
-      fb::CreateSnapshotEntryDirect(rb, &sid, -1, 1'700'000'000'000'000, "generated")};
+      fb::CreateSnapshotEntryDirect(rb, &sid, options.parent, 1'700'000'000'000'000, "generated")};
+  for (const auto& h : options.history) {
+    const fb::Id12 id = id12(h.seed);
+    snaps.push_back(fb::CreateSnapshotEntryDirect(rb, &id, h.parent, 1'600'000'000'000'000 + h.seed, h.message.c_str()));
+  }
   std::vector<flatbuffers::Offset<fb::OpEntry>> ops;
-  const auto status = fb::CreateStatus(rb);
+  for (const auto& [now, was] : options.amended) {
+    const fb::Id12 a = id12(now), b = id12(was);
+    ops.push_back(fb::CreateOpEntry(rb, fb::Op_OpAmend, fb::CreateOpAmendDirect(rb, "main", &b, &a).Union()));
+  }
+  for (const auto seed : options.detached) {
+    const fb::Id12 d = id12(seed);
+    ops.push_back(fb::CreateOpEntry(rb, fb::Op_OpDetached, fb::CreateOpDetached(rb, &d).Union()));
+  }
+  const auto status = fb::CreateStatusDirect(rb, options.availability, 1'700'000'000'000'000,
+                                             options.status_reason.empty() ? nullptr : options.status_reason.c_str());
   rb.Finish(fb::CreateRepoFileDirect(rb, 2, &tags, &branches, &deleted, &snaps, status, nullptr, &ops, nullptr,
-                                     options.config.empty() ? nullptr : &options.config));
+                                     options.config.empty() ? nullptr : &options.config,
+                                     options.flags_on.empty() ? nullptr : &options.flags_on,
+                                     options.flags_off.empty() ? nullptr : &options.flags_off));
   write_metadata(dir / "repo", 6, rb, options.compress);
 }
 
