@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <utility>
 #include <vector>
 #include <nlohmann/json.hpp>
 
@@ -95,6 +96,39 @@ unsigned __int128 cast_round_integer(unsigned __int128 m, int digits, CastRoundi
 
 template <class T>
 constexpr bool kCastIsHalf = std::is_same_v<T, float16>;
+
+// Whether every value of From is exactly a value of To (NaN and infinities included): an
+// integer into a wider integer of a range that holds it, or into a float with enough
+// significand bits; a float into a float at least as wide.
+template <class From, class To>
+constexpr bool cast_always_exact_fn() {
+  constexpr auto digits = [](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kCastIsHalf<T>) return 11;
+    else return std::numeric_limits<T>::digits;
+  };
+  constexpr bool from_int = std::is_integral_v<From>, to_int = std::is_integral_v<To>;
+  if constexpr (from_int && to_int) {
+    return std::cmp_greater_equal(std::numeric_limits<From>::min(), std::numeric_limits<To>::min()) &&
+           std::cmp_less_equal(std::numeric_limits<From>::max(), std::numeric_limits<To>::max());
+  } else if constexpr (from_int) {
+    return digits(std::type_identity<From>{}) <= digits(std::type_identity<To>{});
+  } else if constexpr (to_int) {
+    return false;
+  } else {
+    return sizeof(From) <= sizeof(To);
+  }
+}
+template <class From, class To>
+constexpr bool kCastAlwaysExact = cast_always_exact_fn<From, To>();
+
+template <class To, class From>
+To cast_exact(From v) {
+  if constexpr (kCastIsHalf<To> && kCastIsHalf<From>) return v;
+  else if constexpr (kCastIsHalf<To>) return to_float16(static_cast<float>(v));  // exact by kCastAlwaysExact
+  else if constexpr (kCastIsHalf<From>) return static_cast<To>(half_to_float(v));
+  else return static_cast<To>(v);
+}
 
 // An element as a double (floats, and integers with at most 53 significant bits) or as an
 // exact integer.
@@ -251,6 +285,12 @@ class CastValueCodec final : public ArrayToArrayCodec {
         using From = typename decltype(from_tag)::type;
         using To = typename decltype(to_tag)::type;
         const auto map = scalar_map<From, To>(forward);
+        if constexpr (kCastAlwaysExact<From, To>) {
+          if (map.empty()) {  // every value of From is one of To: a plain conversion
+            for (std::uint64_t i = 0; i < n; ++i) store_element<To>(out, i, cast_exact<To>(load_element<From>(in, i)));
+            return;
+          }
+        }
         for (std::uint64_t i = 0; i < n; ++i) {
           const From v = load_element<From>(in, i);
           bool mapped = false;
@@ -261,6 +301,10 @@ class CastValueCodec final : public ArrayToArrayCodec {
               break;
             }
           if (mapped) continue;
+          if constexpr (kCastAlwaysExact<From, To>) {
+            store_element<To>(out, i, cast_exact<To>(v));
+            continue;
+          }
           const CastValue value = cast_load(v);
           const std::optional<To> r = cast_to<To>(value, mode_);
           if (!r) refuse(value, from, to);

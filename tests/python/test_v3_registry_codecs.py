@@ -140,3 +140,28 @@ def test_bad_codec_configuration_is_an_error_naming_it(tmp_path):
     _write_array(tmp_path, "v", "float64", [2], [2], codecs, {(0,): bytes([1, 2])})
     with pytest.raises(Exception, match="sideways"):
         lazycube.open_dataset(str(tmp_path))["v"].values
+
+
+def test_registry_codecs_inside_shards(tmp_path):
+    # A 4x4 float32 array in one shard of 2x2 inner chunks stored as int16 through
+    # scale_offset + cast_value; inner chunk (1, 1) is absent and reads as the fill value.
+    values = (np.arange(16, dtype="f4") * np.float32(0.5)).reshape(4, 4)
+    inner = [{"name": "scale_offset", "configuration": {"offset": 1, "scale": 4}},
+             {"name": "cast_value", "configuration": {"data_type": "int16"}}, BYTES]
+    blobs, index = b"", []
+    for i in range(2):
+        for j in range(2):
+            if (i, j) == (1, 1):
+                index += [2**64 - 1, 2**64 - 1]
+                continue
+            block = values[2 * i:2 * i + 2, 2 * j:2 * j + 2]
+            data = np.rint((block - np.float32(1)) * np.float32(4)).astype("<i2").tobytes()
+            index += [len(blobs), len(data)]
+            blobs += data
+    shard = blobs + np.array(index, dtype="<u8").tobytes()
+    codecs = [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [2, 2], "codecs": inner, "index_codecs": [BYTES], "index_location": "end"}}]
+    _write_array(tmp_path, "v", "float32", [4, 4], [4, 4], codecs, {(0, 0): shard}, fill_value=-7.5)
+    want = values.copy()
+    want[2:, 2:] = np.float32(-7.5)
+    _check(tmp_path, "v", want)

@@ -295,6 +295,24 @@ TEST(CodecCastValue, ScaleOffsetThenCastValueAsTheRegistryExample) {
   for (std::size_t i = 1; i < values.size(); ++i) EXPECT_EQ(decoded[i], static_cast<double>(codes[i]) / 0.1 + -10.0) << i;
 }
 
+TEST(CodecCastValue, WideningDecodesAreExactConversions) {
+  // Stored narrow, decoded wide (the common case): every value converts exactly.
+  std::vector<std::int16_t> i2(65536);
+  std::iota(i2.begin(), i2.end(), std::int16_t{-32768});
+  const auto f4 = new_codec_decode<float>("cast_value", {{"data_type", "int16"}}, spec_of(DataType::float_(4), {65536}), i2);
+  for (std::size_t i = 0; i < i2.size(); ++i) ASSERT_EQ(f4[i], static_cast<float>(i2[i])) << i;
+  std::vector<float16> h(65536);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i].bits = static_cast<std::uint16_t>(i);
+  const auto f8 = new_codec_decode<double>("cast_value", {{"data_type", "float16"}}, spec_of(DataType::float_(8), {65536}), h);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    const double want = half_to_float(h[i]);
+    ASSERT_TRUE(std::isnan(want) ? std::isnan(f8[i]) : same_bits(f8[i], want)) << i;
+  }
+  EXPECT_EQ((new_codec_decode<std::int64_t>("cast_value", {{"data_type", "uint32"}}, spec_of(DataType::int_(8), {2}),
+                                            std::vector<std::uint32_t>{0, 4294967295u})),
+            (std::vector<std::int64_t>{0, 4294967295LL}));
+}
+
 TEST(CodecCastValue, BadConfigurationAndData) {
   const auto f8 = spec_of(DataType::float_(8), {2});
   EXPECT_CODEC_ERROR(make_array_codec("cast_value", {{"data_type", "int8"}, {"rounding", "sideways"}}, f8), "unknown mode 'sideways'");
