@@ -165,3 +165,24 @@ def test_registry_codecs_inside_shards(tmp_path):
     want = values.copy()
     want[2:, 2:] = np.float32(-7.5)
     _check(tmp_path, "v", want)
+
+
+def test_convert_with_bitround(lazycube_cli, tmp_path, sample_dir):
+    # `--codec bitround:K+zstd:3` writes the registry's bitround before `bytes`; every float
+    # reads back within a relative 2^-K of the source.
+    import subprocess
+
+    src = sample_dir / "era5_sample_v3.zarr"
+    if not src.is_dir():
+        pytest.skip("bundled sample missing: %s" % src)
+    dst = tmp_path / "rounded.zarr"
+    subprocess.run([str(lazycube_cli), "convert", str(src), str(dst), "--codec", "bitround:7+zstd:3"],
+                   check=True, capture_output=True)
+    meta = json.loads((dst / "t2m" / "zarr.json").read_text())
+    assert [c["name"] for c in meta["codecs"]] == ["bitround", "bytes", "zstd"]
+    src_ds, dst_ds = lazycube.open_dataset(str(src)), lazycube.open_dataset(str(dst))
+    for name in ("t2m", "u10"):
+        a, b = src_ds[name].values, dst_ds[name].values
+        assert a.dtype == b.dtype
+        rel = np.abs(a - b) / np.maximum(np.abs(a), np.finfo(a.dtype).tiny)
+        assert np.nanmax(rel) <= 2.0 ** -7
