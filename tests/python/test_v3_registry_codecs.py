@@ -186,3 +186,21 @@ def test_convert_with_bitround(lazycube_cli, tmp_path, sample_dir):
         assert a.dtype == b.dtype
         rel = np.abs(a - b) / np.maximum(np.abs(a), np.finfo(a.dtype).tiny)
         assert np.nanmax(rel) <= 2.0 ** -7
+
+
+@pytest.mark.parametrize("name", ["optional", "conditional"])
+def test_optional_codec_per_chunk_masks(tmp_path, name):
+    # The proposal's per-chunk bitmask over [shuffle, zstd]: chunk 0 stored raw (mask 0),
+    # chunk 1 zstd only (mask 2), chunk 2 shuffled and compressed (mask 3).
+    numcodecs = pytest.importorskip("numcodecs")
+    values = np.arange(24, dtype="<i4") * 7 - 50
+    parts = [values[i * 8:(i + 1) * 8].tobytes() for i in range(3)]
+    shuffle, zstd = numcodecs.Shuffle(elementsize=4), numcodecs.Zstd(level=1)
+    chunks = {(0,): bytes([0]) + parts[0],
+              (1,): bytes([2]) + bytes(zstd.encode(parts[1])),
+              (2,): bytes([3]) + bytes(zstd.encode(bytes(shuffle.encode(parts[2]))))}
+    codecs = [BYTES, {"name": name, "configuration": {"codecs": [
+        {"name": "numcodecs.shuffle", "configuration": {"elementsize": 4}},
+        {"name": "zstd", "configuration": {"level": 1}}]}}]
+    _write_array(tmp_path, "v", "int32", [24], [8], codecs, chunks)
+    _check(tmp_path, "v", values)

@@ -179,6 +179,18 @@ const std::vector<Reference>& references() {
        "a[i] = i * 0.5 - 3",
        {{"name", "zfp"}, {"configuration", {{"mode", "reversible"}}}}, spec_of(DataType::float_(8), {4, 4}), "09b0602b04",
        cells(std::vector<double>{-3, -2.5, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5})},
+      {"the optional proposal's layout by hand: mask byte 0x01 (codecs[0] applied), then "
+       "Zstd(5).encode(np.arange(10, dtype='<i4')) from numcodecs",
+       {{"name", "optional"}, {"configuration", {{"codecs", json::array({{{"name", "zstd"}, {"configuration", {{"level", 5}}}}})}}}},
+       kI4,
+       "0128b52ffd202841010000000000010000000200000003000000040000000500000006000000070000"
+       "000800000009000000", arange_i4(10)},
+      {"the same under the registry's name `conditional`, header_bits 16: mask bytes 01 00",
+       {{"name", "conditional"},
+        {"configuration", {{"codecs", json::array({{{"name", "zstd"}, {"configuration", {{"level", 5}}}}})}, {"header_bits", 16}}}},
+       kI4,
+       "010028b52ffd202841010000000000010000000200000003000000040000000500000006000000070000"
+       "000800000009000000", arange_i4(10)},
   };
   return refs;
 }

@@ -96,6 +96,8 @@ const Sample* sample_for(std::string_view id) {
       {"bitround", {spec_of(DataType::float_(8), {250}), halves(250), {{"keepbits", 10}}, "keepbits", -1}},
       {"reshape", {spec_of(DataType::int_(4), {10, 25}), ints(250), {{"shape", json::array({-1})}}, "shape", json::array({7})}},
       {"zfp", {spec_of(DataType::int_(4), {10, 25}), ints(250), {{"mode", "reversible"}}, "mode", "lossy"}},
+      {"optional", {i4, ints(250), json::parse(R"({"codecs": [{"name": "zstd"}]})"), "header_bits", 3}},
+      {"conditional", {i4, ints(250), json::parse(R"({"codecs": [{"name": "gzip"}]})"), "header_bits", 3}},
   };
   const auto it = samples.find(id);
   return it == samples.end() ? nullptr : &it->second;

@@ -539,6 +539,63 @@ TEST(CodecPackBits, BadConfigurationAndData) {
             as_bytes(std::vector<std::uint8_t>{1, 0, 0, 1, 1}));
 }
 
+// ---- optional (conditional) ---------------------------------------------------------------
+
+std::vector<std::byte> optional_decode(const json& config, const std::vector<std::byte>& enc, std::size_t size) {
+  return decode_exact(*make_bytes_codec("optional", config, spec_of(DataType::int_(4), {size / 4})), view(enc), size);
+}
+
+TEST(CodecOptional, TheHeaderSaysWhichCodecsToUndo) {
+  // codecs [shuffle(4), zstd]: each chunk may have had none, either or both applied.
+  const json config = json::parse(R"({"codecs": [{"name": "numcodecs.shuffle", "configuration": {"elementsize": 4}},
+                                                 {"name": "zstd", "configuration": {"level": 1}}]})");
+  std::vector<std::int32_t> v(64);
+  std::iota(v.begin(), v.end(), -20);
+  const auto raw = as_bytes(v);
+  const ChunkSpec spec = spec_of(DataType::int_(4), {64});
+  const auto shuffle = make_bytes_codec("numcodecs.shuffle", {{"elementsize", 4}}, spec);
+  const auto zstd = make_bytes_codec("zstd", {{"level", 1}}, spec);
+  const auto with_header = [](std::uint8_t mask, const Buffer& body) {
+    std::vector<std::byte> out{std::byte{mask}};
+    out.insert(out.end(), body.view().begin(), body.view().end());
+    return out;
+  };
+  const Buffer shuffled = shuffle->encode(view(raw));
+  EXPECT_EQ(optional_decode(config, with_header(0, Buffer::copy_of(view(raw))), raw.size()), raw);
+  EXPECT_EQ(optional_decode(config, with_header(1, shuffled), raw.size()), raw);
+  EXPECT_EQ(optional_decode(config, with_header(2, zstd->encode(view(raw))), raw.size()), raw);
+  EXPECT_EQ(optional_decode(config, with_header(3, zstd->encode(shuffled.view())), raw.size()), raw);
+  // Also as `conditional` (its name in the registry) and with a wider header.
+  std::vector<std::byte> wide = {std::byte{2}, std::byte{0}};
+  const Buffer z = zstd->encode(view(raw));
+  wide.insert(wide.end(), z.view().begin(), z.view().end());
+  json wider = config;
+  wider["header_bits"] = 16;
+  EXPECT_EQ(decode_exact(*make_bytes_codec("conditional", wider, spec), view(wide), raw.size()), raw);
+  // Encoding applies no codec (the proposal's default mask): a zero header, then the bytes.
+  const Buffer enc = make_bytes_codec("optional", config, spec)->encode(view(raw));
+  EXPECT_EQ(static_cast<unsigned>(enc.view()[0]), 0u);
+  EXPECT_EQ(optional_decode(config, {enc.view().begin(), enc.view().end()}, raw.size()), raw);
+}
+
+TEST(CodecOptional, BadConfigurationAndData) {
+  const ChunkSpec spec = spec_of(DataType::int_(4), {4});
+  const json one = json::parse(R"({"codecs": [{"name": "zstd"}]})");
+  EXPECT_CODEC_ERROR(make_bytes_codec("optional", json::object(), spec), "'codecs': missing");
+  EXPECT_CODEC_ERROR(make_bytes_codec("optional", json::parse(R"({"codecs": [{"name": "bytes"}]})"), spec),
+                     "not a bytes->bytes codec");
+  EXPECT_CODEC_ERROR(make_bytes_codec("optional", json::parse(R"({"codecs": [{"name": "nope"}]})"), spec), "'codecs'");
+  EXPECT_CODEC_ERROR(make_bytes_codec("optional", json::parse(R"({"codecs": [{"name": "zstd"}], "header_bits": 4})"), spec),
+                     "'header_bits'");
+  EXPECT_CODEC_ERROR(make_bytes_codec("optional", json::parse(R"({"codecs": [], "mask": 1})"), spec), "'mask'");
+  // A bit past the codec list, a missing header, a body the bit's codec cannot decode.
+  EXPECT_CODEC_ERROR(optional_decode(one, from_hex("0200000000"), 4), "sets bit 1 but there are only 1 codecs");
+  EXPECT_CODEC_ERROR(optional_decode(json::parse(R"({"codecs": [{"name": "zstd"}], "header_bits": 16})"), from_hex("00"), 4),
+                     "truncated chunk");
+  EXPECT_THROW(optional_decode(one, from_hex("0100000000"), 4), CodecError);
+  EXPECT_CODEC_ERROR(optional_decode(one, from_hex("00000000"), 4), "expected 4");
+}
+
 // ---- zfp ------------------------------------------------------------------------------------
 
 #ifdef LAZYCUBE_HAVE_ZFP
