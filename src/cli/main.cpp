@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   convert_cmd->add_option("--codec", convert.codec,
                           "Compressor: zstd:LEVEL, blosc:CNAME:LEVEL:shuffle|noshuffle|bitshuffle, gzip:LEVEL, "
-                          "zlib:LEVEL, lz4, none (default: zstd:3 for v3, blosc:lz4:5:shuffle for v2)");
+                          "zlib:LEVEL, lz4, none, joined by +; v3 also bitround:KEEPBITS first, lossy "
+                          "(default: zstd:3 for v3, blosc:lz4:5:shuffle for v2)");
   convert_cmd->add_option("--variables", convert.variables, "Variables to copy (with their coordinates): V1,V2,...")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -1,5 +1,5 @@
-// The codec spec text of the writers ("zstd:3", "blosc:lz4:5:shuffle", "gzip:6+crc32c", "none")
-// → the Zarr v3 bytes->bytes codec list or the Zarr v2 compressor object. Every codec made here
+// The codec spec text of the writers ("zstd:3", "blosc:lz4:5:shuffle", "gzip:6+crc32c", "none",
+// "bitround:10+zstd:3") → the Zarr v3 codec list (less `bytes`) or the Zarr v2 compressor object. Every codec made here
 // is built once through the registry, so a bad parameter fails now, before anything is written.
 #include <charconv>
 #include <vector>
@@ -98,7 +98,12 @@ Forms forms_of(const Part& p, const DataType& dtype) {
     p.at_most(0);
     return {{{"name", "crc32c"}}, json()};
   }
-  p.fail("unknown codec '" + n + "' (known: none, zstd, gzip, zlib, lz4, blosc, crc32c)");
+  if (n == "bitround") {  // array->array, v3 only: the writer puts it before `bytes`
+    p.at_most(1);
+    if (!p.has(1)) p.fail("'bitround' needs the mantissa bits to keep, e.g. bitround:10");
+    return {{{"name", "bitround"}, {"configuration", {{"keepbits", p.integer(1, 0, "keepbits")}}}}, json()};
+  }
+  p.fail("unknown codec '" + n + "' (known: none, zstd, gzip, zlib, lz4, blosc, crc32c, bitround)");
 }
 
 }  // namespace
@@ -123,8 +128,14 @@ json parse_codec_spec(std::string_view text, int zarr_format, const DataType& dt
     // Built once through the registry: bad levels, unknown blosc compressors fail here.
     try {
       if (zarr_format == 3) {
-        make_bytes_codec(f.v3["name"].get<std::string>(),
-                         f.v3.contains("configuration") ? f.v3["configuration"] : json::object(), spec);
+        const std::string name = f.v3["name"].get<std::string>();
+        const json config = f.v3.contains("configuration") ? f.v3["configuration"] : json::object();
+        if (v3_codec_kind(name) == CodecKind::ArrayToArray) {
+          if (!v3.empty()) p.fail("'" + p.name() + "' must come before the compressors");
+          make_array_codec(name, config, spec);
+        } else {
+          make_bytes_codec(name, config, spec);
+        }
       } else {
         if (f.v2.is_null()) p.fail("'" + p.name() + "' is a Zarr v3 codec here (zarr-python 2 cannot read it)");
         if (!v2.is_null()) p.fail("Zarr v2 takes one compressor, got more");

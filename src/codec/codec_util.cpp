@@ -57,6 +57,15 @@ void ConfigReader::bad(std::string_view key, std::string_view why) const {
        std::string(why));
 }
 
+void ConfigReader::only(std::initializer_list<std::string_view> known) const {
+  if (!config_.is_object()) return;
+  for (const auto& [key, value] : config_.items()) {
+    bool ok = false;
+    for (const auto k : known) ok = ok || k == key;
+    if (!ok) bad(key, "unknown key (this codec takes no other keys)");
+  }
+}
+
 const nlohmann::json& ConfigReader::required(std::string_view key) const {
   const auto* v = find(key);
   if (v == nullptr) bad(key, "missing");

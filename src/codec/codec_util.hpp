@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,8 @@ class ConfigReader {
   // A numpy dtype string such as "<i4"; the CodecError names the key.
   ParsedNumpyDType dtype(std::string_view key, std::optional<std::string> fallback = {}) const;
   [[noreturn]] void bad(std::string_view key, std::string_view why) const;
+  // Refuses any key not in `known` (registry codecs whose spec makes extra keys invalid).
+  void only(std::initializer_list<std::string_view> known) const;
 
  private:
   const nlohmann::json& required(std::string_view key) const;

@@ -1,7 +1,9 @@
 // numcodecs PackBits: byte 0 holds the number of padding bits in the last byte, then the
-// booleans packed 8 per byte, most significant bit first.
+// booleans packed 8 per byte, most significant bit first (bit_packing.hpp, shared with the v3
+// `packbits` codec, which packs least significant bit first).
 #include <nlohmann/json.hpp>
 
+#include "bit_packing.hpp"
 #include "codec_registry.hpp"
 #include "codec_util.hpp"
 
@@ -23,20 +25,17 @@ class PackBitsFilter final : public BytesToBytesCodec {
     const std::uint64_t n = packed * 8 - padding;
     check_claim(name_, n, limits);
     scratch.resize(n);
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const auto byte = static_cast<unsigned>(in[1 + i / 8]);
-      scratch.data()[i] = std::byte((byte >> (7 - i % 8)) & 1u);
-    }
+    unpack_bit_fields(in.data() + 1, n, 1, 0, 1, false, BitOrder::MsbFirst, scratch.data());
     return scratch.view();
   }
 
   Buffer encode(ByteView in) const override {
-    const std::size_t packed = (in.size() + 7) / 8;
-    Buffer out(1 + packed);
-    std::memset(out.data(), 0, out.size());
-    out.data()[0] = std::byte(static_cast<std::uint8_t>(packed * 8 - in.size()));
-    for (std::size_t i = 0; i < in.size(); ++i)
-      if (in[i] != std::byte{0}) out.data()[1 + i / 8] |= std::byte(0x80u >> (i % 8));
+    // numpy booleans are 0 or 1; any other byte counts as true, as numpy.packbits takes it.
+    Buffer bools(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) bools.data()[i] = std::byte(in[i] != std::byte{0});
+    Buffer out(1 + (in.size() + 7) / 8);
+    out.data()[0] = std::byte(static_cast<std::uint8_t>(padding_bits(in.size())));
+    pack_bit_fields(bools.data(), in.size(), 1, 0, 1, BitOrder::MsbFirst, out.data() + 1);
     return out;
   }
 

@@ -32,8 +32,11 @@ void CodecRegistry::add(CodecEntry entry, const char* file) {
   if (entry.id.empty() || builders != 1 || entry.names == 0 ||
       (entry.filter && entry.bytes == nullptr))
     throw std::logic_error(what + ": needs an id, one builder and at least one name");
+  // Two codecs may share an id when metadata names them differently (numcodecs' PackBits filter
+  // is "packbits" in v2 and "numcodecs.packbits" in v3; the v3 `packbits` codec is another).
   for (const auto& e : entries_)
-    if (e.id == entry.id) throw std::logic_error(what + ": already registered in " + std::string(e.source_file));
+    if (e.id == entry.id && (e.names & entry.names) != 0)
+      throw std::logic_error(what + ": already registered in " + std::string(e.source_file));
   entry.source_file = file;
   entries_.push_back(entry);
 }

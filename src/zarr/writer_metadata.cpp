@@ -52,13 +52,17 @@ json bytes_codec_json() { return {{"name", "bytes"}, {"configuration", {{"endian
 // Variable-length types: the object codec (v3 array->bytes, v2 filter) that holds them.
 const char* vlen_codec(const DataType& t) { return t.kind == DTypeKind::String ? "vlen-utf8" : "vlen-bytes"; }
 
-// The v3 codec list: bytes (vlen-* for variable-length types) + the compressors, inside
-// sharding_indexed when sharded.
+// The v3 codec list: the spec text's array->array codecs (bitround), bytes (vlen-* for
+// variable-length types), the compressors; inside sharding_indexed when sharded.
 json v3_codecs(const ArraySpec& spec, const json& compressors) {
-  json chain = json::array({spec.dtype.is_variable_length()
-                                ? json{{"name", vlen_codec(spec.dtype)}, {"configuration", json::object()}}
-                                : bytes_codec_json()});
-  for (const auto& c : compressors) chain.push_back(c);
+  json chain = json::array();
+  for (const auto& c : compressors)
+    if (codec::v3_codec_kind(c["name"].get<std::string>()) == codec::CodecKind::ArrayToArray) chain.push_back(c);
+  chain.push_back(spec.dtype.is_variable_length()
+                      ? json{{"name", vlen_codec(spec.dtype)}, {"configuration", json::object()}}
+                      : bytes_codec_json());
+  for (const auto& c : compressors)
+    if (codec::v3_codec_kind(c["name"].get<std::string>()) != codec::CodecKind::ArrayToArray) chain.push_back(c);
   if (spec.shard_shape.empty()) return chain;
   return json::array({{{"name", "sharding_indexed"},
                        {"configuration",

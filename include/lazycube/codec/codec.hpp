@@ -183,8 +183,10 @@ std::shared_ptr<const ArrayToBytesCodec> make_v2_object_codec(const nlohmann::js
 //   none | zstd[:LEVEL] | gzip[:LEVEL] | zlib[:LEVEL] | lz4[:ACCELERATION] | crc32c
 //   blosc[:CNAME[:CLEVEL[:noshuffle|shuffle|bitshuffle]]]
 // Omitted parameters take numcodecs' defaults (zstd, gzip, zlib level 1; lz4 acceleration 1;
-// blosc lz4:5:shuffle). Returns, for `zarr_format` 3, the JSON list of the bytes->bytes codecs
-// that follow "bytes" in a chain (zlib and lz4 as numcodecs.zlib / numcodecs.lz4); for 2, the
+// blosc lz4:5:shuffle). Zarr v3 also takes bitround:KEEPBITS, an array->array codec, first.
+// Returns, for `zarr_format` 3, the JSON list of the codecs of a chain less its "bytes": the
+// array->array ones (which go before "bytes"), then the bytes->bytes ones that follow it
+// (zlib and lz4 as numcodecs.zlib / numcodecs.lz4); for 2, the
 // .zarray "compressor" object (null for "none"): Zarr v2 takes one compressor and no crc32c.
 // Each codec is built once through the registry (elements of `dtype`), so whatever this
 // returns, the readers accept. CodecError naming the text for an unknown codec or a bad or

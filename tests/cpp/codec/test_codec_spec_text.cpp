@@ -65,3 +65,18 @@ TEST(CodecSpecText, ErrorsNameTheText) {
   EXPECT_NE(message_of<CodecError>([] { parse_codec_spec("zstd+crc32c", 2, f4); }).find("Zarr v3"), std::string::npos);
   EXPECT_NE(message_of<CodecError>([] { parse_codec_spec("zstd+gzip", 2, f4); }).find("one compressor"), std::string::npos);
 }
+
+// bitround:KEEPBITS, the registry's array->array codec: v3 only, before the compressors.
+TEST(CodecSpecText, BitroundGoesFirstInV3) {
+  EXPECT_EQ(parse_codec_spec("bitround:10+zstd:3", 3, f4),
+            json::parse(R"([{"name":"bitround","configuration":{"keepbits":10}},
+                            {"name":"zstd","configuration":{"level":3,"checksum":false}}])"));
+  const auto msg = [](const char* text, int format, DataType t) {
+    return message_of<CodecError>([&] { parse_codec_spec(text, format, t); });
+  };
+  EXPECT_NE(msg("zstd:3+bitround:10", 3, f4).find("must come before the compressors"), std::string::npos);
+  EXPECT_NE(msg("bitround", 3, f4).find("needs the mantissa bits"), std::string::npos);
+  EXPECT_NE(msg("bitround:-2", 3, f4).find("'keepbits'"), std::string::npos);
+  EXPECT_NE(msg("bitround:10", 2, f4).find("Zarr v3"), std::string::npos);
+  EXPECT_NE(msg("bitround:10", 3, DataType::string()).find("unsupported data type"), std::string::npos);
+}

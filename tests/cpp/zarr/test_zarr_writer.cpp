@@ -95,6 +95,36 @@ TEST(ZarrWriter, EachSpecTextCodecRoundTrips) {
     }
 }
 
+// bitround in the spec text: the array->array codec goes before `bytes`, and what reads back
+// is the data rounded as the codec rounds it (keepbits 4 of float32's 23 mantissa bits).
+TEST(ZarrWriter, BitroundSpecTextWritesRoundedData) {
+  const NDArray values = values_array({6, 5}, 0.37f);
+  for (const Shape& shards : {Shape{}, Shape{6, 4}}) {
+    TempDir dir;
+    {
+      Writer w(open_location(dir.str()));
+      write_whole(*w.create_array("x", spec_of(3, {6, 5}, {3, 2}, "bitround:4+zstd:3", shards)), values);
+      w.commit();
+    }
+    const json meta = read_json_file(fs::path(dir.str()) / "x" / "zarr.json");
+    const json& chain = shards.empty() ? meta["codecs"] : meta["codecs"][0]["configuration"]["codecs"];
+    EXPECT_EQ(chain[0]["name"], "bitround");
+    EXPECT_EQ(chain[1]["name"], "bytes");
+    EXPECT_EQ(chain[2]["name"], "zstd");
+    const NDArray got = read_back(dir.str(), "x");
+    ASSERT_EQ(got.data.size(), values.data.size());
+    for (std::size_t i = 0; i < values.data.size() / 4; ++i) {
+      std::uint32_t b;
+      std::memcpy(&b, values.data.data() + 4 * i, 4);
+      b = (b + ((b >> 19) & 1u) + ((1u << 18) - 1)) & ~((1u << 19) - 1);  // numcodecs BitRound
+      float want, have;
+      std::memcpy(&want, &b, 4);
+      std::memcpy(&have, got.data.data() + 4 * i, 4);
+      EXPECT_EQ(have, want) << i;
+    }
+  }
+}
+
 // The whole-unit form of write_unit: the padding past the array's end is replaced by the fill.
 TEST(ZarrWriter, WholeUnitDataAtTheEdgeIsPaddedWithFill) {
   TempDir dir;
