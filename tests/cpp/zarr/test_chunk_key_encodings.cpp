@@ -80,8 +80,9 @@ TEST(ChunkKeyEncodings, BadConfigurationsAreRefusedByName) {
       {{{"configuration", json::object()}}, "'name'"},
       {json(7), "must be an object"},
   };
-  for (const auto& [j, expect] : bad) {
-    const std::string msg = message_of<MetadataError>([&] { cke_of(j); });
+  for (const auto& entry : bad) {
+    const auto& [j, expect] = entry;
+    const std::string msg = message_of<MetadataError>([&] { cke_of(entry.first); });
     EXPECT_NE(msg.find(expect), std::string::npos) << j.dump() << ": " << msg;
     EXPECT_NE(msg.find("arr"), std::string::npos) << msg;
   }
