@@ -253,10 +253,13 @@ std::uint64_t ZarrOutput::write_regions(const std::vector<std::uint64_t>& region
         array->write_unit(index, data.view());
         ++written;
       }
-      const std::uint64_t done = done_bytes += bytes;
       if (progress) {
+        // Counted under the lock that orders the reports: counted outside it, two workers could
+        // report their totals in the wrong order (a progress bar going back; seen under ASan).
         std::lock_guard lock(progress_mutex);
-        progress(done, total);
+        progress(done_bytes += bytes, total);
+      } else {
+        done_bytes += bytes;
       }
     }
   };

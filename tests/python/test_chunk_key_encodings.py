@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-import lazycube
+from conftest import import_lazycube
+
+lazycube = import_lazycube()
 
 
 def _fanout_key(index, max_children):
