@@ -99,15 +99,8 @@ BytesCodecPtr make_optional(const std::string& name, const nlohmann::json& confi
   std::vector<BytesCodecPtr> codecs;
   for (const auto& c : *list) {
     std::string inner;
-    nlohmann::json inner_config = nlohmann::json::object();
-    if (c.is_string()) {
-      inner = c.get<std::string>();
-    } else if (c.is_object() && c.contains("name") && c["name"].is_string()) {
-      inner = c["name"].get<std::string>();
-      if (c.contains("configuration") && !c["configuration"].is_null()) inner_config = c["configuration"];
-    } else {
-      cfg.bad("codecs", "entry " + c.dump() + " has no 'name'");
-    }
+    nlohmann::json inner_config;
+    if (!parse_v3_codec_entry(c, inner, inner_config)) cfg.bad("codecs", "entry " + c.dump() + " has no 'name'");
     if (v3_codec_kind(inner) != CodecKind::BytesToBytes)
       cfg.bad("codecs", "'" + inner + "' is not a bytes->bytes codec (only those can be switched per chunk)");
     codecs.push_back(make_bytes_codec(inner, inner_config, decoded));

@@ -174,4 +174,16 @@ std::shared_ptr<const ArrayToBytesCodec> make_v2_object_codec(const nlohmann::js
   unknown(id);
 }
 
+bool parse_v3_codec_entry(const nlohmann::json& entry, std::string& name, nlohmann::json& configuration) {
+  configuration = nlohmann::json::object();
+  if (entry.is_string()) {
+    name = entry.get<std::string>();
+    return true;
+  }
+  if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) return false;
+  name = entry["name"].get<std::string>();
+  if (entry.contains("configuration") && !entry["configuration"].is_null()) configuration = entry["configuration"];
+  return true;
+}
+
 }  // namespace lazycube::codec

@@ -53,15 +53,9 @@ codec::CodecPipeline parse_v3_codecs(const json& codecs, const codec::ChunkSpec&
   codec::ChunkSpec spec = decoded;
   for (const auto& c : codecs) {
     std::string name;
-    json config = json::object();
-    if (c.is_string()) {
-      name = c.get<std::string>();
-    } else if (c.is_object() && c.contains("name") && c["name"].is_string()) {
-      name = c["name"].get<std::string>();
-      if (c.contains("configuration") && !c["configuration"].is_null()) config = c["configuration"];
-    } else {
+    json config;
+    if (!codec::parse_v3_codec_entry(c, name, config))
       throw MetadataError(where + ": codec entry " + c.dump() + " has no 'name'");
-    }
     auto kind = codec::v3_codec_kind(name);
     if (!kind) throw CodecError(where + ": unknown codec '" + name + "'");
     try {

@@ -195,6 +195,9 @@ nlohmann::json parse_codec_spec(std::string_view text, int zarr_format, const Da
 
 // Native-endian fixed-size "bytes" codec (v3 `bytes`, and the v2 dtype byte order).
 std::shared_ptr<const ArrayToBytesCodec> make_endian_codec(ByteOrder order);
+// A Zarr v3 codec list entry: `"name"` or `{"name": ..., "configuration": {...}}` (null or absent
+// configuration: {}). False when `entry` is neither; the caller names it in its own error.
+bool parse_v3_codec_entry(const nlohmann::json& entry, std::string& name, nlohmann::json& configuration);
 // Axis permutation (v3 `transpose`; v2 order "F" is the reversed permutation).
 std::shared_ptr<const ArrayToArrayCodec> make_transpose_codec(std::vector<std::size_t> order);
 
