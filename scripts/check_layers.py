@@ -39,6 +39,7 @@ TOP_LEVEL_HEADERS = {
     "dtype.hpp": "core",
     "error.hpp": "core",
     "memory_array.hpp": "core",  # an Array over memory the caller owns (NumPy arrays)
+    "chunk_grid.hpp": "core",  # chunk boundaries along each dim (regular or rectilinear)
     "concat_array.hpp": "core",  # arrays joined along one axis (multi-store datasets)
     "ndarray.hpp": "core",
     "xtensor.hpp": "dataset",

@@ -67,21 +67,30 @@ void Array::read_cached(std::span<const ArraySelection> selections,
 
 std::vector<std::vector<std::uint64_t>> Array::read_units(std::span<const ArraySelection>) const { return {}; }
 
+ChunkGrid Array::chunk_grid() const { return ChunkGrid::regular(shape(), chunk_shape()); }
+
+ChunkGrid Array::read_grid() const { return ChunkGrid::regular(shape(), read_chunk_shape()); }
+
 std::vector<std::uint64_t> Array::chunk_starts(std::size_t dim) const {
   if (dim >= shape().size())
     throw UsageError(describe() + ": chunk_starts of dim " + std::to_string(dim) + " of a " +
                      std::to_string(shape().size()) + "-d array");
-  const std::uint64_t n = shape()[dim];
-  const std::uint64_t c = dim < chunk_shape().size() ? std::max<std::uint64_t>(chunk_shape()[dim], 1) : std::max<std::uint64_t>(n, 1);
-  std::vector<std::uint64_t> starts{0};
-  for (std::uint64_t b = c; b < n; b += c) starts.push_back(b);
+  std::vector<std::uint64_t> starts = chunk_grid().starts(dim);
+  if (starts.empty()) starts.push_back(0);
   return starts;
 }
 
 std::uint64_t Array::read_unit_bytes() const {
   const Shape& unit = read_chunk_shape();
   if (unit.empty() && !shape().empty()) return 0;
-  return shape_size(unit) * dtype().itemsize;
+  return shape_size(read_grid().regular_shape()) * dtype().itemsize;
+}
+
+std::uint64_t Array::read_unit_bytes(const std::vector<std::uint64_t>& unit) const {
+  if (read_chunk_shape().empty() && !shape().empty()) return 0;
+  const ChunkGrid grid = read_grid();
+  if (grid.is_regular() || unit.size() != grid.rank()) return shape_size(grid.regular_shape()) * dtype().itemsize;
+  return grid.decoded_elements(unit) * dtype().itemsize;
 }
 
 std::vector<std::shared_ptr<const Buffer>> Array::load_units(const std::vector<std::vector<std::uint64_t>>&,

@@ -95,9 +95,7 @@ ConcatArray::ConcatArray(std::vector<ArrayPtr> parts, std::size_t axis) : parts_
                             " may differ)");
     offsets_.push_back(shape_[axis_]);
     shape_[axis_] += s[axis_];
-    const Shape& unit = p->read_chunk_shape();
-    const std::uint64_t u = axis_ < unit.size() ? std::max<std::uint64_t>(unit[axis_], 1) : 1;
-    unit_offsets_.push_back(unit_offsets_.back() + (s[axis_] + u - 1) / u);
+    unit_offsets_.push_back(unit_offsets_.back() + p->read_grid().count(axis_));
   }
   offsets_.push_back(shape_[axis_]);
 }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "lazycube/chunk_grid.hpp"
 #include "lazycube/dtype.hpp"
 #include "lazycube/ndarray.hpp"
 #include "lazycube/util/buffer.hpp"
@@ -55,12 +56,19 @@ class Array {
   virtual std::string describe() const = 0;
   virtual const Shape& shape() const = 0;
   virtual const DataType& dtype() const = 0;
-  // The chunk shape as stored (outer shard shape for sharded Zarr v3 arrays).
+  // The chunk shape as stored (outer shard shape for sharded Zarr v3 arrays). On a rectilinear
+  // grid, per dim the largest chunk: chunk_grid() has the real boundaries.
   virtual const Shape& chunk_shape() const = 0;
-  // The unit of independent decoding (inner chunk shape for sharded arrays).
+  // The unit of independent decoding (inner chunk shape for sharded arrays); on a rectilinear
+  // grid the largest, as chunk_shape().
   virtual const Shape& read_chunk_shape() const { return chunk_shape(); }
-  // Where a chunk (of chunk_shape()) starts along `dim`: 0, then each boundary, ascending. Regular
-  // (multiples of the chunk length) unless the array joins parts with their own grids.
+  // The grids of stored chunks and of read units (which differ for sharded arrays). Regular over
+  // chunk_shape() and read_chunk_shape() unless the format says otherwise (Zarr's rectilinear
+  // grids). Cheap to copy (shared).
+  virtual ChunkGrid chunk_grid() const;
+  virtual ChunkGrid read_grid() const;
+  // Where a chunk starts along `dim`: 0, then each boundary, ascending (chunk_grid()'s, or the
+  // parts' where the array joins parts with their own grids).
   virtual std::vector<std::uint64_t> chunk_starts(std::size_t dim) const;
   // Dimension names from metadata (_ARRAY_DIMENSIONS / dimension_names); empty entries when
   // unnamed, or an empty vector when the metadata has none.
@@ -99,8 +107,9 @@ class Array {
   // indices) the selections touch, in the order they first touch them; none for backends
   // without chunk access, which then are not fetched ahead.
   virtual std::vector<std::vector<std::uint64_t>> read_units(std::span<const ArraySelection> selections) const;
-  // Decoded bytes of one read unit (0 without chunk access).
+  // Decoded bytes of the largest read unit, and of read unit `unit` (0 without chunk access).
   std::uint64_t read_unit_bytes() const;
+  std::uint64_t read_unit_bytes(const std::vector<std::uint64_t>& unit) const;
   // Brings `units` into `cache` as read_cached would (network stores: one batch of requests,
   // each decoded on the pool as it arrives; units already cached or in flight are joined) and
   // returns their handles: holding them keeps the units pinned. Loads count as fetched ahead.

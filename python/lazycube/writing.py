@@ -23,16 +23,23 @@ _TASKS_PER_WORKER = 8
 
 
 def _dim_map(value, what):
+    """{dim: length} and {dim: [edge lengths]} (a Zarr v3 rectilinear grid) of a chunks/shards
+    argument that takes either per dim."""
     if value is None:
-        return {}
+        return {}, {}
     if not hasattr(value, "items"):
-        raise TypeError("%s takes a dict {dim: length}, not %s" % (what, type(value).__name__))
-    out = {}
+        raise TypeError("%s takes a dict {dim: length or [edge lengths]}, not %s" % (what, type(value).__name__))
+    lengths, edges = {}, {}
     for dim, n in value.items():
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError("%s[%r] must be an int, not %s" % (what, dim, type(n).__name__))
-        out[str(dim)] = n
-    return out
+        if isinstance(n, (list, tuple)):
+            if not n or any(isinstance(e, bool) or not isinstance(e, int) for e in n):
+                raise TypeError("%s[%r] must be an int or a non-empty list of ints, not %r" % (what, dim, n))
+            edges[str(dim)] = [int(e) for e in n]
+        elif isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError("%s[%r] must be an int or a list of edge lengths, not %s" % (what, dim, type(n).__name__))
+        else:
+            lengths[str(dim)] = n
+    return lengths, edges
 
 
 def _output_options(chunks, shards, codec, format, resume, overwrite, storage_options):
@@ -40,8 +47,10 @@ def _output_options(chunks, shards, codec, format, resume, overwrite, storage_op
         raise ValueError("format must be 2 or 3, not %r" % (format,))
     if resume and overwrite:
         raise ValueError("resume and overwrite exclude each other")
-    return dict(zarr_format=int(format), chunks=_dim_map(chunks, "chunks"),
-                shards=_dim_map(shards, "shards"), codec=codec or "",
+    chunk_lengths, chunk_edges = _dim_map(chunks, "chunks")
+    shard_lengths, shard_edges = _dim_map(shards, "shards")
+    return dict(zarr_format=int(format), chunks=chunk_lengths, chunk_edges=chunk_edges,
+                shards=shard_lengths, shard_edges=shard_edges, codec=codec or "",
                 storage_options=StorageOptions(storage_options).core() or {},
                 overwrite=bool(overwrite), resume=bool(resume))
 

@@ -208,6 +208,13 @@ def _add_storage_encoding(var, encoding):
     """``chunks``, ``preferred_chunks``, ``compressor`` and ``filters`` as xarray's zarr engine
     sets them, decoded or not."""
     chunks = tuple(int(c) for c in var.chunks)
+    stored = dict(var.encoding).get("chunks")
+    if isinstance(stored, (list, tuple)) and any(isinstance(c, (list, tuple)) for c in stored) \
+            and len(stored) == len(chunks) and tuple(var.shape) == tuple(int(sum(c)) if isinstance(c, (list, tuple))
+                                                                         else n for c, n in zip(stored, var.shape)):
+        # A rectilinear chunk grid: its chunk lengths per rectilinear dim (a tuple, as dask's
+        # chunks and xarray's preferred_chunks take them).
+        chunks = tuple(tuple(int(x) for x in c) if isinstance(c, (list, tuple)) else int(c) for c in stored)
     dims = tuple(var.dims)
     char_chunk = encoding.pop("char_dim_chunk", None)
     if "char_dim_name" in encoding and char_chunk is not None:

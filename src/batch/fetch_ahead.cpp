@@ -47,10 +47,11 @@ std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& orde
         seen.emplace_back();
       }
       const std::uint64_t unit_bytes = array->read_unit_bytes();
+      const bool regular = array->read_grid().is_regular();  // else units differ in size
       for (auto& unit : array->read_units({&sel, 1}))
         if (seen[a].emplace(unit, true).second) {
+          round->bytes += regular ? unit_bytes : array->read_unit_bytes(unit);
           round->units[a].second.push_back(std::move(unit));
-          round->bytes += unit_bytes;
         }
     });
   }

@@ -35,12 +35,9 @@ NanFilter::Summary NanFilter::chunk_summary(const std::vector<std::uint64_t>& ch
     if (auto it = summaries_.find(chunk); it != summaries_.end()) return it->second;
   }
   const Array& array = *variable_.array();
-  const Shape& cs = array.read_chunk_shape();
+  const ChunkGrid units = array.read_grid();
   ArraySelection region(chunk.size());
-  for (std::size_t d = 0; d < chunk.size(); ++d) {
-    const std::uint64_t first = chunk[d] * cs[d];
-    region[d] = {first, std::min(cs[d], array.shape()[d] - first), 1};
-  }
+  for (std::size_t d = 0; d < chunk.size(); ++d) region[d] = {units.start(d, chunk[d]), units.extent(d, chunk[d]), 1};
   std::uint64_t n = 1;
   for (const auto& r : region) n *= r.count;
   Buffer values(n * whole_.dtype().itemsize);
@@ -59,13 +56,13 @@ bool NanFilter::passes(const ArraySelection& window) const {
   if (n == 0) return true;
   // The chunks the window touches: per array dim, those between its first and last index.
   const ArraySelection sel = selected.array_selection();
-  const Shape& cs = variable_.array()->read_chunk_shape();
+  const ChunkGrid units = variable_.array()->read_grid();
   std::vector<std::uint64_t> lo(sel.size()), hi(sel.size());
   std::uint64_t chunks = 1;
   for (std::size_t d = 0; d < sel.size(); ++d) {
     const std::uint64_t a = sel[d].at(0), b = sel[d].at(sel[d].count - 1);
-    lo[d] = std::min(a, b) / cs[d];
-    hi[d] = std::max(a, b) / cs[d];
+    lo[d] = units.index_of(d, std::min(a, b));
+    hi[d] = units.index_of(d, std::max(a, b));
     chunks *= hi[d] - lo[d] + 1;
   }
   bool all_clean = true, all_nan = true;

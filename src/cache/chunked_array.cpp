@@ -54,8 +54,8 @@ class DistinctUnits {
 
 // Calls piece(unit, region) for every read unit `sel` touches, in C order of units.
 template <class Piece>
-void for_each_piece(const ArraySelection& sel, const Shape& unit_shape, Piece&& piece) {
-  const grid::UnitPieces pieces(sel, unit_shape);
+void for_each_piece(const ArraySelection& sel, const ChunkGrid& units, Piece&& piece) {
+  const grid::UnitPieces pieces(sel, units);
   grid::DimIndex unit;
   grid::Region region;
   for (std::uint64_t t = 0; t < pieces.size(); ++t) {
@@ -88,15 +88,20 @@ void ChunkedArray::read_cached(std::span<const ArraySelection> selections, std::
   }
 
   // The distinct units all selections touch, and what each selection copies out of them.
-  const Shape& unit_shape = read_chunk_shape();
+  const ChunkGrid unit_grid = read_grid();
   DistinctUnits distinct;
   std::vector<PlannedCopy> jobs;
   jobs.reserve(selections.size());
   for (std::size_t s = 0; s < selections.size(); ++s)
-    for_each_piece(selections[s], unit_shape, [&](const grid::DimIndex& unit, const grid::Region& region) {
+    for_each_piece(selections[s], unit_grid, [&](const grid::DimIndex& unit, const grid::Region& region) {
       jobs.push_back({s, distinct.number(unit), region});
     });
   const std::vector<Unit>& units = distinct.units();
+  // Each unit's decoded shape: one for a regular grid, per unit for a rectilinear one.
+  const Shape& unit_shape = unit_grid.regular_shape();
+  std::vector<Shape> unit_shapes;
+  if (!unit_grid.is_regular())
+    for (const Unit& u : units) unit_shapes.push_back(unit_grid.decoded_shape(u));
 
   // Units are served in rounds of bounded bytes (in unit order, the order selections first
   // touch them): a round's chunks stay pinned only until its copies are done, so one call over
@@ -125,8 +130,8 @@ void ChunkedArray::read_cached(std::span<const ArraySelection> selections, std::
     while (round_end < by_unit.size() && jobs[by_unit[round_end]].unit < first + n) ++round_end;
     parallel_for(round_end - round_begin, [&](std::size_t k) {
       const PlannedCopy& job = jobs[by_unit[round_begin + k]];
-      grid::copy_region(chunks[job.unit - first]->data(), unit_shape, dests[job.sel].data(), dst_shapes[job.sel],
-                        job.region, item);
+      grid::copy_region(chunks[job.unit - first]->data(), unit_shapes.empty() ? unit_shape : unit_shapes[job.unit],
+                        dests[job.sel].data(), dst_shapes[job.sel], job.region, item);
     });
     round_begin = round_end;
   }
@@ -138,7 +143,7 @@ void ChunkedArray::read_cached(std::span<const ArraySelection> selections, std::
 std::vector<ChunkCache::Chunk> ChunkedArray::cached_units(std::span<const Unit> units, ChunkCache& cache,
                                                           ChunkCache::Purpose purpose) const {
   const std::size_t n = units.size();
-  const std::uint64_t unit_bytes = shape_size(read_chunk_shape()) * dtype().itemsize;
+  const ChunkGrid unit_grid = read_grid();
   const std::string id = cache_id();
   // Ask the cache about every unit; load the ones this call claims.
   std::vector<ChunkCache::Chunk> chunks(n);
@@ -161,7 +166,7 @@ std::vector<ChunkCache::Chunk> ChunkedArray::cached_units(std::span<const Unit> 
       fetch_units(to_load, [&](std::size_t i, const UnitDecoder& decode) {
         const std::size_t u = load_of[i];
         try {
-          Buffer decoded(unit_bytes);
+          Buffer decoded(unit_grid.decoded_elements(units[u]) * dtype().itemsize);
           decode(decoded.span());
           chunks[u] = cache.fulfill(*claims[u], std::move(decoded));
         } catch (...) {
@@ -185,11 +190,11 @@ std::vector<ChunkCache::Chunk> ChunkedArray::cached_units(std::span<const Unit> 
 }
 
 std::vector<std::vector<std::uint64_t>> ChunkedArray::read_units(std::span<const ArraySelection> selections) const {
-  const Shape& unit_shape = read_chunk_shape();
+  const ChunkGrid unit_grid = read_grid();
   DistinctUnits distinct;
   for (const auto& sel : selections) {
     check_selection(sel);
-    for_each_piece(sel, unit_shape, [&](const grid::DimIndex& unit, const grid::Region&) { distinct.number(unit); });
+    for_each_piece(sel, unit_grid, [&](const grid::DimIndex& unit, const grid::Region&) { distinct.number(unit); });
   }
   return std::move(distinct.units());
 }

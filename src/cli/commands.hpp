@@ -173,6 +173,13 @@ std::vector<std::string> parse_name_list(const std::vector<std::string>& texts, 
 // "DIM=N,DIM=N" texts (each may hold several pairs; the option may be repeated) -> ordered
 // (dim, N) pairs. UsageProblem naming the text on a missing '=', an empty dim, a non-integer,
 // a dim given twice, or (when `min` is set) a value below `min`.
+// convert's --chunks / --shards: DIM=N (one length) or DIM=[N,N,...] (the edge lengths of a
+// rectilinear grid), comma-separated.
+struct DimLengths {
+  std::map<std::string, std::uint64_t> lengths;
+  std::map<std::string, std::vector<std::uint64_t>> edges;
+};
+DimLengths parse_dim_lengths(const std::vector<std::string>& texts, const std::string& option);
 std::vector<std::pair<std::string, std::int64_t>> parse_dim_values(
     const std::vector<std::string>& texts, const std::string& option, std::optional<std::int64_t> min);
 

@@ -21,12 +21,6 @@ namespace lazycube::cli {
 
 namespace {
 
-std::map<std::string, std::uint64_t> dim_lengths(const std::vector<std::string>& texts, const std::string& option) {
-  std::map<std::string, std::uint64_t> out;
-  for (const auto& [dim, n] : parse_dim_values(texts, option, 1)) out.emplace(dim, static_cast<std::uint64_t>(n));
-  return out;
-}
-
 // The source as the conversion sees it: the variables asked for (with the coordinates of their
 // dims) and the --isel selection. Opened decoded: ZarrOutput copies the values as stored, and
 // the decoding tells it which fill value acts as _FillValue.
@@ -54,6 +48,14 @@ nlohmann::json indexer_json(const Indexer& indexer) {
                                 s.stop ? nlohmann::json(*s.stop) : nlohmann::json(), s.step});
 }
 
+// {dim: length or [edge lengths]}, as lazycube.convert's chunks/shards take them.
+nlohmann::json dim_lengths_json(const std::map<std::string, std::uint64_t>& lengths,
+                                const std::map<std::string, std::vector<std::uint64_t>>& edges) {
+  nlohmann::json out = lengths;
+  for (const auto& [dim, list] : edges) out[dim] = list;
+  return out;
+}
+
 // The conversion as lazycube.writing's command line takes it: every flag parsed here, once.
 nlohmann::json dask_request(const ConvertArgs& args, const ZarrOutputOptions& options) {
   const OpenOptions open = open_options_of(args.open);
@@ -78,8 +80,8 @@ nlohmann::json dask_request(const ConvertArgs& args, const ZarrOutputOptions& op
           {"virtual_chunk_containers", format_option("virtual_chunk_containers")},
           {"variables", args.variables.empty() ? nlohmann::json() : nlohmann::json(parse_name_list(args.variables, "--variables"))},
           {"isel", isel},
-          {"chunks", options.chunks},
-          {"shards", options.shards},
+          {"chunks", dim_lengths_json(options.chunks, options.chunk_edges)},
+          {"shards", dim_lengths_json(options.shards, options.shard_edges)},
           {"codec", options.codec},
           {"format", options.zarr_format},
           {"resume", options.resume},
@@ -127,8 +129,11 @@ int run_on_dask(const nlohmann::json& request) {
 int run_convert(const ConvertArgs& args) {
   ZarrOutputOptions options;
   options.zarr_format = args.format;
-  options.chunks = dim_lengths(args.chunks, "--chunks");
-  options.shards = dim_lengths(args.shards, "--shards");
+  DimLengths chunks = parse_dim_lengths(args.chunks, "--chunks"), shards = parse_dim_lengths(args.shards, "--shards");
+  options.chunks = std::move(chunks.lengths);
+  options.chunk_edges = std::move(chunks.edges);
+  options.shards = std::move(shards.lengths);
+  options.shard_edges = std::move(shards.edges);
   options.codec = args.codec;
   options.storage_options = parse_storage_options(args.dst_options);
   options.overwrite = args.overwrite;

@@ -171,12 +171,13 @@ int main(int argc, char** argv) {
       ->required();
   convert_cmd->add_option("DST", convert.dst, "Destination Zarr store (path or URL: s3://, gs://, az://, ...)")->required();
   add_open_flags(convert_cmd, convert.open);
-  convert_cmd->add_option("--chunks", convert.chunks, "Output chunk length per dim: DIM=N,... (default: the source's)")
+  convert_cmd->add_option("--chunks", convert.chunks, "Output chunk length per dim: DIM=N,...; DIM=[N,N,...] gives a Zarr v3 rectilinear grid's edge lengths "
+                          "(default: the source's)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   convert_cmd->add_option("--shards", convert.shards,
-                          "Zarr v3 shard length per dim, a multiple of the chunk length: DIM=N,... (default: no "
-                          "sharding; dims not listed hold one chunk per shard)")
+                          "Zarr v3 shard length per dim, a multiple of the chunk length: DIM=N,...; DIM=[N,N,...] for "
+                          "rectilinear shards (default: no sharding; dims not listed hold one chunk per shard)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   convert_cmd->add_option("--codec", convert.codec,

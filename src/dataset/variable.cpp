@@ -18,6 +18,19 @@ struct Variable::Source {
   nlohmann::json encoding;
 };
 
+namespace {
+// encoding["chunks"]: the chunk shape, or on a rectilinear grid per dim the chunk lengths inside
+// the array (a list) where the dim is rectilinear (what xarray's zarr engine gives there).
+nlohmann::json chunks_encoding(const Array& array) {
+  const ChunkGrid grid = array.chunk_grid();
+  if (grid.is_regular()) return array.chunk_shape();
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t d = 0; d < grid.rank(); ++d)
+    out.push_back(grid.is_regular(d) ? nlohmann::json(grid.regular_shape()[d]) : nlohmann::json(grid.extents(d)));
+  return out;
+}
+}  // namespace
+
 Variable::Variable(std::string name, ArrayPtr array, std::vector<std::string> dims, CfDecoding cf) {
   if (!array) throw UsageError("Variable '" + name + "' needs an array");
   const Shape& shape = array->shape();
@@ -28,7 +41,7 @@ Variable::Variable(std::string name, ArrayPtr array, std::vector<std::string> di
   source->name = std::move(name);
   source->encoding = cf.encoding();
   source->encoding["dtype"] = array->dtype().numpy_str();
-  source->encoding["chunks"] = array->chunk_shape();
+  source->encoding["chunks"] = chunks_encoding(*array);
   source->cf = std::move(cf);
   source->array = std::move(array);
   for (std::size_t i = 0; i < shape.size(); ++i)
@@ -42,7 +55,7 @@ Variable Variable::as_stored() const {
   Variable out = *this;
   auto source = std::make_shared<Source>(*source_);
   source->cf = CfDecoding::identity(source_->array->dtype(), source_->array->attrs());
-  source->encoding = {{"dtype", source_->array->dtype().numpy_str()}, {"chunks", source_->array->chunk_shape()}};
+  source->encoding = {{"dtype", source_->array->dtype().numpy_str()}, {"chunks", chunks_encoding(*source_->array)}};
   out.source_ = std::move(source);
   return out;
 }

@@ -46,7 +46,7 @@ struct ZarrOutput::Impl {
     zarr::ArraySpec spec;
     std::uint64_t first_region = 0;
     std::uint64_t regions = 0;
-    Shape unit_shape;
+    ChunkGrid units;  // of regions (shards, or chunks)
     Shape grid;
   };
   std::vector<Planned> vars;
@@ -66,8 +66,18 @@ struct ZarrOutput::Impl {
 void ZarrOutput::Impl::plan() {
   const int format = options.zarr_format;
   if (format != 2 && format != 3) throw UsageError("Zarr format must be 2 or 3, not " + std::to_string(format));
-  if (format == 2 && !options.shards.empty())
+  if (format == 2 && (!options.shards.empty() || !options.shard_edges.empty()))
     throw UsageError("shards need Zarr v3 (the output format is 2)");
+  if (format == 2 && !options.chunk_edges.empty())
+    throw UsageError("chunk edge lists (a rectilinear chunk grid) need Zarr v3 (the output format is 2)");
+  const bool sharded = !options.shards.empty() || !options.shard_edges.empty();
+  if (sharded && !options.chunk_edges.empty())
+    throw UsageError("chunks: edge lists (" + options.chunk_edges.begin()->first +
+                     ") with shards: a sharded output's inner chunks are regular; give the shards as edge lists instead");
+  for (const auto& [dim, edges] : options.chunk_edges)
+    if (options.chunks.count(dim)) throw UsageError("chunks: " + dim + " is given both as a length and as edge lengths");
+  for (const auto& [dim, edges] : options.shard_edges)
+    if (options.shards.count(dim)) throw UsageError("shards: " + dim + " is given both as a length and as edge lengths");
   std::set<std::string> dims;
   for (const auto& [dim, n] : ds.dims()) dims.insert(dim);
   for (const auto* what : {&options.chunks, &options.shards}) {
@@ -79,6 +89,21 @@ void ZarrOutput::Impl::plan() {
         throw UsageError(name + ": the dataset has no dim '" + dim + "' (dims: " + list + ")");
       }
       if (n == 0) throw UsageError(name + ": " + dim + " must be at least 1");
+    }
+  }
+  for (const auto* what : {&options.chunk_edges, &options.shard_edges}) {
+    const std::string name = what == &options.chunk_edges ? "chunks" : "shards";
+    for (const auto& [dim, edges] : *what) {
+      if (dims.count(dim) == 0) throw UsageError(name + ": the dataset has no dim '" + dim + "'");
+      std::uint64_t sum = 0;
+      for (const auto e : edges) {
+        if (e == 0) throw UsageError(name + ": " + dim + " has an edge length 0 (each must be at least 1)");
+        sum += e;
+      }
+      for (const auto& [d, n] : ds.dims())
+        if (d == dim && sum < n)
+          throw UsageError(name + ": the edge lengths of " + dim + " sum to " + std::to_string(sum) + ", less than its " +
+                           std::to_string(n) + " elements");
     }
   }
   const std::string codec = options.codec.empty() ? default_zarr_codec(format) : options.codec;
@@ -102,7 +127,7 @@ void ZarrOutput::Impl::plan() {
       chunk = std::clamp<std::uint64_t>(chunk, 1, n);
       s.chunk_shape.push_back(chunk);
     }
-    if (!options.shards.empty()) {
+    if (sharded) {
       for (std::size_t d = 0; d < s.shape.size(); ++d) {
         const std::string& dim = p.stored.dims()[d];
         const std::uint64_t chunk = s.chunk_shape[d];
@@ -118,6 +143,33 @@ void ZarrOutput::Impl::plan() {
         s.shard_shape.push_back(std::min(shard, whole));
       }
     }
+    // Rectilinear units: the options' edge lists, else (unsharded v3 output) the source's own
+    // boundaries where its grid is rectilinear.
+    const bool keep_source = format == 3 && !sharded && !p.stored.array()->chunk_grid().is_regular();
+    std::vector<std::vector<std::uint64_t>> edges(s.shape.size());
+    bool rectilinear = false;
+    for (std::size_t d = 0; d < s.shape.size(); ++d) {
+      const std::string& dim = p.stored.dims()[d];
+      const auto& lists = sharded ? options.shard_edges : options.chunk_edges;
+      if (auto it = lists.find(dim); it != lists.end()) {
+        edges[d] = it->second;
+      } else if (keep_source && !options.chunks.count(dim) && s.shape[d] > 0) {
+        const std::vector<std::uint64_t> starts = p.stored.chunk_starts(d);
+        for (std::size_t c = 0; c < starts.size(); ++c)
+          edges[d].push_back((c + 1 < starts.size() ? starts[c + 1] : s.shape[d]) - starts[c]);
+        // One length (the last may be shorter): regular after all.
+        bool regular = true;
+        for (std::size_t c = 1; c < edges[d].size(); ++c)
+          regular = regular && (edges[d][c] == edges[d][0] || (c + 1 == edges[d].size() && edges[d][c] < edges[d][0]));
+        if (regular) edges[d].clear();
+      }
+      if (edges[d].empty()) continue;
+      rectilinear = true;
+      const std::uint64_t largest = *std::max_element(edges[d].begin(), edges[d].end());
+      if (sharded) s.shard_shape[d] = s.chunk_shape[d];  // the edges say where shards end
+      else s.chunk_shape[d] = std::min(largest, std::max<std::uint64_t>(1, s.shape[d]));
+    }
+    if (rectilinear) s.unit_edges = std::move(edges);
     s.codecs = codec;
     s.dimension_names = p.stored.dims();
     nlohmann::json attrs = stored_attrs(v);
@@ -128,10 +180,10 @@ void ZarrOutput::Impl::plan() {
     // A 0-d variable has no dimension names to write; xarray still wants _ARRAY_DIMENSIONS in v2.
     if (format == 2 && s.shape.empty()) attrs["_ARRAY_DIMENSIONS"] = nlohmann::json::array();
     s.attributes = std::move(attrs);
-    p.unit_shape = s.shard_shape.empty() ? s.chunk_shape : s.shard_shape;
+    p.units = zarr::unit_grid_of(s);
     p.regions = 1;
     for (std::size_t d = 0; d < s.shape.size(); ++d) {
-      p.grid.push_back((s.shape[d] + p.unit_shape[d] - 1) / p.unit_shape[d]);
+      p.grid.push_back(p.units.count(d));
       p.regions *= p.grid.back();
     }
     p.first_region = total_regions;
@@ -194,8 +246,7 @@ std::uint64_t ZarrOutput::region_bytes(std::uint64_t region) const {
   const auto& p = impl_->vars[v];
   const auto index = impl_->unit_index(p, i);
   std::uint64_t n = p.spec.dtype.itemsize;
-  for (std::size_t d = 0; d < index.size(); ++d)
-    n *= std::min(p.unit_shape[d], p.spec.shape[d] - index[d] * p.unit_shape[d]);
+  for (std::size_t d = 0; d < index.size(); ++d) n *= p.units.extent(d, index[d]);
   return n;
 }
 

@@ -31,11 +31,14 @@ void bind_zarr_output(py::module_& m) {
       .def(py::init([](Dataset ds, const std::string& url, int zarr_format,
                        std::map<std::string, std::uint64_t> chunks, std::map<std::string, std::uint64_t> shards,
                        std::string codec, std::map<std::string, std::string> storage_options, bool overwrite,
-                       bool resume, std::size_t threads) {
+                       bool resume, std::size_t threads, std::map<std::string, std::vector<std::uint64_t>> chunk_edges,
+                       std::map<std::string, std::vector<std::uint64_t>> shard_edges) {
              ZarrOutputOptions o;
              o.zarr_format = zarr_format;
              o.chunks = std::move(chunks);
              o.shards = std::move(shards);
+             o.chunk_edges = std::move(chunk_edges);
+             o.shard_edges = std::move(shard_edges);
              o.codec = std::move(codec);
              o.storage_options = std::move(storage_options);
              o.overwrite = overwrite;
@@ -48,7 +51,9 @@ void bind_zarr_output(py::module_& m) {
            py::arg("chunks") = std::map<std::string, std::uint64_t>{},
            py::arg("shards") = std::map<std::string, std::uint64_t>{}, py::arg("codec") = "",
            py::arg("storage_options") = std::map<std::string, std::string>{}, py::arg("overwrite") = false,
-           py::arg("resume") = false, py::arg("threads") = 0)
+           py::arg("resume") = false, py::arg("threads") = 0,
+           py::arg("chunk_edges") = std::map<std::string, std::vector<std::uint64_t>>{},
+           py::arg("shard_edges") = std::map<std::string, std::vector<std::uint64_t>>{})
       .def("region_count", &ZarrOutput::region_count)
       .def("region_bytes", &ZarrOutput::region_bytes, py::arg("region"))
       .def("describe_region", &ZarrOutput::describe_region, py::arg("region"))

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lazycube/array.hpp"
+#include "lazycube/chunk_grid.hpp"
 #include "lazycube/error.hpp"
 #include "lazycube/ndarray.hpp"
 #include "lazycube/util/buffer.hpp"
@@ -82,11 +83,13 @@ void for_each_row(const Region& r, const Shape& src_shape, const Shape& dst_shap
   }
 }
 
-// One run of selection positions [k0, k0+n) whose indices fall in read unit `unit` of a dim.
+// One run of selection positions [k0, k0+n) whose indices fall in read unit `unit` of a dim,
+// which starts at element `origin`.
 struct DimPiece {
   std::uint64_t unit;
   std::uint64_t k0;
   std::uint64_t n;
+  std::uint64_t origin;
 };
 
 inline detail::DimVec<DimPiece> plan_dim(const IndexRange& r, std::uint64_t unit_len) {
@@ -99,7 +102,26 @@ inline detail::DimVec<DimPiece> plan_dim(const IndexRange& r, std::uint64_t unit
     if (r.step > 0) m = ((u + 1) * unit_len - 1 - i) / static_cast<std::uint64_t>(r.step) + 1;
     else m = (i - u * unit_len) / static_cast<std::uint64_t>(-r.step) + 1;
     m = std::min(m, r.count - k);
-    pieces.push_back({u, k, m});
+    pieces.push_back({u, k, m, u * unit_len});
+    k += m;
+  }
+  return pieces;
+}
+
+// plan_dim over dim d of a chunk grid: its real boundaries where the dim is rectilinear.
+inline detail::DimVec<DimPiece> plan_dim(const IndexRange& r, const ChunkGrid& grid, std::size_t d) {
+  if (grid.is_regular(d)) return plan_dim(r, grid.regular_shape()[d]);
+  detail::DimVec<DimPiece> pieces;
+  std::uint64_t k = 0;
+  while (k < r.count) {
+    const std::uint64_t i = r.at(k);
+    const std::uint64_t u = grid.index_of(d, i);
+    const std::uint64_t first = grid.start(d, u), end = first + grid.length(d, u);
+    std::uint64_t m;
+    if (r.step > 0) m = (end - 1 - i) / static_cast<std::uint64_t>(r.step) + 1;
+    else m = (i - first) / static_cast<std::uint64_t>(-r.step) + 1;
+    m = std::min(m, r.count - k);
+    pieces.push_back({u, k, m, first});
     k += m;
   }
   return pieces;
@@ -109,13 +131,22 @@ inline detail::DimVec<DimPiece> plan_dim(const IndexRange& r, std::uint64_t unit
 // each contributes to it -- source positions relative to the unit's origin, destination
 // positions in the selection: piece t of size(), in C order of units. Each dim is planned once;
 // get() fills one piece without allocating (up to DimVec's inline size), so callers can spread
-// the pieces over threads. Keeps references: `sel` and `unit_shape` must outlive it.
+// the pieces over threads. Keeps a reference: `sel` must outlive it.
 class UnitPieces {
  public:
   UnitPieces(const ArraySelection& sel, const Shape& unit_shape)
-      : sel_(sel), unit_shape_(unit_shape), per_dim_(sel.size()), counts_(sel.size()) {
+      : sel_(sel), per_dim_(sel.size()), counts_(sel.size()) {
     for (std::size_t d = 0; d < sel.size(); ++d) {
       per_dim_[d] = plan_dim(sel[d], unit_shape[d]);
+      counts_[d] = per_dim_[d].size();
+      total_ *= counts_[d];
+    }
+  }
+  // Over the units of a chunk grid (rectilinear dims at their real boundaries).
+  UnitPieces(const ArraySelection& sel, const ChunkGrid& grid)
+      : sel_(sel), per_dim_(sel.size()), counts_(sel.size()) {
+    for (std::size_t d = 0; d < sel.size(); ++d) {
+      per_dim_[d] = plan_dim(sel[d], grid, d);
       counts_[d] = per_dim_[d].size();
       total_ *= counts_[d];
     }
@@ -123,8 +154,7 @@ class UnitPieces {
 
   // Temporaries would dangle.
   UnitPieces(ArraySelection&&, const Shape&) = delete;
-  UnitPieces(const ArraySelection&, Shape&&) = delete;
-  UnitPieces(ArraySelection&&, Shape&&) = delete;
+  UnitPieces(ArraySelection&&, const ChunkGrid&) = delete;
 
   std::uint64_t size() const { return total_; }
 
@@ -139,7 +169,7 @@ class UnitPieces {
     for (std::size_t d = 0; d < nd; ++d) {
       const DimPiece& p = per_dim_[d][which[d]];
       unit[d] = p.unit;
-      r.src_first[d] = sel_[d].at(p.k0) - p.unit * unit_shape_[d];
+      r.src_first[d] = sel_[d].at(p.k0) - p.origin;
       r.src_step[d] = sel_[d].step;
       r.dst_first[d] = p.k0;
       r.count[d] = p.n;
@@ -148,7 +178,6 @@ class UnitPieces {
 
  private:
   const ArraySelection& sel_;
-  const Shape& unit_shape_;
   std::vector<detail::DimVec<DimPiece>> per_dim_;
   DimIndex counts_;
   std::uint64_t total_ = 1;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lazycube/chunk_grid.hpp"
 #include "lazycube/codec/codec.hpp"
 #include "lazycube/dtype.hpp"
 #include "lazycube/ndarray.hpp"
@@ -42,7 +43,10 @@ struct V3DataType {
 struct ArrayMetadata {
   int zarr_format = 2;
   Shape shape;
+  // Regular grids: the chunk shape. Rectilinear ones: per dim the largest (decoded) chunk.
   Shape chunk_shape;
+  // The chunk grid when it is not regular (v3 `rectilinear`); rank 0 otherwise.
+  ChunkGrid grid;
   DataType dtype;
   FillValue fill;
   codec::CodecPipeline codecs;
@@ -57,6 +61,12 @@ struct ArrayMetadata {
 // Parses `.zarray` (+ `.zattrs` content, may be null). `where` names the array in messages.
 ArrayMetadata parse_v2_array(const nlohmann::json& zarray, const nlohmann::json& zattrs,
                              const std::string& where);
+// A v3 `chunk_grid` (`regular`, or the registry's `rectilinear` with its run-length and
+// encoded_chunk_shapes forms) over `shape`: fills m.chunk_shape and, for a rectilinear grid,
+// m.grid. MetadataError naming `where`, the field and the dim.
+void parse_v3_chunk_grid(const nlohmann::json& chunk_grid, ArrayMetadata& m, const std::string& where);
+// The v3 `chunk_grid` of `grid` (regular when it is).
+nlohmann::json v3_chunk_grid_json(const ChunkGrid& grid);
 // Parses an array `zarr.json`.
 ArrayMetadata parse_v3_array(const nlohmann::json& zarr_json, const std::string& where);
 // Refuses what a reader must understand and this one does not (Zarr v3 "extension points"): a

@@ -138,14 +138,7 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
   const V3DataType data_type = parse_v3_data_type(require(doc, "data_type", where), where);
   m.dtype = data_type.dtype;
 
-  const json& grid = require(doc, "chunk_grid", where);
-  if (!grid.is_object() || string_member(grid, "name", where + ": chunk_grid") != "regular")
-    throw MetadataError(where + ": unsupported chunk_grid " + grid.dump() + " (only 'regular')");
-  const json& grid_conf = require(grid, "configuration", where);
-  m.chunk_shape = parse_shape(require(grid_conf, "chunk_shape", where), "chunk_shape", where, false);
-  if (m.chunk_shape.size() != m.shape.size())
-    throw MetadataError(where + ": chunk_shape has " + std::to_string(m.chunk_shape.size()) +
-                        " dims but shape has " + std::to_string(m.shape.size()));
+  parse_v3_chunk_grid(require(doc, "chunk_grid", where), m, where);
 
   m.key_encoding = ChunkKeyEncoding::v3_default();
   if (auto it = doc.find("chunk_key_encoding"); it != doc.end())

@@ -22,7 +22,7 @@ constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();
 
 ShardingCodec::ShardingCodec(const json& config, const codec::ChunkSpec& shard,
                              const std::string& where, const NarrowFloatFormat* narrow)
-    : config_(config) {
+    : shard_(shard), where_(where), narrow_(narrow), config_(config) {
   const std::string ctx = where + " (sharding_indexed)";
   inner_shape_ = parse_shape(require(config, "chunk_shape", ctx), "chunk_shape", ctx, false);
   if (inner_shape_.size() != shard.shape.size())
@@ -54,6 +54,10 @@ ShardingCodec::ShardingCodec(const json& config, const codec::ChunkSpec& shard,
   empty.bytes.resize(index_spec_.nbytes());
   std::memset(empty.bytes.data(), 0xff, empty.bytes.size());
   index_size_ = index_codecs_.encode(empty, index_spec_).size();
+}
+
+std::shared_ptr<const ShardingCodec> ShardingCodec::for_shard_shape(const Shape& shard_shape) const {
+  return std::make_shared<ShardingCodec>(config_, codec::ChunkSpec{shard_.dtype, shard_shape}, where_, narrow_);
 }
 
 std::vector<std::optional<ShardEntry>> ShardingCodec::decode_index(ByteView encoded,

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,10 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
                                      const InnerSkip& skip) const;
 
  public:
+  // The same codec for shards of another shape (a rectilinear grid's shards differ in shape,
+  // and with it the index). MetadataError when the inner chunks do not divide `shard_shape`.
+  std::shared_ptr<const ShardingCodec> for_shard_shape(const Shape& shard_shape) const;
+  const Shape& shard_shape() const { return shard_.shape; }
   const Shape& inner_chunk_shape() const { return inner_shape_; }
   // Inner chunks per shard along each dim.
   const Shape& chunks_per_shard() const { return per_shard_; }
@@ -70,6 +75,9 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   std::vector<std::optional<ShardEntry>> decode_index(ByteView encoded, std::uint64_t shard_size) const;
 
  private:
+  codec::ChunkSpec shard_;
+  std::string where_;
+  const NarrowFloatFormat* narrow_ = nullptr;
   Shape inner_shape_;
   Shape per_shard_;
   std::uint64_t num_inner_ = 0;

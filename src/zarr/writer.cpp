@@ -118,8 +118,9 @@ std::shared_ptr<ArrayWriter> Writer::create_array(const std::string& path, const
   a->built = writer::build_array(spec, a->where);
   impl_->use_format(spec.zarr_format, path);
   const ArrayMetadata& m = a->built.meta;
-  for (std::size_t d = 0; d < m.shape.size(); ++d)
-    a->grid.push_back((m.shape[d] + m.chunk_shape[d] - 1) / m.chunk_shape[d]);
+  a->units = m.grid.rank() == m.shape.size() && m.grid.shape() == m.shape ? m.grid
+                                                                           : ChunkGrid::regular(m.shape, m.chunk_shape);
+  for (std::size_t d = 0; d < m.shape.size(); ++d) a->grid.push_back(a->units.count(d));
   a->sharding = dynamic_cast<const ShardingCodec*>(m.codecs.array_to_bytes.get());
   auto writer = std::shared_ptr<ArrayWriter>(new ArrayWriter(std::move(a)));
   impl_->arrays[path] = writer;

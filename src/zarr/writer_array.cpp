@@ -95,6 +95,16 @@ const std::string& ArrayWriter::path() const { return impl_->path; }
 const ArraySpec& ArrayWriter::spec() const { return impl_->spec; }
 const Shape& ArrayWriter::unit_shape() const { return impl_->built.meta.chunk_shape; }
 const Shape& ArrayWriter::grid_shape() const { return impl_->grid; }
+ChunkGrid ArrayWriter::unit_grid() const { return impl_->units; }
+
+Shape ArrayWriter::Impl::full_shape(const std::vector<std::uint64_t>& index) const {
+  return units.is_regular() ? built.meta.chunk_shape : units.decoded_shape(index);
+}
+
+std::shared_ptr<const ShardingCodec> ArrayWriter::Impl::sharding_for(const Shape& shard) const {
+  if (shard == sharding->shard_shape()) return {std::shared_ptr<const ShardingCodec>{}, sharding};
+  return sharding->for_shard_shape(shard);
+}
 std::uint64_t ArrayWriter::num_units() const { return shape_size(impl_->grid); }
 const Buffer& ArrayWriter::fill_value_bytes() const { return impl_->built.meta.fill.bytes; }
 
@@ -119,15 +129,14 @@ void ArrayWriter::Impl::check_index(const std::vector<std::uint64_t>& index) con
 std::vector<std::uint64_t> ArrayWriter::unit_origin(const std::vector<std::uint64_t>& index) const {
   impl_->check_index(index);
   std::vector<std::uint64_t> origin(index.size());
-  for (std::size_t d = 0; d < index.size(); ++d) origin[d] = index[d] * unit_shape()[d];
+  for (std::size_t d = 0; d < index.size(); ++d) origin[d] = impl_->units.start(d, index[d]);
   return origin;
 }
 
 Shape ArrayWriter::unit_extent(const std::vector<std::uint64_t>& index) const {
-  const auto origin = unit_origin(index);
-  Shape extent(origin.size());
-  for (std::size_t d = 0; d < origin.size(); ++d)
-    extent[d] = std::min(unit_shape()[d], impl_->spec.shape[d] - origin[d]);
+  impl_->check_index(index);
+  Shape extent(index.size());
+  for (std::size_t d = 0; d < index.size(); ++d) extent[d] = impl_->units.extent(d, index[d]);
   return extent;
 }
 
@@ -145,8 +154,9 @@ bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, cons
     const bool skip_empty = !d.options().write_empty_chunks && m.fill.specified;
     auto empty = [&](const codec::ChunkData& c) { return all_fill(c, m.fill, m.dtype); };
     std::optional<Buffer> encoded;
-    const codec::ChunkSpec spec{m.dtype, m.chunk_shape};
+    const codec::ChunkSpec spec{m.dtype, full_shape(index)};
     if (sharding) {
+      const auto codec = sharding_for(spec.shape);
       // Inner chunks wholly past the array's end are never stored (zarr-python writes only
       // the chunks a selection touches); the others when they hold more than the fill value.
       auto skip = [&](const Shape& origin, const codec::ChunkData& inner) {
@@ -154,7 +164,7 @@ bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, cons
           if (origin[dim] >= extent[dim]) return true;
         return skip_empty && empty(inner);
       };
-      encoded = strings ? sharding->encode_skipping(*strings, spec, skip) : sharding->encode_skipping(fixed, spec, skip);
+      encoded = strings ? codec->encode_skipping(*strings, spec, skip) : codec->encode_skipping(fixed, spec, skip);
     } else if (strings) {
       if (!skip_empty || !empty(*strings)) encoded = m.codecs.encode(*strings, spec);
     } else if (!skip_empty || !all_fill_bytes(fixed, m.fill, m.dtype)) {
@@ -186,7 +196,7 @@ bool ArrayWriter::Impl::write_bytes(const ArrayWriter& self, const std::vector<s
     throw UsageError(where + ": " + m.dtype.name() + " units are written from an NDArray of strings");
   const std::size_t item = m.dtype.itemsize;
   const Shape extent = self.unit_extent(index);
-  const Shape& full = m.chunk_shape;
+  const Shape full = full_shape(index);
   const std::uint64_t extent_bytes = shape_size(extent) * item, full_bytes = shape_size(full) * item;
   if (data.size() != extent_bytes && data.size() != full_bytes)
     throw UsageError(where + ": unit " + index_text(index) + " needs " + std::to_string(extent_bytes) +
@@ -207,7 +217,8 @@ bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, const NDAr
   if (!(data.dtype == m.dtype))
     throw UsageError(impl_->where + ": unit data of " + data.dtype.name() + " for an array of " + m.dtype.name());
   const Shape extent = unit_extent(index);
-  if (data.shape != extent && data.shape != unit_shape())
+  const Shape full = impl_->full_shape(index);
+  if (data.shape != extent && data.shape != full)
     throw UsageError(impl_->where + ": unit " + index_text(index) + " data has shape " +
                      nlohmann::json(data.shape).dump() + ", expected " + nlohmann::json(extent).dump());
   if (!m.dtype.is_variable_length()) return write_unit(index, data.data.view());
@@ -215,13 +226,13 @@ bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, const NDAr
     throw UsageError(impl_->where + ": unit " + index_text(index) + " holds " + std::to_string(data.strings.size()) +
                      " strings for shape " + nlohmann::json(data.shape).dump());
   codec::ChunkData unit;
-  unit.strings.assign(shape_size(m.chunk_shape), m.fill.string);
-  grid::copy_region_strings(data.strings, data.shape, unit.strings, m.chunk_shape, leading_region(extent));
+  unit.strings.assign(shape_size(full), m.fill.string);
+  grid::copy_region_strings(data.strings, data.shape, unit.strings, full, leading_region(extent));
   return impl_->store_unit(index, extent, unit_key(index), {}, &unit);
 }
 
 void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const NDArray& data) {
-  const Shape& us = unit_shape();
+  const ChunkGrid& units = impl_->units;
   const Shape& shape = impl_->spec.shape;
   const std::size_t nd = shape.size();
   if (!(data.dtype == impl_->spec.dtype))
@@ -232,18 +243,24 @@ void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const N
   Shape first(nd), count(nd);
   for (std::size_t d = 0; d < nd; ++d) {
     const std::string dim = "dim " + std::to_string(d);
-    if (origin[d] % us[d] != 0)
-      throw UsageError(impl_->where + ": region origin " + std::to_string(origin[d]) + " along " + dim +
-                       " is not a multiple of the unit shape " + std::to_string(us[d]));
     if (origin[d] + data.shape[d] > shape[d])
       throw UsageError(impl_->where + ": region of " + std::to_string(data.shape[d]) + " at " +
                        std::to_string(origin[d]) + " along " + dim + " passes the array's end " +
                        std::to_string(shape[d]));
-    if (data.shape[d] % us[d] != 0 && origin[d] + data.shape[d] != shape[d])
+    if (data.shape[d] == 0) return;
+    // Both ends on unit boundaries (or the end at the array's end).
+    const std::uint64_t end = origin[d] + data.shape[d];
+    first[d] = units.index_of(d, origin[d]);
+    const std::uint64_t last = units.index_of(d, end - 1);
+    if (units.start(d, first[d]) != origin[d])
+      throw UsageError(impl_->where + ": region origin " + std::to_string(origin[d]) + " along " + dim +
+                       " is not on a unit boundary (the unit holding it starts at " +
+                       std::to_string(units.start(d, first[d])) + ")");
+    if (end != shape[d] && units.start(d, last) + units.length(d, last) != end)
       throw UsageError(impl_->where + ": region of " + std::to_string(data.shape[d]) + " along " + dim +
-                       " does not cover whole units of " + std::to_string(us[d]));
-    first[d] = origin[d] / us[d];
-    count[d] = (data.shape[d] + us[d] - 1) / us[d];
+                       " does not cover whole units (it ends at " + std::to_string(end) + ", inside the unit from " +
+                       std::to_string(units.start(d, last)) + ")");
+    count[d] = last - first[d] + 1;
   }
   const bool vlen = data.dtype.is_variable_length();
   if (vlen && data.strings.size() != shape_size(data.shape))
@@ -256,7 +273,7 @@ void ArrayWriter::write_region(const std::vector<std::uint64_t>& origin, const N
     grid::DimIndex local(nd);
     for (std::size_t d = 0; d < nd; ++d) {
       index[d] = first[d] + at[d];
-      local[d] = at[d] * us[d];
+      local[d] = units.start(d, index[d]) - origin[d];
     }
     NDArray block;
     block.dtype = data.dtype;
@@ -279,7 +296,9 @@ bool ArrayWriter::unit_verified(const std::vector<std::uint64_t>& index) const {
   if (!bytes) return false;
   try {
     codec::ChunkData decoded;
-    m.codecs.decode(bytes->view(), {m.dtype, m.chunk_shape}, decoded);
+    const codec::ChunkSpec spec{m.dtype, impl_->full_shape(index)};
+    if (impl_->sharding) impl_->sharding_for(spec.shape)->decode(bytes->view(), spec, decoded);
+    else m.codecs.decode(bytes->view(), spec, decoded);
   } catch (const CodecError&) {
     return false;
   }

@@ -16,10 +16,15 @@ struct ArrayWriter::Impl {
   std::string where;  // the array in messages
   ArraySpec spec;
   writer::BuiltArray built;
+  ChunkGrid units;                           // the grid of units (chunks, or shards)
   Shape grid;                                // units per dim
   const ShardingCodec* sharding = nullptr;   // the chain's sharding codec, when sharded
 
   void check_index(const std::vector<std::uint64_t>& index) const;
+  // The whole (decoded) shape of a unit: the unit shape, or its own on a rectilinear grid.
+  Shape full_shape(const std::vector<std::uint64_t>& index) const;
+  // The sharding codec for a unit of that shape (a rectilinear grid's shards differ).
+  std::shared_ptr<const ShardingCodec> sharding_for(const Shape& shard) const;
   // write_unit(index, data) for fixed-size types.
   bool write_bytes(const ArrayWriter& self, const std::vector<std::uint64_t>& index, ByteView data) const;
   // Leaves out a unit of only fill (per options), else encodes and stores it under `key`;

@@ -43,6 +43,26 @@ void check_shapes(const ArraySpec& spec, const std::string& where) {
                             dim_label(spec, d) + " is not a whole multiple of the chunk shape " +
                             std::to_string(spec.chunk_shape[d]));
   }
+  if (!spec.unit_edges.empty()) {
+    if (spec.zarr_format != 3) throw MetadataError(where + ": a rectilinear chunk grid needs Zarr v3 (zarr_format 3)");
+    if (spec.unit_edges.size() != nd)
+      throw MetadataError(where + ": rectilinear edge lengths for " + std::to_string(spec.unit_edges.size()) +
+                          " dims, the shape has " + std::to_string(nd));
+    for (std::size_t d = 0; d < nd; ++d) {
+      const auto& edges = spec.unit_edges[d];
+      std::uint64_t sum = 0;
+      for (std::size_t c = 0; c < edges.size(); ++c) {
+        if (edges[c] == 0) throw MetadataError(where + ": rectilinear edge length 0 along " + dim_label(spec, d));
+        if (!spec.shard_shape.empty() && edges[c] % spec.chunk_shape[d] != 0 && c + 1 < edges.size())
+          throw MetadataError(where + ": shard edge length " + std::to_string(edges[c]) + " along " + dim_label(spec, d) +
+                              " is not a whole multiple of the chunk shape " + std::to_string(spec.chunk_shape[d]));
+        sum += edges[c];
+      }
+      if (!edges.empty() && sum < spec.shape[d])
+        throw MetadataError(where + ": rectilinear edge lengths along " + dim_label(spec, d) + " sum to " +
+                            std::to_string(sum) + ", less than the extent " + std::to_string(spec.shape[d]));
+    }
+  }
   if (!spec.attributes.is_object())
     throw MetadataError(where + ": attributes must be a JSON object, got " + spec.attributes.dump());
 }
@@ -72,14 +92,50 @@ json v3_codecs(const ArraySpec& spec, const json& compressors) {
                          {"index_location", "end"}}}}});
 }
 
+}  // namespace
+
+}  // namespace lazycube::zarr::writer
+
+namespace lazycube::zarr {
+
+ChunkGrid unit_grid_of(const ArraySpec& spec) {
+  const Shape& unit = spec.shard_shape.empty() ? spec.chunk_shape : spec.shard_shape;
+  if (spec.unit_edges.empty()) return ChunkGrid::regular(spec.shape, unit);
+  std::vector<ChunkGrid::Axis> axes(spec.shape.size());
+  for (std::size_t d = 0; d < axes.size(); ++d) {
+    axes[d].regular_length = unit[d];
+    axes[d].edges = spec.unit_edges[d];
+    // The last shard holds whole inner chunks: it reaches past the array's end, as a regular
+    // grid's last chunk does (and as the rectilinear grid allows).
+    if (!spec.shard_shape.empty() && !axes[d].edges.empty()) {
+      auto& last = axes[d].edges.back();
+      last = (last + spec.chunk_shape[d] - 1) / spec.chunk_shape[d] * spec.chunk_shape[d];
+    }
+  }
+  return ChunkGrid::from_axes(spec.shape, std::move(axes));
+}
+
+}  // namespace lazycube::zarr
+
+namespace lazycube::zarr::writer {
+
+namespace {
+
+// The regular grid of the spec's units, or the rectilinear one its unit_edges give.
+json v3_grid(const ArraySpec& spec) {
+  if (spec.unit_edges.empty()) {
+    const Shape& unit = spec.shard_shape.empty() ? spec.chunk_shape : spec.shard_shape;
+    return {{"name", "regular"}, {"configuration", {{"chunk_shape", unit}}}};
+  }
+  return v3_chunk_grid_json(unit_grid_of(spec));
+}
+
 Documents v3_documents(const ArraySpec& spec, const json& codecs, const json& fill) {
   json doc{{"zarr_format", 3},
            {"node_type", "array"},
            {"shape", spec.shape},
            {"data_type", v3_data_type_json(spec.dtype, "")},
-           {"chunk_grid",
-            {{"name", "regular"},
-             {"configuration", {{"chunk_shape", spec.shard_shape.empty() ? spec.chunk_shape : spec.shard_shape}}}}},
+           {"chunk_grid", v3_grid(spec)},
            {"chunk_key_encoding", {{"name", "default"}, {"configuration", {{"separator", "/"}}}}},
            {"fill_value", fill},
            {"codecs", codecs},

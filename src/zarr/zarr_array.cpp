@@ -54,6 +54,9 @@ std::string index_str(const std::vector<std::uint64_t>& v) {
 ZarrArray::ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata, bool missing_chunks_error)
     : store_(std::move(store)), path_(std::move(path)), meta_(std::move(metadata)),
       missing_chunks_error_(missing_chunks_error) {
+  grid_ = meta_.grid.rank() == meta_.shape.size() && meta_.grid.shape() == meta_.shape
+              ? meta_.grid
+              : ChunkGrid::regular(meta_.shape, meta_.chunk_shape);
   unit_shape_ = meta_.chunk_shape;
   unit_codecs_ = &meta_.codecs;
   // Descend through (nested) sharding: the read unit is the innermost chunk.
@@ -61,6 +64,25 @@ ZarrArray::ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetada
     shard_levels_.push_back(s);
     unit_shape_ = s->inner_chunk_shape();
     unit_codecs_ = &s->inner_codecs();
+  }
+  if (shard_levels_.empty()) {
+    unit_grid_ = grid_;
+  } else {
+    // Shards on a rectilinear grid: the inner chunks stay regular over the whole array, so every
+    // shard but the last along a dim must hold whole inner chunks (and decode to whole ones).
+    const Shape& inner = shard_levels_.front()->inner_chunk_shape();
+    for (std::size_t d = 0; d < grid_.rank(); ++d) {
+      if (grid_.is_regular(d)) continue;
+      for (std::uint64_t c = 0; c < grid_.count(d); ++c) {
+        const std::uint64_t edge = grid_.length(d, c), decoded = grid_.decoded_length(d, c);
+        if ((edge % inner[d] != 0 && c + 1 < grid_.count(d)) || decoded % inner[d] != 0)
+          throw MetadataError(describe() + ": shard " + std::to_string(c) + " along dim " + std::to_string(d) +
+                              " of the rectilinear chunk_grid is " + std::to_string(edge) + " long (decoded " +
+                              std::to_string(decoded) + "), not a whole number of the sharding codec's inner chunks (" +
+                              std::to_string(inner[d]) + ")");
+      }
+    }
+    unit_grid_ = ChunkGrid::regular(meta_.shape, unit_shape_);
   }
   try {
     unit_max_bytes_ = unit_codecs_->max_encoded_size(codec::ChunkSpec{meta_.dtype, unit_shape_}).value_or(0);
@@ -76,7 +98,29 @@ std::string ZarrArray::chunk_key(const std::vector<std::uint64_t>& chunk) const 
   return path_.empty() ? key : path_ + "/" + key;
 }
 
-std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::shard_index(std::size_t level,
+const ShardingCodec& ZarrArray::level_codec(std::size_t level, const std::vector<std::uint64_t>& unit) const {
+  const ShardingCodec& regular = *shard_levels_[level];
+  if (level > 0 || grid_.is_regular()) return regular;
+  const Shape shape = grid_.decoded_shape(shard_of(unit));
+  if (shape == regular.shard_shape()) return regular;
+  std::lock_guard lock(index_mutex_);
+  auto& codec = shard_codecs_[shape];
+  if (!codec) codec = regular.for_shard_shape(shape);
+  return *codec;
+}
+
+std::vector<std::uint64_t> ZarrArray::shard_of(const std::vector<std::uint64_t>& unit) const {
+  std::vector<std::uint64_t> shard(unit.size());
+  for (std::size_t d = 0; d < unit.size(); ++d) shard[d] = grid_.index_of(d, unit[d] * unit_shape_[d]);
+  return shard;
+}
+
+codec::ChunkSpec ZarrArray::unit_spec(const DimIndex& unit) const {
+  if (unit_grid_.is_regular()) return {meta_.dtype, unit_shape_};
+  return {meta_.dtype, unit_grid_.decoded_shape(unit)};
+}
+
+std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::shard_index(const ShardingCodec& codec, std::size_t level,
                                                                     const std::string& key,
                                                                     std::uint64_t offset,
                                                                     std::uint64_t length) const {
@@ -85,32 +129,31 @@ std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::shard_index(std::size_t 
     std::lock_guard lock(index_mutex_);
     if (auto it = index_cache_.find(cache_key); it != index_cache_.end()) return it->second;
   }
-  const ShardingCodec& codec = *shard_levels_[level];
   const std::uint64_t isz = codec.index_size();
   std::optional<Buffer> bytes;
   if (level == 0) {
-    bytes = store_->get(key, shard_index_range(0, 0, 0));
+    bytes = store_->get(key, shard_index_range(codec, 0, 0, 0));
   } else {
     if (length < isz)
       throw CodecError("nested shard in '" + key + "' at offset " + std::to_string(offset) +
                        " is smaller than its index");
-    bytes = store_->get(key, shard_index_range(level, offset, length));
+    bytes = store_->get(key, shard_index_range(codec, level, offset, length));
   }
-  return cache_shard_index(level, key, offset, length, std::move(bytes));
+  return cache_shard_index(codec, level, key, offset, length, std::move(bytes));
 }
 
-ByteRange ZarrArray::shard_index_range(std::size_t level, std::uint64_t offset, std::uint64_t length) const {
-  const ShardingCodec& codec = *shard_levels_[level];
+ByteRange ZarrArray::shard_index_range(const ShardingCodec& codec, std::size_t level, std::uint64_t offset,
+                                       std::uint64_t length) const {
   const std::uint64_t isz = codec.index_size();
   if (level == 0) return codec.index_at_end() ? ByteRange::suffix(isz) : ByteRange::range(0, isz);
   return ByteRange::range(codec.index_at_end() ? offset + length - isz : offset, isz);
 }
 
-std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::cache_shard_index(std::size_t level, const std::string& key,
-                                                                          std::uint64_t offset, std::uint64_t length,
+std::shared_ptr<const ZarrArray::ShardIndex> ZarrArray::cache_shard_index(const ShardingCodec& codec, std::size_t level,
+                                                                          const std::string& key, std::uint64_t offset,
+                                                                          std::uint64_t length,
                                                                           std::optional<Buffer> bytes) const {
   const std::string cache_key = std::to_string(level) + "@" + std::to_string(offset) + "@" + key;
-  const ShardingCodec& codec = *shard_levels_[level];
   const std::uint64_t isz = codec.index_size();
   auto index = std::make_shared<ShardIndex>();
   if (!bytes) {
@@ -143,19 +186,22 @@ std::optional<ByteRequest> ZarrArray::locate_unit(const std::vector<std::uint64_
     return request;
   }
   // Outer shard grid index, then walk down the levels.
-  std::string key = shard_key(unit);
+  const std::vector<std::uint64_t> shard = shard_of(unit);
+  std::string key = chunk_key(shard);
   what = "inner chunk " + index_str(unit) + " of shard '" + key + "'";
   std::uint64_t offset = 0, length = 0;
   Shape level_shape = meta_.chunk_shape;
   for (std::size_t level = 0; level < shard_levels_.size(); ++level) {
-    const ShardingCodec& codec = *shard_levels_[level];
-    auto index = shard_index(level, key, offset, length);
+    const ShardingCodec& codec = level_codec(level, unit);
+    auto index = shard_index(codec, level, key, offset, length);
     if (index->missing) return std::nullopt;
-    // Position of the next-level chunk inside this (sub-)shard, C order.
+    // Position of the next-level chunk inside this (sub-)shard, C order. Shards start where the
+    // grid says (rectilinear grids: anywhere on the inner chunks' grid); sub-shards at multiples.
     std::uint64_t linear = 0;
     for (std::size_t d = 0; d < unit.size(); ++d) {
       const std::uint64_t elem = unit[d] * unit_shape_[d];
-      const std::uint64_t local = (elem % level_shape[d]) / codec.inner_chunk_shape()[d];
+      const std::uint64_t within = level == 0 ? elem - grid_.start(d, shard[d]) : elem % level_shape[d];
+      const std::uint64_t local = within / codec.inner_chunk_shape()[d];
       linear = linear * codec.chunks_per_shard()[d] + local;
     }
     const auto& entry = index->entries[linear];
@@ -172,11 +218,7 @@ std::optional<ByteRequest> ZarrArray::locate_unit(const std::vector<std::uint64_
   return request;
 }
 
-std::string ZarrArray::shard_key(const std::vector<std::uint64_t>& unit) const {
-  std::vector<std::uint64_t> shard(unit.size());
-  for (std::size_t d = 0; d < unit.size(); ++d) shard[d] = unit[d] * unit_shape_[d] / meta_.chunk_shape[d];
-  return chunk_key(shard);
-}
+std::string ZarrArray::shard_key(const std::vector<std::uint64_t>& unit) const { return chunk_key(shard_of(unit)); }
 
 void ZarrArray::check_unit_bytes(const ByteRequest& where, const std::string& what, const Buffer& bytes) const {
   if (where.range.kind == ByteRange::Kind::Range && bytes.size() != where.range.length)
@@ -216,7 +258,7 @@ void ZarrArray::for_each_unit(const ArraySelection& sel, Decode&& decode) const 
       std::string what;
       thread_local Buffer encoded;  // reused: no fresh allocation per chunk
       const bool present = fetch_unit(std::vector<std::uint64_t>(unit.begin(), unit.end()), what, encoded);
-      decode(present ? &encoded : nullptr, what, r);
+      decode(present ? &encoded : nullptr, what, unit, r);
     });
     return;
   }
@@ -228,7 +270,7 @@ void ZarrArray::for_each_unit(const ArraySelection& sel, Decode&& decode) const 
     regions.push_back(r);
   }, /*parallel=*/false);
   fetch_encoded(units, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
-    decode(encoded, what, regions[i]);
+    decode(encoded, what, DimIndex(units[i].begin(), units[i].end()), regions[i]);
   });
 }
 
@@ -253,18 +295,24 @@ void ZarrArray::fetch_encoded(std::span<const Unit> units, const EncodedSink& si
   for (std::size_t b0 = 0; b0 < units.size(); b0 += kBatch) {
     const std::size_t n = std::min(kBatch, units.size() - b0);
     if (!shard_levels_.empty()) {  // outer shard indexes first, in one get_many
-      std::vector<std::string> keys;
-      for (std::size_t i = 0; i < n; ++i) keys.push_back(shard_key(units[b0 + i]));
-      std::sort(keys.begin(), keys.end());
-      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      std::map<std::string, const ShardingCodec*> keys;  // each shard once, with its codec
+      for (std::size_t i = 0; i < n; ++i) {
+        std::string k = shard_key(units[b0 + i]);
+        if (!keys.count(k)) keys.emplace(std::move(k), &level_codec(0, units[b0 + i]));
+      }
       std::vector<ByteRequest> index_reqs;
+      std::vector<const ShardingCodec*> req_codecs;
       {
         std::lock_guard lock(index_mutex_);
-        for (const auto& k : keys)
-          if (!index_cache_.count("0@0@" + k)) index_reqs.push_back({k, shard_index_range(0, 0, 0)});
+        for (const auto& [k, codec] : keys)
+          if (!index_cache_.count("0@0@" + k)) {
+            index_reqs.push_back({k, shard_index_range(*codec, 0, 0, 0)});
+            req_codecs.push_back(codec);
+          }
       }
       auto got = store_->get_many(index_reqs);
-      for (std::size_t i = 0; i < index_reqs.size(); ++i) cache_shard_index(0, index_reqs[i].key, 0, 0, std::move(got[i]));
+      for (std::size_t i = 0; i < index_reqs.size(); ++i)
+        cache_shard_index(*req_codecs[i], 0, index_reqs[i].key, 0, 0, std::move(got[i]));
     }
     std::vector<std::string> whats(n);
     std::vector<std::optional<ByteRequest>> where(n);
@@ -335,7 +383,7 @@ void ZarrArray::check_selection(const ArraySelection& sel) const {
 template <class Task>
 void ZarrArray::run_units(const ArraySelection& sel, Task&& task, bool parallel) const {
   check_selection(sel);
-  const UnitPieces pieces(sel, unit_shape_);
+  const UnitPieces pieces(sel, unit_grid_);
   const std::uint64_t total = pieces.size();
   if (total == 0) return;
   auto one = [&](std::size_t t) {
@@ -351,14 +399,15 @@ void ZarrArray::run_units(const ArraySelection& sel, Task&& task, bool parallel)
   }
 }
 
-void ZarrArray::decode_unit(const Buffer* encoded, const std::string& what, MutableByteView out) const {
+void ZarrArray::decode_unit(const Buffer* encoded, const std::string& what, const codec::ChunkSpec& spec,
+                            MutableByteView out) const {
   if (!encoded) {
-    const DimIndex origin(unit_shape_.size(), 0);
-    fill_region(out.data(), unit_shape_, block_region(unit_shape_, unit_shape_, origin, true), meta_.fill.bytes);
+    const DimIndex origin(spec.shape.size(), 0);
+    fill_region(out.data(), spec.shape, block_region(spec.shape, spec.shape, origin, true), meta_.fill.bytes);
     return;
   }
   try {
-    unit_codecs_->decode_into(encoded->view(), codec::ChunkSpec{meta_.dtype, unit_shape_}, out);
+    unit_codecs_->decode_into(encoded->view(), spec, out);
   } catch (const CodecError& e) {
     throw CodecError(what + " of " + describe() + ": " + e.what());
   }
@@ -366,7 +415,8 @@ void ZarrArray::decode_unit(const Buffer* encoded, const std::string& what, Muta
 
 void ZarrArray::fetch_units(std::span<const Unit> units, const UnitSink& sink) const {
   fetch_encoded(units, [&](std::size_t i, const Buffer* encoded, const std::string& what) {
-    sink(i, [&](MutableByteView out) { decode_unit(encoded, what, out); });
+    const codec::ChunkSpec spec = unit_spec(DimIndex(units[i].begin(), units[i].end()));
+    sink(i, [&](MutableByteView out) { decode_unit(encoded, what, spec, out); });
   });
 }
 
@@ -414,8 +464,6 @@ void ZarrArray::read_selection(const ArraySelection& sel, MutableByteView dest, 
   for (const auto& r : sel) dst_shape.push_back(r.count);
   const std::size_t item = meta_.dtype.itemsize;
   const std::size_t out_item = conv ? conv->output_dtype().itemsize : item;
-  const codec::ChunkSpec spec{meta_.dtype, unit_shape_};
-  const std::uint64_t unit_bytes = spec.nbytes();
   const auto dst_strides = c_strides(dst_shape);
   // Absent units: the fill value, converted once.
   Buffer fill = meta_.fill.bytes;
@@ -424,15 +472,17 @@ void ZarrArray::read_selection(const ArraySelection& sel, MutableByteView dest, 
     conv->convert(meta_.fill.bytes.data(), 1, fill.data());
   }
 
-  for_each_unit(sel, [&](const Buffer* encoded, const std::string& what, const Region& r) {
+  for_each_unit(sel, [&](const Buffer* encoded, const std::string& what, const DimIndex& unit, const Region& r) {
     if (!encoded) {
       fill_region(dest.data(), dst_shape, r, fill);
       return;
     }
     try {
+      const codec::ChunkSpec spec = unit_spec(unit);
+      const std::uint64_t unit_bytes = spec.nbytes();
       bool whole = true;
       for (std::size_t d = 0; d < r.count.size(); ++d)
-        whole = whole && r.count[d] == unit_shape_[d] && (r.src_step[d] == 1 || r.count[d] == 1);
+        whole = whole && r.count[d] == spec.shape[d] && (r.src_step[d] == 1 || r.count[d] == 1);
       const bool contiguous = whole && contiguous_in_dest(r, dst_shape);
       std::uint64_t off = 0;
       if (contiguous)
@@ -446,12 +496,12 @@ void ZarrArray::read_selection(const ArraySelection& sel, MutableByteView dest, 
       scratch.resize(unit_bytes);
       unit_codecs_->decode_into(encoded->view(), spec, scratch.span());
       if (!conv) {
-        copy_region(scratch.data(), unit_shape_, dest.data(), dst_shape, r, item);
+        copy_region(scratch.data(), spec.shape, dest.data(), dst_shape, r, item);
       } else if (contiguous) {
         // Converted while the decoded chunk is still in this core's cache.
         conv->convert(scratch.data(), unit_bytes / item, dest.data() + off * out_item);
       } else {
-        convert_region(scratch.data(), unit_shape_, dest.data(), dst_shape, r, item, *conv);
+        convert_region(scratch.data(), spec.shape, dest.data(), dst_shape, r, item, *conv);
       }
     } catch (const CodecError& e) {
       throw CodecError(what + " of " + describe() + ": " + e.what());
@@ -465,8 +515,7 @@ void ZarrArray::read_strings(const ArraySelection& sel, std::vector<std::string>
   Shape dst_shape;
   for (const auto& r : sel) dst_shape.push_back(r.count);
   dest.assign(shape_size(dst_shape), std::string());
-  const codec::ChunkSpec spec{meta_.dtype, unit_shape_};
-  for_each_unit(sel, [&](const Buffer* encoded, const std::string& what, const Region& r) {
+  for_each_unit(sel, [&](const Buffer* encoded, const std::string& what, const DimIndex& unit, const Region& r) {
     if (!encoded) {
       for_each_row(r, dst_shape, dst_shape, [&](std::uint64_t, std::uint64_t dofs, std::uint64_t n, std::int64_t) {
         for (std::uint64_t i = 0; i < n; ++i) dest[dofs + i] = meta_.fill.string;
@@ -474,12 +523,13 @@ void ZarrArray::read_strings(const ArraySelection& sel, std::vector<std::string>
       return;
     }
     codec::ChunkData data;
+    const codec::ChunkSpec spec = unit_spec(unit);
     try {
       unit_codecs_->decode(encoded->view(), spec, data);
     } catch (const CodecError& e) {
       throw CodecError(what + " of " + describe() + ": " + e.what());
     }
-    copy_region_strings(data.strings, unit_shape_, dest, dst_shape, r);
+    copy_region_strings(data.strings, spec.shape, dest, dst_shape, r);
   });
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,8 @@ class ZarrArray final : public ChunkedArray {
   const DataType& dtype() const override { return meta_.dtype; }
   const Shape& chunk_shape() const override { return meta_.chunk_shape; }
   const Shape& read_chunk_shape() const override { return unit_shape_; }
+  ChunkGrid chunk_grid() const override { return grid_; }
+  ChunkGrid read_grid() const override { return unit_grid_; }
   const std::vector<std::string>& dimension_names() const override { return meta_.dimension_names; }
   const nlohmann::json& attrs() const override { return meta_.attrs; }
   const Buffer& fill_value_bytes() const override { return meta_.fill.bytes; }
@@ -71,11 +74,20 @@ class ZarrArray final : public ChunkedArray {
     bool missing = false;  // the shard object does not exist
     std::vector<std::optional<ShardEntry>> entries;
   };
-  std::shared_ptr<const ShardIndex> shard_index(std::size_t level, const std::string& key,
+  // The sharding codec of `level` for the shard holding `unit`: the outer level's depends on
+  // the shard's shape on a rectilinear grid (its index has one entry per inner chunk).
+  const ShardingCodec& level_codec(std::size_t level, const std::vector<std::uint64_t>& unit) const;
+  std::shared_ptr<const ShardIndex> shard_index(const ShardingCodec& codec, std::size_t level, const std::string& key,
                                                 std::uint64_t offset, std::uint64_t length) const;
-  std::shared_ptr<const ShardIndex> cache_shard_index(std::size_t level, const std::string& key, std::uint64_t offset,
+  std::shared_ptr<const ShardIndex> cache_shard_index(const ShardingCodec& codec, std::size_t level,
+                                                     const std::string& key, std::uint64_t offset,
                                                      std::uint64_t length, std::optional<Buffer> bytes) const;
-  ByteRange shard_index_range(std::size_t level, std::uint64_t offset, std::uint64_t length) const;
+  ByteRange shard_index_range(const ShardingCodec& codec, std::size_t level, std::uint64_t offset,
+                              std::uint64_t length) const;
+  // The outer chunk (shard) grid index holding read unit `unit`.
+  std::vector<std::uint64_t> shard_of(const std::vector<std::uint64_t>& unit) const;
+  // The decoded chunk spec of read unit `unit`.
+  codec::ChunkSpec unit_spec(const DimIndex& unit) const;
   // Where the encoded bytes of a read unit are (key and range), or nullopt when absent.
   std::optional<ByteRequest> locate_unit(const std::vector<std::uint64_t>& unit, std::string& what) const;
   std::string shard_key(const std::vector<std::uint64_t>& unit) const;
@@ -83,7 +95,7 @@ class ZarrArray final : public ChunkedArray {
   // Every read of a unit the store does not hold passes here: MissingDataError naming it when
   // missing_chunks is "error".
   void on_absent(const std::string& what) const;
-  // Calls decode(encoded or nullptr when absent, what, region) for every unit of a selection:
+  // Calls decode(encoded or nullptr when absent, what, unit, region) for every unit of a selection:
   // per worker for local stores, in get_each batches for stores that prefer batches.
   template <class Decode>
   void for_each_unit(const ArraySelection& selection, Decode&& decode) const;
@@ -96,7 +108,8 @@ class ZarrArray final : public ChunkedArray {
   void fetch_units(std::span<const Unit> units, const UnitSink& sink) const override;
   // Decodes one unit's encoded bytes (nullptr: absent, filled with the fill value) into `out`
   // (one whole unit); CodecError naming the unit and the array.
-  void decode_unit(const Buffer* encoded, const std::string& what, MutableByteView out) const;
+  void decode_unit(const Buffer* encoded, const std::string& what, const codec::ChunkSpec& spec,
+                   MutableByteView out) const;
   // read() and read_converted() (conv null: elements copied as stored); dest already checked.
   void read_selection(const ArraySelection& selection, MutableByteView dest, const ElementConversion* conv) const;
   std::string chunk_key(const std::vector<std::uint64_t>& unit) const;
@@ -107,6 +120,8 @@ class ZarrArray final : public ChunkedArray {
   std::shared_ptr<Store> store_;
   std::string path_;
   ArrayMetadata meta_;
+  ChunkGrid grid_;       // stored chunks (shards when sharded)
+  ChunkGrid unit_grid_;  // read units
   Shape unit_shape_;
   std::vector<const ShardingCodec*> shard_levels_;  // outermost first
   const codec::CodecPipeline* unit_codecs_;
@@ -116,6 +131,8 @@ class ZarrArray final : public ChunkedArray {
   bool missing_chunks_error_ = false;
   mutable std::mutex index_mutex_;
   mutable std::unordered_map<std::string, std::shared_ptr<const ShardIndex>> index_cache_;
+  // Rectilinear shards: the outer sharding codec per shard shape (index_mutex_).
+  mutable std::map<Shape, std::shared_ptr<const ShardingCodec>> shard_codecs_;
 };
 
 }  // namespace lazycube::zarr

@@ -30,10 +30,10 @@ class ChunkedArray : public Array {
   std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
                                                         ChunkCache& cache) const final;
 
-  // A read unit: its index in the grid of read_chunk_shape() blocks.
+  // A read unit: its index in read_grid().
   using Unit = std::vector<std::uint64_t>;
-  // Writes one whole decoded unit (read_chunk_shape() elements in C order, dtype() as stored,
-  // edge units padded) into the buffer it is given.
+  // Writes one whole decoded unit (read_grid().decoded_shape(unit) elements in C order, dtype()
+  // as stored, edge units padded) into the buffer it is given.
   using UnitDecoder = std::function<void(MutableByteView)>;
   // Receives unit i's decoder; the planner gives it the buffer the unit is cached in.
   using UnitSink = std::function<void(std::size_t i, const UnitDecoder& decode)>;

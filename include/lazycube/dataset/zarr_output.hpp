@@ -28,6 +28,14 @@ struct ZarrOutputOptions {
   // Zarr v3 only: shard length per dim, a whole multiple of the chunk length; dims not listed
   // hold one chunk per shard. Empty: no sharding.
   std::map<std::string, std::uint64_t> shards;
+  // Zarr v3 only: a rectilinear chunk grid, per dim the chunk edge lengths (summing to the dim's
+  // extent or more) in place of one length: the chunks when unsharded, the shards when `shards`
+  // or `shard_edges` shard the output (whose inner chunks stay regular: then each edge but the
+  // last must be a multiple of the chunk length). A dim is given by one of chunks/chunk_edges
+  // and one of shards/shard_edges. Without options, a source whose own grid is rectilinear keeps
+  // its chunk boundaries (unsharded v3 output).
+  std::map<std::string, std::vector<std::uint64_t>> chunk_edges;
+  std::map<std::string, std::vector<std::uint64_t>> shard_edges;
   // Compressor as text: "zstd:3", "blosc:lz4:5:shuffle", "gzip:6", "zlib:5", "lz4", "none".
   // Empty: zstd:3 (v3) or blosc:lz4:5:shuffle (v2, zarr-python's default).
   std::string codec;

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lazycube/chunk_grid.hpp"
 #include "lazycube/dtype.hpp"
 #include "lazycube/ndarray.hpp"
 #include "lazycube/store/store.hpp"
@@ -32,6 +33,12 @@ struct ArraySpec {
   Shape chunk_shape;
   // Zarr v3 only: the shard shape (a whole multiple of chunk_shape per dim); empty: unsharded.
   Shape shard_shape;
+  // Zarr v3 only: a rectilinear grid of units (the shards when sharded, else the chunks). Per
+  // dim the edge lengths, each >= 1 and summing to at least the dim's extent (when sharded, each
+  // but the last a whole multiple of chunk_shape); an empty entry, or no entries at all, keeps
+  // the regular length (shard_shape, else chunk_shape) along that dim. Written as the
+  // zarr-extensions `rectilinear` chunk grid, run-length encoded.
+  std::vector<std::vector<std::uint64_t>> unit_edges;
   // Codec spec text (codec::parse_codec_spec): "zstd:3", "blosc:lz4:5:shuffle", "none", ...
   std::string codecs = "zstd:1";
   // The fill value as JSON, in the forms the Zarr metadata uses: a number, true/false, "NaN",
@@ -42,6 +49,11 @@ struct ArraySpec {
   std::vector<std::string> dimension_names;
   nlohmann::json attributes = nlohmann::json::object();
 };
+
+// The grid of the spec's units (shards, or chunks) over its shape: regular, or the rectilinear
+// one its unit_edges give (a sharded grid's last edge rounded up to whole chunks). The writer and
+// ZarrOutput's plan both take it from here. Expects a spec create_array accepts.
+ChunkGrid unit_grid_of(const ArraySpec& spec);
 
 // What to do with what already lies at the destination.
 enum class WriteMode {
@@ -73,9 +85,10 @@ class ArrayWriter {
 
   const std::string& path() const;  // node path under the writer's location
   const ArraySpec& spec() const;
-  // The shape of one unit (the shard shape when sharded, else the chunk shape) and the grid of
-  // units over the array.
+  // The shape of one unit (the shard shape when sharded, else the chunk shape; on a rectilinear
+  // grid the largest) and the grid of units over the array.
   const Shape& unit_shape() const;
+  ChunkGrid unit_grid() const;
   const Shape& grid_shape() const;
   std::uint64_t num_units() const;
   // The unit at C-order position `i` of the grid.
@@ -97,8 +110,8 @@ class ArrayWriter {
   // refuses to commit).
   bool write_unit(const std::vector<std::uint64_t>& index, ByteView data);
   bool write_unit(const std::vector<std::uint64_t>& index, const NDArray& data);
-  // Writes `data` at `origin`: origin a multiple of the unit shape in every dim, and data
-  // covering whole units (or reaching the array's end). Units are encoded in parallel on the
+  // Writes `data` at `origin`: origin on a unit boundary in every dim, and data covering whole
+  // units (or reaching the array's end). Units are encoded in parallel on the
   // process's CPU pool. UsageError naming the dim otherwise.
   void write_region(const std::vector<std::uint64_t>& origin, const NDArray& data);
 

@@ -60,7 +60,7 @@ TEST(UnitPieces, EmptySelectionHasNoPiecesAndAScalarHasOne) {
   const ArraySelection empty{IndexRange{0, 0, 1}, IndexRange{0, 5, 1}};
   EXPECT_EQ(UnitPieces(empty, unit_shape).size(), 0u);
   static_assert(!std::is_constructible_v<UnitPieces, ArraySelection&&, const Shape&>);
-  static_assert(!std::is_constructible_v<UnitPieces, const ArraySelection&, Shape&&>);
+  static_assert(!std::is_constructible_v<UnitPieces, ArraySelection&&, const lazycube::ChunkGrid&>);
   const ArraySelection scalar{};
   const Shape no_dims{};
   const UnitPieces one(scalar, no_dims);
@@ -70,4 +70,47 @@ TEST(UnitPieces, EmptySelectionHasNoPiecesAndAScalarHasOne) {
   one.get(0, unit, r);
   EXPECT_TRUE(unit.empty());
   EXPECT_TRUE(r.count.empty());
+}
+
+// Rectilinear dims: pieces split at the grid's real boundaries, sources relative to each chunk's
+// own start, in both directions and with strides that jump over whole chunks.
+TEST(UnitPieces, RectilinearDimsSplitAtTheRealBoundaries) {
+  using lazycube::ChunkGrid;
+  std::vector<ChunkGrid::Axis> axes(2);
+  axes[0].edges = {3, 1, 6, 2};  // starts 0, 3, 4, 10; the array ends at 11 (overflow of 1)
+  axes[1].regular_length = 4;
+  const ChunkGrid grid = ChunkGrid::from_axes(Shape{11, 10}, axes);
+  EXPECT_FALSE(grid.is_regular());
+  EXPECT_EQ(grid.count(0), 4u);
+  EXPECT_EQ(grid.count(1), 3u);
+  EXPECT_EQ(grid.extent(0, 3), 1u);
+  EXPECT_EQ(grid.decoded_length(0, 3), 2u);
+  EXPECT_EQ(grid.starts(0), (std::vector<std::uint64_t>{0, 3, 4, 10}));
+  const std::vector<IndexRange> ranges{{0, 11, 1}, {10, 11, -1}, {1, 4, 3}, {10, 3, -4}, {5, 1, 1}};
+  for (const IndexRange& rows : ranges) {
+    const ArraySelection sel{rows, IndexRange{9, 4, -3}};
+    const UnitPieces pieces(sel, grid);
+    std::vector<int> seen(rows.count * 4, 0);
+    DimIndex unit;
+    Region r;
+    for (std::uint64_t t = 0; t < pieces.size(); ++t) {
+      pieces.get(t, unit, r);
+      for (std::uint64_t i = 0; i < r.count[0]; ++i)
+        for (std::uint64_t j = 0; j < r.count[1]; ++j) {
+          const auto si = static_cast<std::int64_t>(r.src_first[0]) + static_cast<std::int64_t>(i) * r.src_step[0];
+          const auto sj = static_cast<std::int64_t>(r.src_first[1]) + static_cast<std::int64_t>(j) * r.src_step[1];
+          ASSERT_GE(si, 0);
+          ASSERT_LT(static_cast<std::uint64_t>(si), grid.length(0, unit[0]));
+          ASSERT_LT(static_cast<std::uint64_t>(sj), 4u);
+          EXPECT_EQ(grid.start(0, unit[0]) + static_cast<std::uint64_t>(si), sel[0].at(r.dst_first[0] + i));
+          EXPECT_EQ(unit[1] * 4 + static_cast<std::uint64_t>(sj), sel[1].at(r.dst_first[1] + j));
+          ++seen[(r.dst_first[0] + i) * 4 + r.dst_first[1] + j];
+        }
+    }
+    for (int n : seen) EXPECT_EQ(n, 1);
+  }
+  // Lengths that do not reach the extent are refused naming the dim.
+  std::vector<ChunkGrid::Axis> short_axes(1);
+  short_axes[0].edges = {3, 3};
+  EXPECT_THROW(ChunkGrid::from_axes(Shape{7}, short_axes), lazycube::UsageError);
 }
