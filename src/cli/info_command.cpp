@@ -55,7 +55,9 @@ ordered_json to_json(const Dataset& ds) {
     j["dims"] = v.dims();
     j["shape"] = v.shape();
     j["dtype"] = v.dtype().numpy_str();
-    j["chunks"] = v.chunks();
+    // A rectilinear grid: per rectilinear dim its chunk lengths (as the encoding gives them).
+    if (v.array()->chunk_grid().is_regular()) j["chunks"] = v.chunks();
+    else j["chunks"] = ordered_json::parse(v.encoding()["chunks"].dump());
     j["codecs"] = codec_list(v.array()->codecs_json());
     j["attrs"] = ordered_json::parse(v.attrs().dump());
     out["variables"][name] = std::move(j);

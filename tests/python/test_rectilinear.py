@@ -93,6 +93,8 @@ def test_cli_convert_chunks_and_rectilinear_shards(lazycube_cli, source, tmp_pat
     run_cli(lazycube_cli, "convert", source, plain, "--chunks", "time=[24,24,48,12,12],lat=5")
     assert _grid(str(plain), "t2m")["configuration"]["chunk_shapes"] == [[[24, 2], 48, [12, 2]], 5, 12]
     _expect_same_values(str(plain), source)
+    info = json.loads(run_cli(lazycube_cli, "info", plain, "--json").stdout)
+    assert info["variables"]["t2m"]["chunks"] == [EDGES, 5, 12]
     sharded = tmp_path / "sharded.zarr"
     run_cli(lazycube_cli, "convert", source, sharded, "--chunks", "time=12", "--shards", "time=[24,48,36,12]")
     doc = json.load(open(sharded / "t2m" / "zarr.json"))

@@ -11,7 +11,9 @@
 
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/dataset/dataset.hpp"
+#include "icechunk_test_writer.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/icechunk/repository.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 #include "lazycube/zarr/writer.hpp"
 #include "nginx_server.hpp"
@@ -320,6 +322,32 @@ TEST(Rectilinear, BadGridsAreRefusedByName) {
   write_file(tmp.path() / "zarr.json", sharded.dump());
   const std::string msg = message_of<Error>([&] { open(tmp.path().string()); });
   EXPECT_NE(msg.find("inner"), std::string::npos) << msg;
+}
+
+TEST(Rectilinear, IcechunkRepositoriesReadChunksOfTheirOwnShapes) {
+  // Chunk (0) holds 1 row, chunk (1) 3 rows, chunk (2) 2 rows of 2 columns: each reference is
+  // exactly its chunk's bytes, inline and native.
+  namespace w = test::icechunk_writer;
+  TempDir tmp;
+  json doc = v3_array_json({6, 2}, {1, 1}, "int32", json::array({bytes_codec()}), -1);
+  doc["chunk_grid"] = rectilinear(json::array({json::array({1, 3, 2}), 2}));
+  const auto chunk = [](std::int32_t first, int n) {
+    std::string out(static_cast<std::size_t>(n) * 4, '\0');
+    for (int i = 0; i < n; ++i) {
+      const std::int32_t v = first + i;
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    }
+    return out;
+  };
+  w::ManifestSpec m{{{0, 3}, {0, 1}}, {}, ""};
+  m.refs.push_back({w::Ref::Kind::Inline, {0, 0}, chunk(0, 2)});
+  m.refs.push_back({w::Ref::Kind::Native, {1, 0}, chunk(2, 6)});
+  m.refs.push_back({w::Ref::Kind::Native, {2, 0}, chunk(8, 4)});
+  w::write_repository(tmp.path() / "repo", {{"/", R"({"zarr_format": 3, "node_type": "group"})"}, {"/r", doc.dump(), true, {m}}});
+  const auto store =
+      icechunk::make_icechunk_store(icechunk::Repository::open(open_location((tmp.path() / "repo").string())), {});
+  const auto array = zarr::Hierarchy::open(Location{store, "r"}).array("");
+  expect_reads(array, iota_values(12));
 }
 
 }  // namespace
