@@ -168,6 +168,23 @@ void zarr_seeds() {
       seed("zarr_v3", "i2-sharded", std::string(1, '\0') + get_text(*store, "zarr.json") + '\0' +
                                         get_text(*store, a->unit_key({0, 0})));
     }
+    if (format == 3) {
+      // Rectilinear chunk grids (run-length encoded edges): plain, and shards on the grid.
+      for (const bool sharded : {false, true}) {
+        auto store = make_memory_store();
+        zarr::Writer w(Location{store, ""}, {.consolidated = false});
+        zarr::ArraySpec spec{.zarr_format = 3, .dtype = DataType::int_(2), .shape = {10, 4}, .chunk_shape = {2, 2},
+                             .codecs = "zstd:1", .fill_value = 0};
+        if (sharded) spec.shard_shape = {2, 4};
+        spec.unit_edges = {{2, 2, 4, 2}, {}};
+        auto a = w.create_array("", spec);
+        const std::vector<std::uint64_t> first{0, 0};
+        a->write_unit(first, ramp(DataType::int_(2), shape_size(a->unit_extent(first))).view());
+        w.commit();
+        seed("zarr_v3", sharded ? "i2-rectilinear-sharded" : "i2-rectilinear",
+             std::string(1, '\0') + get_text(*store, "zarr.json") + '\0' + get_text(*store, a->unit_key(first)));
+      }
+    }
     if (format == 3) v3_registry_type_seeds();
     auto store = make_memory_store();
     zarr::Writer w(Location{store, ""}, {.consolidated = true});

@@ -10,6 +10,7 @@
 #include "lazycube/error.hpp"
 #include "lazycube/icechunk/repository.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
+#include "hostile_server.hpp"
 #include "nginx_server.hpp"
 #include "store_backends.hpp"
 #include "test_support.hpp"
@@ -58,6 +59,23 @@ TEST(IcechunkRemote, Http) {
   LAZYCUBE_REQUIRE_ICECHUNK_FIXTURES(fixtures);
   LAZYCUBE_SERVE_OR_SKIP(http, "http", fixtures, "icechunk");
   for (const char* name : kRepos) check_remote_repository(http.url + "/" + name, http.read);
+}
+
+// Icechunk 2.2 serves repositories over HTTP(S) behind redirects (a CDN or a presigning
+// front): every request here answers 302 to the nginx that holds the files, and every check of
+// the plain HTTP test passes through it (refs, tags, branches, snapshots, manifests, chunks).
+TEST(IcechunkRemote, HttpBehindRedirects) {
+  LAZYCUBE_REQUIRE_ICECHUNK_FIXTURES(fixtures);
+  LAZYCUBE_REQUIRE_NGINX();
+  test::NginxServer files(fixtures);
+  test::HostileServer front(fixtures);
+  const std::string port = std::to_string(files.port());
+  for (const char* name : kRepos) check_remote_repository(front.url() + "/redirect/" + port + "/" + name, {});
+  // A redirect out of http(s) is refused naming both URLs, as for any HTTP store.
+  const std::string m = message_of<Error>([&] {
+    icechunk::Repository::open(open_location(front.url() + "/redirect-file/test-repo-v2"));
+  });
+  EXPECT_NE(m.find("file://"), std::string::npos) << m;
 }
 
 // Snapshot and manifest files are fetched once per repository: several stores (and versions

@@ -37,6 +37,7 @@ class NginxServer {
   NginxServer& operator=(const NginxServer&) = delete;
 
   std::string url() const { return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_); }
+  int port() const { return port_; }
   std::string ca_file() const { return (prefix_ / "tls" / "cert.pem").string(); }
   // `table` is the body of a Lua table, e.g. "p503 = 0.1, retry_after = 1" (see faults.lua).
   void set_faults(const std::string& table) { write_file(prefix_ / "faults.lua", "return {" + table + "}\n"); }
