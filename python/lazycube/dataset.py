@@ -266,7 +266,7 @@ class Dataset:
 
 def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
                  mask_valid_range=False, group=None, branch=None, tag=None, snapshot=None,
-                 virtual_chunk_containers=None, cache_dir=None, missing_chunks="fill"):
+                 virtual_chunk_containers=None, cache_dir=None, missing_chunks=None):
     """Opens a Zarr v2/v3 store, a kerchunk reference set or a NetCDF/HDF5/GRIB file (local
     path, file://, http(s)://, s3://, gs:// or gcs://, az:// (abfs[s]://), reference://) lazily:
     only metadata is read.

@@ -275,12 +275,10 @@ class Source(_Recipe):
             raise ValueError("decode_coords takes True, False, 'coordinates' or 'all', not %r" % (decode_coords,))
         self.decode_coords = True if decode_coords == "coordinates" else decode_coords
         self.engine = engine
-        # Zarr chunks absent from the store: "fill" (None, the default: the fill value) or
-        # "error" (MissingDataError naming the chunk). Only "error" goes to the formats, so a
-        # "fill" given for a format without chunks of its own is no error.
-        if missing_chunks not in (None, "fill", "error"):
-            raise ValueError("missing_chunks takes 'fill' or 'error', not %r" % (missing_chunks,))
-        self.missing_chunks = "error" if missing_chunks == "error" else None
+        # Zarr chunks absent from the store: "fill" (the default: the fill value) or "error"
+        # (MissingDataError naming the chunk); checked, like every format option, by the format
+        # registry. None: not given.
+        self.missing_chunks = missing_chunks
         self.selection = tuple({str(d): _indexer_value(v) for d, v in step.items()}
                                for step in selection if step)
         self.variables = None if variables is None else tuple(variables)

@@ -87,7 +87,7 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
                      decode_times=None, decode_timedelta=None, use_cftime=None,
                      concat_characters=None, decode_coords=None, mask_valid_range=False,
                      branch=None, tag=None, snapshot=None, virtual_chunk_containers=None,
-                     missing_chunks="fill"):
+                     missing_chunks=None):
         if isinstance(filename_or_obj, os.PathLike):
             filename_or_obj = os.fspath(filename_or_obj)
         if not isinstance(filename_or_obj, str):

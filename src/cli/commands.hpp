@@ -36,7 +36,7 @@ struct OpenArgs {
   icechunk::VersionRef version;      // --branch, --tag, --snapshot (at most one)
   std::vector<std::string> virtual_prefixes;  // --virtual PREFIX (repeatable)
   std::vector<std::string> virtual_options;   // --virtual-option PREFIX:KEY=VALUE (repeatable)
-  std::string missing_chunks = "fill";         // --missing-chunks fill|error (Zarr's format option)
+  std::string missing_chunks;                  // --missing-chunks fill|error (Zarr's format option; "": not given)
 };
 // OpenOptions from the flags; UsageProblem for a malformed --option or --virtual-option, or a
 // --virtual-option whose prefix no --virtual authorises.

@@ -70,8 +70,7 @@ OpenOptions open_options_of(const OpenArgs& args) {
   for (const auto& [key, value] : {std::pair{"branch", &args.version.branch}, std::pair{"tag", &args.version.tag},
                                    std::pair{"snapshot", &args.version.snapshot}})
     if (!value->empty()) o.format_options[key] = *value;
-  // Only "error" is passed on: "fill" is what every format does, Zarr's option or not.
-  if (args.missing_chunks == "error") o.format_options["missing_chunks"] = "error";
+  if (!args.missing_chunks.empty()) o.format_options["missing_chunks"] = args.missing_chunks;
   for (const auto& [prefix, options] : parse_virtual_containers(args.virtual_prefixes, args.virtual_options)) {
     auto& container = o.format_options["virtual_chunk_containers"][prefix];
     container = nlohmann::json::object();

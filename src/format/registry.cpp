@@ -76,6 +76,13 @@ void check_used(const Chain& chain, const Request& request) {
     const nlohmann::json& value = item.value();
     if (std::any_of(chain.formats.begin(), chain.formats.end(), [&](const Format* f) { return takes_key(*f, key); }))
       continue;
+    const std::string text = value.dump();
+    const auto& all = registry().formats();
+    if (std::any_of(all.begin(), all.end(), [&](const Format& f) {
+          return std::any_of(f.neutral_values.begin(), f.neutral_values.end(),
+                             [&](const auto& n) { return n.first == key && n.second == text; });
+        }))
+      continue;
     std::string owners;
     for (const auto& f : registry().formats())
       if (takes_key(f, key)) owners += (owners.empty() ? "" : ", ") + f.describe;

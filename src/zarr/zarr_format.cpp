@@ -47,6 +47,8 @@ LAZYCUBE_REGISTER_FORMAT(zarr) {
                 .describe = "Zarr stores",
                 .order = 1000,
                 .option_keys = {{"consolidated", "true, false or null"}, {"missing_chunks", "\"fill\" or \"error\""}},
+                // Absent chunks read as the fill value: what every format does.
+                .neutral_values = {{"missing_chunks", "\"fill\""}},
                 .check_options = [](const nlohmann::json& d) { (void)zarr::ZarrOptions::from_document(d); },
                 .has_nodes = true,
                 .probes = [](const format::Sniff& s, const format::Request& r) {

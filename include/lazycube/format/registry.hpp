@@ -75,6 +75,10 @@ struct Format {
   int order = 100;       // sniffing order, smaller first (the fallback format last)
   // Keys of the format options document this format takes, with their JSON types for messages.
   std::vector<std::pair<std::string, std::string>> option_keys;
+  // Values of its keys that ask for nothing another format does not do anyway (JSON text:
+  // missing_chunks "fill"): accepted whichever format reads, where other values of the key are
+  // refused for a format that does not take it.
+  std::vector<std::pair<std::string, std::string>> neutral_values;
   // Parses and checks this format's keys of the document (UsageError naming a bad value); called
   // before anything is read, whether or not the format is chosen.
   std::function<void(const nlohmann::json& document)> check_options;
