@@ -44,6 +44,17 @@ std::string attr_text(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// A record's fields: name, byte offset, numpy dtype string (nested records: their own fields).
+ordered_json fields_json(const DataType& t) {
+  ordered_json out = ordered_json::array();
+  for (const RecordField& f : *t.fields) {
+    ordered_json j{{"name", f.name}, {"offset", f.offset}, {"dtype", f.dtype.numpy_str()}};
+    if (f.dtype.kind == DTypeKind::Record) j["fields"] = fields_json(f.dtype);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 ordered_json to_json(const Dataset& ds) {
   ordered_json out;
   out["dims"] = ordered_json::object();
@@ -55,6 +66,7 @@ ordered_json to_json(const Dataset& ds) {
     j["dims"] = v.dims();
     j["shape"] = v.shape();
     j["dtype"] = v.dtype().numpy_str();
+    if (v.dtype().kind == DTypeKind::Record) j["fields"] = fields_json(v.dtype());
     j["chunks"] = v.chunks();
     j["codecs"] = codec_list(v.array()->codecs_json());
     j["attrs"] = ordered_json::parse(v.attrs().dump());

@@ -156,14 +156,14 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
 
   m.codecs = parse_v3_codecs(require(doc, "codecs", where), {m.dtype, m.chunk_shape}, where, data_type.narrow);
   if (data_type.layout) {
-    // Parsed and checked (fields, codecs, fill value), then refused: reading records into
-    // NumPy structured arrays is not built yet.
-    parse_v3_struct_fill(*data_type.layout, require(doc, "fill_value", where), where);
-    throw MetadataError(where + ": data_type struct {" + data_type.layout->describe() + "} (" +
-                        std::to_string(data_type.layout->itemsize) +
-                        " bytes per record) is valid, but lazycube does not read struct arrays yet");
+    // struct: an object of field fill values (legacy `structured`: base64 of the record), read
+    // into one native record.
+    const json& fill = require(doc, "fill_value", where);
+    m.fill.bytes = parse_v3_struct_fill(*data_type.layout, fill, where);
+    m.fill.specified = !fill.is_null();
+  } else {
+    m.fill = parse_v3_fill_value(require(doc, "fill_value", where), data_type, where);
   }
-  m.fill = parse_v3_fill_value(require(doc, "fill_value", where), data_type, where);
 
   if (auto it = doc.find("dimension_names"); it != doc.end() && !it->is_null()) {
     if (!it->is_array() || it->size() != m.shape.size())
