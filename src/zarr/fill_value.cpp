@@ -303,6 +303,10 @@ float parse_narrow_float_fill(const NarrowFloatFormat& format, const json& v, co
   };
   if (v.is_number()) {
     const auto x = static_cast<float>(v.get<double>());
+    if (!format.has_nan()) {  // finite formats saturate when encoding: a fill past the largest value is refused
+      const float max = narrow_to_float(format, (1u << (format.bits() - 1)) - 1);
+      if (std::fabs(x) > max) throw bad("out of range: its largest value is " + std::to_string(max));
+    }
     const float r = narrow_to_float(format, float_to_narrow(format, x));
     if (std::isnan(r)) throw bad(format.special == NarrowFloatFormat::Special::E8M0 ? "only positive powers of two"
                                                                                    : "out of range");
@@ -311,7 +315,10 @@ float parse_narrow_float_fill(const NarrowFloatFormat& format, const json& v, co
   if (!v.is_string())
     throw bad("expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or a hex bit pattern");
   const std::string s = v.get<std::string>();
-  if (s == "NaN") return std::numeric_limits<float>::quiet_NaN();
+  if (s == "NaN") {
+    if (!format.has_nan()) throw bad(std::string(format.name) + " has no NaN");
+    return std::numeric_limits<float>::quiet_NaN();
+  }
   if (s == "Infinity" || s == "-Infinity") {
     if (!format.has_infinity()) throw bad(std::string(format.name) + " has no infinity");
     return s == "Infinity" ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();

@@ -454,6 +454,85 @@ TEST(ZarrV3DTypes, BadStructsAreRefusedNamingTheField) {
   }
 }
 
+// ---- float6 / float4: finite formats (no infinity, no NaN), one per byte, upper bits ignored ----
+
+struct FnDefinition {
+  const char* name;
+  int exponent_bits, mantissa_bits, bias;
+  double max_finite, min_subnormal;  // as the registry's formats (OCP MX) give them
+};
+
+const FnDefinition kDtypes34Fn[] = {
+    {"float6_e2m3fn", 2, 3, 1, 7.5, 0.125},
+    {"float6_e3m2fn", 3, 2, 3, 28.0, 0.0625},
+    {"float4_e2m1fn", 2, 1, 1, 6.0, 0.5},
+};
+
+// The value of the stored byte `p`: its low 1 + e + m bits, sign, biased exponent, mantissa.
+double dtypes34_fn_reference(const FnDefinition& d, unsigned p) {
+  const unsigned bits = 1 + d.exponent_bits + d.mantissa_bits;
+  p &= (1u << bits) - 1;
+  const int sign = (p >> (bits - 1)) & 1u ? -1 : 1;
+  const unsigned exponent = (p >> d.mantissa_bits) & ((1u << d.exponent_bits) - 1);
+  const double fraction = (p & ((1u << d.mantissa_bits) - 1)) / std::pow(2.0, d.mantissa_bits);
+  if (exponent == 0) return sign * fraction * std::pow(2.0, 1 - d.bias);
+  return sign * (1 + fraction) * std::pow(2.0, static_cast<int>(exponent) - d.bias);
+}
+
+TEST(ZarrV3DTypes, Float6AndFloat4EveryBytePatternMatchesItsDefinition) {
+  for (const auto& d : kDtypes34Fn) {
+    const zarr::NarrowFloatFormat* f = zarr::find_narrow_float(d.name);
+    ASSERT_NE(f, nullptr) << d.name;
+    const unsigned patterns = 1u << (1 + d.exponent_bits + d.mantissa_bits);
+    double max = 0, min_positive = std::numeric_limits<double>::infinity();
+    for (unsigned p = 0; p < 256; ++p) {
+      const double want = dtypes34_fn_reference(d, p);
+      const float got = zarr::narrow_to_float(*f, p);
+      EXPECT_TRUE(dtypes34_same(want, got)) << d.name << " 0x" << std::hex << p << ": " << got << " != " << want;
+      ASSERT_FALSE(std::isnan(got) || std::isinf(got)) << d.name;
+      if (p < patterns) {
+        EXPECT_EQ(zarr::float_to_narrow(*f, got), p) << d.name << " 0x" << std::hex << p;
+        max = std::max(max, want);
+        if (want > 0) min_positive = std::min(min_positive, want);
+      }
+    }
+    EXPECT_EQ(max, d.max_finite) << d.name;
+    EXPECT_EQ(min_positive, d.min_subnormal) << d.name;
+    // No infinity or NaN: encoding saturates at the largest finite value (OCP MX).
+    const unsigned max_bits = patterns / 2 - 1;
+    EXPECT_EQ(zarr::float_to_narrow(*f, 1e6f), max_bits) << d.name;
+    EXPECT_EQ(zarr::float_to_narrow(*f, -std::numeric_limits<float>::infinity()), max_bits | patterns / 2) << d.name;
+  }
+  // Ties to even: float4 1.25 lies between 1 (0b0010) and 1.5 (0b0011).
+  EXPECT_EQ(zarr::float_to_narrow(*zarr::find_narrow_float("float4_e2m1fn"), 1.25f), 0x2u);
+  EXPECT_EQ(zarr::float_to_narrow(*zarr::find_narrow_float("float4_e2m1fn"), 5.0f), 0x6u);  // 4 and 6: even 4
+}
+
+TEST(ZarrV3DTypes, Float6AndFloat4ArraysReadAsFloat32) {
+  std::string all(256, '\0');
+  for (unsigned p = 0; p < 256; ++p) all[p] = static_cast<char>(p);
+  for (const auto& d : kDtypes34Fn) {
+    TempDir tmp;
+    dtypes34_write(tmp.path(), d.name, 1.5, 256, all);
+    ArrayPtr a = dtypes34_open(tmp.path());
+    EXPECT_EQ(a->dtype(), DataType::float_(4)) << d.name;
+    float fill;
+    std::memcpy(&fill, a->fill_value_bytes().data(), 4);
+    EXPECT_EQ(fill, 1.5f) << d.name;
+    const NDArray r = a->read_all();
+    const auto v = r.values<float>();
+    for (unsigned p = 0; p < 256; ++p)
+      ASSERT_TRUE(dtypes34_same(dtypes34_fn_reference(d, p), v[p])) << d.name << " 0x" << std::hex << p;
+    // Fill values the format cannot hold.
+    for (const json& bad : {json("NaN"), json("Infinity"), json(d.max_finite * 2)}) {
+      TempDir t2;
+      dtypes34_write(t2.path(), d.name, bad, 4, "");
+      const std::string e = dtypes34_error([&] { dtypes34_open(t2.path()); });
+      EXPECT_NE(e.find(std::string("is not valid for ") + d.name), std::string::npos) << bad.dump() << ": " << e;
+    }
+  }
+}
+
 TEST(ZarrV3DTypes, Float8ChunkOfTheWrongSizeIsACodecError) {
   TempDir tmp;
   dtypes34_write(tmp.path(), "float8_e5m2", 0, 8, std::string(5, '\0'));
