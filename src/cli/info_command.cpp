@@ -66,6 +66,7 @@ ordered_json to_json(const Dataset& ds) {
     j["dims"] = v.dims();
     j["shape"] = v.shape();
     j["dtype"] = v.dtype().numpy_str();
+    if (const std::string stored = v.array()->stored_dtype(); !stored.empty()) j["stored_dtype"] = stored;
     if (v.dtype().kind == DTypeKind::Record) j["fields"] = fields_json(v.dtype());
     j["chunks"] = v.chunks();
     j["codecs"] = codec_list(v.array()->codecs_json());
@@ -86,8 +87,9 @@ void print_text(const Dataset& ds, std::ostream& out) {
   out << ")\n";
   auto line = [&](const std::string& name, bool index) {
     const Variable& v = ds.variable(name);
+    const std::string stored = v.array()->stored_dtype();  // what a widened dtype reads from
     out << (index ? "  * " : "    ") << pad(name) << join_dims(v.dims()) << " " << v.dtype().name()
-        << " " << shape_text(v.shape()) << "\n";
+        << (stored.empty() ? "" : " (stored " + stored + ")") << " " << shape_text(v.shape()) << "\n";
   };
   out << "Coordinates:\n";
   for (const auto& name : ds.coord_names()) {

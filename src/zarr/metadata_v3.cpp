@@ -137,6 +137,7 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
   m.shape = parse_shape(require(doc, "shape", where), "shape", where, true);
   const V3DataType data_type = parse_v3_data_type(require(doc, "data_type", where), where);
   m.dtype = data_type.dtype;
+  if (data_type.narrow != nullptr) m.stored_dtype = std::string(data_type.narrow->name);
 
   const json& grid = require(doc, "chunk_grid", where);
   if (!grid.is_object() || string_member(grid, "name", where + ": chunk_grid") != "regular")

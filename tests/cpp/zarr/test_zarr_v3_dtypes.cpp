@@ -199,7 +199,9 @@ TEST(ZarrV3DTypes, BFloat16ArraysReadBothByteOrders) {
       chunk += std::string(endian[0] == 'l' ? std::string{lo, hi} : std::string{hi, lo});
     }
     dtypes34_write(tmp.path(), "bfloat16", 0, bits.size(), chunk, json::array({bytes_codec(endian)}));
-    NDArray r = dtypes34_open(tmp.path())->read_all();
+    const ArrayPtr a = dtypes34_open(tmp.path());
+    EXPECT_EQ(a->stored_dtype(), "bfloat16");  // what the float32 elements are widened from
+    NDArray r = a->read_all();
     ASSERT_EQ(r.dtype, DataType::float_(4));
     for (std::size_t i = 0; i < bits.size(); ++i)
       EXPECT_EQ(std::bit_cast<std::uint32_t>(r.values<float>()[i]), std::uint32_t{bits[i]} << 16) << endian << i;
@@ -516,6 +518,7 @@ TEST(ZarrV3DTypes, Float6AndFloat4ArraysReadAsFloat32) {
     dtypes34_write(tmp.path(), d.name, 1.5, 256, all);
     ArrayPtr a = dtypes34_open(tmp.path());
     EXPECT_EQ(a->dtype(), DataType::float_(4)) << d.name;
+    EXPECT_EQ(a->stored_dtype(), d.name);
     float fill;
     std::memcpy(&fill, a->fill_value_bytes().data(), 4);
     EXPECT_EQ(fill, 1.5f) << d.name;

@@ -106,6 +106,7 @@ TEST(ZarrV3Struct, DataTypeHasTheFieldsAtTheirPackedOffsets) {
   ASSERT_EQ(t.kind, DTypeKind::Record);
   EXPECT_EQ(t.itemsize, 27u);
   EXPECT_EQ(t.numpy_str(), "|V27");
+  EXPECT_EQ(a->stored_dtype(), "");  // read as stored
   EXPECT_EQ(t.name(), "struct{id: int32, flags: uint8, value: float64, c: complex64, point: struct{x: float32, y: int16}}");
   EXPECT_EQ(t.swap_unit(), 8u);  // the widest field's
   ASSERT_EQ(t.fields->size(), 5u);
