@@ -536,6 +536,39 @@ TEST(ZarrV3DTypes, Float6AndFloat4ArraysReadAsFloat32) {
   }
 }
 
+// ---- cast_value: the fill value must survive encode then decode ------------------------------
+
+TEST(ZarrV3DTypes, CastValueFillValueMustSurviveTheRoundTrip) {
+  auto cast = [](json config) {
+    return json::array({{{"name", "cast_value"}, {"configuration", std::move(config)}}, bytes_codec()});
+  };
+  const json nan_map = {{"encode", json::array({json::array({"NaN", -128})})},
+                        {"decode", json::array({json::array({-128, "NaN"})})}};
+  struct Case {
+    json config, fill;
+    const char* error;  // nullptr: opens
+  };
+  const std::vector<Case> cases = {
+      {{{"data_type", "int8"}}, 3.0, nullptr},
+      {{{"data_type", "int8"}, {"scalar_map", nan_map}}, "NaN", nullptr},
+      {{{"data_type", "int8"}}, 0.5, "encoded then decoded it is another value"},  // rounds to 0
+      {{{"data_type", "int8"}, {"out_of_range", "clamp"}}, 300, "encoded then decoded it is another value"},
+      {{{"data_type", "int8"}}, "NaN", "cannot cast float32 value NaN to int8"},
+      {{{"data_type", "int8"}}, 1000, "out of the range of int8"},
+  };
+  for (const auto& c : cases) {
+    TempDir tmp;
+    dtypes34_write(tmp.path(), "float32", c.fill, 4, "", cast(c.config));
+    if (c.error == nullptr) {
+      EXPECT_NO_THROW(dtypes34_open(tmp.path())) << c.config.dump() << " " << c.fill.dump();
+      continue;
+    }
+    const std::string e = dtypes34_error([&] { dtypes34_open(tmp.path()); });
+    EXPECT_NE(e.find("fill_value " + c.fill.dump() + " does not survive codec cast_value"), std::string::npos) << e;
+    EXPECT_NE(e.find(c.error), std::string::npos) << e;
+  }
+}
+
 TEST(ZarrV3DTypes, Float8ChunkOfTheWrongSizeIsACodecError) {
   TempDir tmp;
   dtypes34_write(tmp.path(), "float8_e5m2", 0, 8, std::string(5, '\0'));
