@@ -200,6 +200,18 @@ def test_cli_info_shows_the_record_type(lazycube_cli, tmp_path):
                       "offsets": [f["offset"] for f in rec["fields"][:-1]], "itemsize": 35})
     assert descr["t"] == np.dtype("<M8[s]")
 
+    # --struct-fields: one variable per field, which read takes by name.
+    text = run_cli(lazycube_cli, "info", "--struct-fields", tmp_path / "s.zarr").stdout
+    assert "rec.point.y" in text and "int16" in text
+    out = tmp_path / "y.npy"
+    run_cli(lazycube_cli, "read", tmp_path / "s.zarr", "rec.point.y", "--struct-fields", "-o", out)
+    np.testing.assert_array_equal(np.load(out), _records(2)["point"]["y"])
+    # The whole records: an .npy of the structured dtype.
+    run_cli(lazycube_cli, "read", tmp_path / "s.zarr", "rec", "-o", out)
+    records = np.load(out)
+    assert records.dtype == _dtype("<")
+    assert records.tobytes() == _records(2).tobytes()
+
 
 # ---- Zarr v2 structured dtypes, written by zarr-python 2 ---------------------------------------
 
