@@ -41,6 +41,7 @@ TOP_LEVEL_HEADERS = {
     "memory_array.hpp": "core",  # an Array over memory the caller owns (NumPy arrays)
     "chunk_grid.hpp": "core",  # chunk boundaries along each dim (regular or rectilinear)
     "concat_array.hpp": "core",  # arrays joined along one axis (multi-store datasets)
+    "record_field_array.hpp": "core",  # one field of an array of records (struct data types)
     "ndarray.hpp": "core",
     "xtensor.hpp": "dataset",
     # The umbrella header: every library layer, as lazycube::lazycube links them.

@@ -1,7 +1,9 @@
 #include "lazycube/dtype.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
+#include <set>
 
 #include "lazycube/error.hpp"
 
@@ -31,8 +33,36 @@ std::string time_suffix(const DataType& t) {
 
 }  // namespace
 
+DataType DataType::record(std::vector<RecordField> record_fields, std::size_t size) {
+  if (record_fields.empty()) throw UsageError("a record type needs at least one field");
+  std::set<std::string> names;
+  for (const RecordField& f : record_fields) {
+    if (f.name.empty()) throw UsageError("a record field needs a name");
+    if (!names.insert(f.name).second) throw UsageError("record field '" + f.name + "' is given twice");
+    if (f.dtype.is_variable_length())
+      throw UsageError("record field '" + f.name + "' has the variable-length type " + f.dtype.name());
+    if (f.offset > size || f.dtype.itemsize > size - f.offset)
+      throw UsageError("record field '" + f.name + "' ends past the record's " + std::to_string(size) + " bytes");
+  }
+  DataType t{DTypeKind::Record, size, {}, 1};
+  t.fields = std::make_shared<const std::vector<RecordField>>(std::move(record_fields));
+  return t;
+}
+
+bool DataType::operator==(const DataType& o) const {
+  if (kind != o.kind || itemsize != o.itemsize || unit != o.unit || scale != o.scale) return false;
+  if (fields == o.fields) return true;
+  return fields && o.fields && *fields == *o.fields;
+}
+
 std::size_t DataType::swap_unit() const {
   switch (kind) {
+    case DTypeKind::Record: {
+      std::size_t widest = 1;
+      if (fields)
+        for (const RecordField& f : *fields) widest = std::max(widest, f.dtype.swap_unit());
+      return widest;
+    }
     case DTypeKind::Complex: return itemsize / 2;
     case DTypeKind::Unicode: return 4;
     case DTypeKind::Bytes:
@@ -56,6 +86,7 @@ std::string DataType::numpy_str() const {
     case DTypeKind::Unicode: return "<U" + std::to_string(itemsize / 4);
     case DTypeKind::String:
     case DTypeKind::VlenBytes: return "|O";
+    case DTypeKind::Record: return "|V" + std::to_string(itemsize);
   }
   return "?";
 }
@@ -73,6 +104,12 @@ std::string DataType::name() const {
     case DTypeKind::Unicode: return "<U" + std::to_string(itemsize / 4);
     case DTypeKind::String: return "string";
     case DTypeKind::VlenBytes: return "bytes";
+    case DTypeKind::Record: {
+      std::string s = "struct{";
+      if (fields)
+        for (const RecordField& f : *fields) s += (s.size() > 7 ? ", " : "") + f.name + ": " + f.dtype.name();
+      return s + "}";
+    }
   }
   return "?";
 }

@@ -83,6 +83,10 @@ class Array {
   virtual bool has_fill_value() const = 0;
   // Codec chain for display: a list of {"name", "configuration"} objects.
   virtual nlohmann::json codecs_json() const = 0;
+  // The stored element type when reads widen it to dtype() (Zarr v3 bfloat16 / float8_* /
+  // float6_* / float4_e2m1fn read as float32): its data_type name; "" when dtype() is what is
+  // stored.
+  virtual std::string stored_dtype() const { return {}; }
 
   // Reads `selection` (one IndexRange per dim) into `dest`, C order of the selection counts,
   // native endian; dest.size() must equal the element count times dtype().itemsize.

@@ -38,6 +38,7 @@ class ConcatArray final : public Array {
   const std::string& fill_value_string() const override { return parts_.front()->fill_value_string(); }
   bool has_fill_value() const override { return parts_.front()->has_fill_value(); }
   nlohmann::json codecs_json() const override;
+  std::string stored_dtype() const override { return parts_.front()->stored_dtype(); }
 
   void read(const ArraySelection& selection, MutableByteView dest) const override;
   void read_converted(const ArraySelection& selection, MutableByteView dest,

@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lazycube {
 
@@ -21,13 +23,19 @@ enum class DTypeKind {
   Unicode,    // fixed-length UTF-32 (numpy 'U<n>'), itemsize = 4 * n
   String,     // variable-length UTF-8 string (v2 '|O' + vlen-utf8, v3 'string')
   VlenBytes,  // variable-length bytes (v3 'bytes' / 'variable_length_bytes', v2 vlen-bytes)
+  Record,     // fixed-size record of named fields (numpy structured dtype, Zarr v3 `struct`)
 };
+
+struct RecordField;
 
 struct DataType {
   DTypeKind kind = DTypeKind::Float;
   std::size_t itemsize = 8;  // bytes per element in memory; 0 for variable-length kinds
   std::string unit;          // datetime/timedelta unit: Y M W D h m s ms us ns ps fs as, or "generic"
   std::int64_t scale = 1;    // datetime/timedelta: count of units per step (e.g. 10 for '10ms')
+  // Record: the fields in declaration order, each at its byte offset within the itemsize bytes
+  // (each field native-endian in memory, like any element).
+  std::shared_ptr<const std::vector<RecordField>> fields = {};
 
   static DataType boolean() { return {DTypeKind::Bool, 1, {}, 1}; }
   static DataType int_(std::size_t size) { return {DTypeKind::Int, size, {}, 1}; }
@@ -44,6 +52,8 @@ struct DataType {
   static DataType unicode(std::size_t chars) { return {DTypeKind::Unicode, 4 * chars, {}, 1}; }
   static DataType string() { return {DTypeKind::String, 0, {}, 1}; }
   static DataType vlen_bytes() { return {DTypeKind::VlenBytes, 0, {}, 1}; }
+  // UsageError for a field name given twice, a variable-length field or one past `itemsize`.
+  static DataType record(std::vector<RecordField> fields, std::size_t itemsize);
 
   bool is_variable_length() const {
     return kind == DTypeKind::String || kind == DTypeKind::VlenBytes;
@@ -53,17 +63,26 @@ struct DataType {
            kind == DTypeKind::Float || kind == DTypeKind::Complex;
   }
   // Size of the unit that gets byte-swapped (complex swaps each half; strings their code units).
+  // A record's is its widest field's: each field is swapped by itself (util/byte_swap.hpp).
   std::size_t swap_unit() const;
 
-  // numpy dtype string in native (little-endian) order, e.g. "<f4", "|b1", "<M8[10ms]", "<U4", "|O".
+  // numpy dtype string in native (little-endian) order, e.g. "<f4", "|b1", "<M8[10ms]", "<U4", "|O";
+  // a record's is numpy's "|V<itemsize>" (its fields: `fields`).
   std::string numpy_str() const;
-  // Short human name, e.g. "float32", "datetime64[10ms]", "<U4", "string".
+  // Short human name, e.g. "float32", "datetime64[10ms]", "<U4", "string",
+  // "struct{x: float32, t: datetime64[s]}".
   std::string name() const;
 
-  bool operator==(const DataType& o) const {
-    return kind == o.kind && itemsize == o.itemsize && unit == o.unit && scale == o.scale;
-  }
+  bool operator==(const DataType& o) const;
 };
+
+struct RecordField {
+  std::string name;
+  std::size_t offset = 0;
+  DataType dtype;
+  bool operator==(const RecordField& o) const = default;
+};
+
 
 enum class ByteOrder { Little, Big, NotApplicable };
 

@@ -266,7 +266,7 @@ class Dataset:
 
 def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
                  mask_valid_range=False, group=None, branch=None, tag=None, snapshot=None,
-                 virtual_chunk_containers=None, cache_dir=None, missing_chunks=None):
+                 virtual_chunk_containers=None, cache_dir=None, missing_chunks=None, struct_fields=False):
     """Opens a Zarr v2/v3 store, a kerchunk reference set or a NetCDF/HDF5/GRIB file (local
     path, file://, http(s)://, s3://, gs:// or gcs://, az:// (abfs[s]://), reference://) lazily:
     only metadata is read.
@@ -299,13 +299,19 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
     (the default, the Zarr spec's fill value) or ``"error"`` (a ``MissingDataError`` naming the
     chunk and the array when a read touches it, as zarr-python's ``read_missing_chunks=False``),
     for Zarr stores, Icechunk repositories and kerchunk references; ``"error"`` is a
-    ``UsageError`` for other formats."""
+    ``UsageError`` for other formats.
+
+    ``struct_fields``: arrays of records (the Zarr v3 ``struct`` data type) read, by default, as
+    one variable of NumPy structured dtype (field names, offsets and itemsize of the records), as
+    xarray's zarr engine shows a structured array; ``struct_fields=True`` replaces each by one
+    variable per field named ``"<array>.<field>"`` (``"rec.point.x"`` for a nested struct), with
+    the array's dims and attributes, which batches and torch datasets can take."""
     if cache_dir is not None:
         storage_options = dict(storage_options or {}, cache_dir=str(cache_dir))
     source = Source(url, storage_options, decode_cf=decode_cf, consolidated=consolidated,
                     engine=engine, mask_valid_range=mask_valid_range, group=group, branch=branch,
                     tag=tag, snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers,
-                    missing_chunks=missing_chunks)
+                    missing_chunks=missing_chunks, struct_fields=struct_fields)
     return Dataset(source.open(), source)
 
 

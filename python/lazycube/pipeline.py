@@ -190,7 +190,8 @@ def _virtual_chunk_containers(containers):
 # The open arguments a Source carries besides the URL and storage options: the one list every
 # entry point taking a URL (torch datasets, ...) passes through to Source.
 OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine", "group", "branch", "tag",
-             "snapshot", "virtual_chunk_containers", "concat_characters", "decode_coords", "missing_chunks")
+             "snapshot", "virtual_chunk_containers", "concat_characters", "decode_coords", "missing_chunks",
+             "struct_fields")
 
 # Open arguments that name something (group path, Icechunk version): None or a str.
 _NAME_ARGS = ("group", "branch", "tag", "snapshot")
@@ -248,12 +249,12 @@ class Source(_Recipe):
 
     __slots__ = ("url", "storage_options", "decode_cf", "mask_valid_range", "consolidated", "engine",
                  "group", "branch", "tag", "snapshot", "virtual_chunk_containers", "concat_characters",
-                 "decode_coords", "missing_chunks", "selection", "variables")
+                 "decode_coords", "missing_chunks", "struct_fields", "selection", "variables")
 
     def __init__(self, url, storage_options=None, decode_cf=True, mask_valid_range=False,
                  consolidated=None, engine=None, group=None, branch=None, tag=None, snapshot=None,
                  virtual_chunk_containers=None, concat_characters=True, decode_coords=True,
-                 missing_chunks=None, selection=(), variables=None):
+                 missing_chunks=None, struct_fields=False, selection=(), variables=None):
         self.url = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
         self.storage_options = StorageOptions(storage_options)
         # group: a node path inside the hierarchy; branch/tag/snapshot: an Icechunk version.
@@ -279,6 +280,9 @@ class Source(_Recipe):
         # (MissingDataError naming the chunk); checked, like every format option, by the format
         # registry. None: not given.
         self.missing_chunks = missing_chunks
+        # Arrays of records (Zarr v3 struct): one variable of records (False) or one variable
+        # per field, "<array>.<field>" (True).
+        self.struct_fields = bool(struct_fields)
         self.selection = tuple({str(d): _indexer_value(v) for d, v in step.items()}
                                for step in selection if step)
         self.variables = None if variables is None else tuple(variables)
@@ -311,7 +315,7 @@ class Source(_Recipe):
             self.url, self.storage_options.core(), decode_cf=self.decode_cf, engine=self.engine,
             mask_valid_range=self.mask_valid_range, group=self.group,
             concat_characters=self.concat_characters, decode_coords=self.decode_coords,
-            format_options=document))
+            format_options=document, struct_fields=self.struct_fields))
 
     def __reduce__(self):
         return (_source_from_fields, (self._fields(),))
@@ -328,6 +332,8 @@ class Source(_Recipe):
             parts.append("concat_characters=False")
         if self.decode_coords is not True:
             parts.append("decode_coords=%r" % (self.decode_coords,))
+        if self.struct_fields:
+            parts.append("struct_fields=True")
         for key in ("consolidated", "engine") + _NAME_ARGS + ("virtual_chunk_containers", "missing_chunks"):
             if getattr(self, key) is not None:
                 parts.append("%s=%r" % (key, getattr(self, key)))

@@ -79,7 +79,7 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
         "filename_or_obj", "drop_variables", "storage_options", "decode_cf", "consolidated",
         "group", "mask_and_scale", "decode_times", "decode_timedelta", "use_cftime",
         "concat_characters", "decode_coords", "mask_valid_range", "branch", "tag", "snapshot",
-        "virtual_chunk_containers", "missing_chunks",
+        "virtual_chunk_containers", "missing_chunks", "struct_fields",
     )
 
     def open_dataset(self, filename_or_obj, *, drop_variables=None, storage_options=None,
@@ -87,7 +87,7 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
                      decode_times=None, decode_timedelta=None, use_cftime=None,
                      concat_characters=None, decode_coords=None, mask_valid_range=False,
                      branch=None, tag=None, snapshot=None, virtual_chunk_containers=None,
-                     missing_chunks=None):
+                     missing_chunks=None, struct_fields=False):
         if isinstance(filename_or_obj, os.PathLike):
             filename_or_obj = os.fspath(filename_or_obj)
         if not isinstance(filename_or_obj, str):
@@ -113,7 +113,7 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
                         snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers,
                         concat_characters=concat_characters is not False,
                         decode_coords=decode_coords if decode else False,
-                        missing_chunks=missing_chunks)
+                        missing_chunks=missing_chunks, struct_fields=struct_fields)
         ds = to_xarray(Dataset(_open_for_engine(source), source), drop_variables=drop_variables,
                        decode_coords=decode_coords is not False and decode, decode=decode,
                        use_cftime=use_cftime)

@@ -180,7 +180,10 @@ void BatchSource::resolve_stacked() {
                                join_names(v.dims()) + ")");
       if (v.dtype().is_variable_length() || !castable(v.dtype()))
         throw UsageError(std::string(role) + " variable '" + n + "' has dtype " + v.dtype().name() +
-                         ", which cannot be stacked into a numeric batch");
+                         ", which cannot be stacked into a numeric batch" +
+                         (v.dtype().kind == DTypeKind::Record
+                              ? " (records: open with struct_fields=True for one variable per field, '" + n + ".<field>')"
+                              : ""));
       vars.push_back(v);
     }
     return vars;

@@ -37,6 +37,7 @@ struct OpenArgs {
   std::vector<std::string> virtual_prefixes;  // --virtual PREFIX (repeatable)
   std::vector<std::string> virtual_options;   // --virtual-option PREFIX:KEY=VALUE (repeatable)
   std::string missing_chunks;                  // --missing-chunks fill|error (Zarr's format option; "": not given)
+  bool struct_fields = false;                  // --struct-fields (OpenOptions::struct_fields)
 };
 // OpenOptions from the flags; UsageProblem for a malformed --option or --virtual-option, or a
 // --virtual-option whose prefix no --virtual authorises.

@@ -44,6 +44,17 @@ std::string attr_text(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// A record's fields: name, byte offset, numpy dtype string (nested records: their own fields).
+ordered_json fields_json(const DataType& t) {
+  ordered_json out = ordered_json::array();
+  for (const RecordField& f : *t.fields) {
+    ordered_json j{{"name", f.name}, {"offset", f.offset}, {"dtype", f.dtype.numpy_str()}};
+    if (f.dtype.kind == DTypeKind::Record) j["fields"] = fields_json(f.dtype);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 ordered_json to_json(const Dataset& ds) {
   ordered_json out;
   out["dims"] = ordered_json::object();
@@ -55,6 +66,8 @@ ordered_json to_json(const Dataset& ds) {
     j["dims"] = v.dims();
     j["shape"] = v.shape();
     j["dtype"] = v.dtype().numpy_str();
+    if (const std::string stored = v.array()->stored_dtype(); !stored.empty()) j["stored_dtype"] = stored;
+    if (v.dtype().kind == DTypeKind::Record) j["fields"] = fields_json(v.dtype());
     // A rectilinear grid: per rectilinear dim its chunk lengths (as the encoding gives them).
     if (v.array()->chunk_grid().is_regular()) j["chunks"] = v.chunks();
     else j["chunks"] = ordered_json::parse(v.encoding()["chunks"].dump());
@@ -76,8 +89,9 @@ void print_text(const Dataset& ds, std::ostream& out) {
   out << ")\n";
   auto line = [&](const std::string& name, bool index) {
     const Variable& v = ds.variable(name);
+    const std::string stored = v.array()->stored_dtype();  // what a widened dtype reads from
     out << (index ? "  * " : "    ") << pad(name) << join_dims(v.dims()) << " " << v.dtype().name()
-        << " " << shape_text(v.shape()) << "\n";
+        << (stored.empty() ? "" : " (stored " + stored + ")") << " " << shape_text(v.shape()) << "\n";
   };
   out << "Coordinates:\n";
   for (const auto& name : ds.coord_names()) {

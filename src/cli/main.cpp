@@ -57,6 +57,9 @@ void add_open_flags(CLI::App* cmd, lazycube::cli::OpenArgs& open) {
                   "Zarr chunks absent from the store: fill (read as the fill value, the default) or error (fail "
                   "naming the chunk)")
       ->check(CLI::IsMember({"fill", "error"}));
+  cmd->add_flag("--struct-fields", open.struct_fields,
+                "Arrays of records (Zarr v3 struct): one variable per field, named ARRAY.FIELD (ARRAY.A.B nested), "
+                "instead of one variable of records");
   cmd->add_flag("--mask-valid-range", open.mask_valid_range,
                 "Mask stored values outside valid_range / valid_min / valid_max to NaN (CF, as netCDF4-python)");
   cmd->add_option("--virtual", open.virtual_prefixes,

@@ -66,6 +66,7 @@ OpenOptions open_options_of(const OpenArgs& args) {
   o.storage_options = parse_storage_options(args.options);
   o.engine = args.engine;
   o.mask_valid_range = args.mask_valid_range;
+  o.struct_fields = args.struct_fields;
   // The formats' options, one document (the format registry hands each format its keys).
   for (const auto& [key, value] : {std::pair{"branch", &args.version.branch}, std::pair{"tag", &args.version.tag},
                                    std::pair{"snapshot", &args.version.snapshot}})

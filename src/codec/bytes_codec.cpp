@@ -1,43 +1,14 @@
 // v3 `bytes` codec / v2 dtype byte order: fixed-size elements, swapped per DataType::swap_unit.
 #include "bytes_codec.hpp"
 
-#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "codec_registry.hpp"
 #include "codec_util.hpp"
+#include "util/byte_swap.hpp"
 
 namespace lazycube::codec::detail {
-
-void swap_bytes(MutableByteView data, std::size_t unit) {
-  if (unit <= 1) return;
-  std::byte* p = data.data();
-  const std::size_t count = data.size() / unit;
-  switch (unit) {
-    case 2:
-      for (std::size_t i = 0; i < count; ++i) std::swap(p[2 * i], p[2 * i + 1]);
-      return;
-    case 4:
-      for (std::size_t i = 0; i < count; ++i) {
-        std::uint32_t v;
-        std::memcpy(&v, p + 4 * i, 4);
-        v = __builtin_bswap32(v);
-        std::memcpy(p + 4 * i, &v, 4);
-      }
-      return;
-    case 8:
-      for (std::size_t i = 0; i < count; ++i) {
-        std::uint64_t v;
-        std::memcpy(&v, p + 8 * i, 8);
-        v = __builtin_bswap64(v);
-        std::memcpy(p + 8 * i, &v, 8);
-      }
-      return;
-    default:
-      for (std::size_t i = 0; i < count; ++i) std::reverse(p + unit * i, p + unit * (i + 1));
-  }
-}
 
 namespace {
 void require_fixed(const ChunkSpec& spec) {
@@ -60,7 +31,7 @@ void EndianCodec::decode_into(ByteView in, const ChunkSpec& spec, MutableByteVie
     fail("bytes: chunk holds " + std::to_string(in.size()) + " bytes, expected " +
          std::to_string(expected));
   if (dest.data() != in.data() && !in.empty()) std::memmove(dest.data(), in.data(), in.size());
-  if (!is_identity_for(spec.dtype)) swap_bytes(dest, spec.dtype.swap_unit());
+  if (!is_identity_for(spec.dtype)) swap_elements(dest, spec.dtype);
 }
 
 Buffer EndianCodec::encode(const ChunkData& in, const ChunkSpec& spec) const {
@@ -69,7 +40,7 @@ Buffer EndianCodec::encode(const ChunkData& in, const ChunkSpec& spec) const {
     fail("bytes: chunk data holds " + std::to_string(in.bytes.size()) + " bytes, expected " +
          std::to_string(spec.nbytes()));
   Buffer out = in.bytes;
-  if (!is_identity_for(spec.dtype)) swap_bytes(out.span(), spec.dtype.swap_unit());
+  if (!is_identity_for(spec.dtype)) swap_elements(out.span(), spec.dtype);
   return out;
 }
 

@@ -17,7 +17,4 @@ using BytesCodecPtr = std::shared_ptr<const BytesToBytesCodec>;
 // array->array codec, as zarr-python 3's numcodecs.* wrappers do.
 std::shared_ptr<const ArrayToArrayCodec> make_filter_array_codec(BytesCodecPtr filter);
 
-// Byte swapping of `count` units of `unit` bytes, in place.
-void swap_bytes(MutableByteView data, std::size_t unit);
-
 }  // namespace lazycube::codec::detail

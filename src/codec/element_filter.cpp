@@ -3,6 +3,7 @@
 #include "element_filter.hpp"
 
 #include "codec_factories.hpp"
+#include "util/byte_swap.hpp"
 
 namespace lazycube::codec::detail {
 namespace {
@@ -11,12 +12,12 @@ namespace {
 ByteView native_view(ByteView in, const ParsedNumpyDType& t, Buffer& tmp) {
   if (t.order != ByteOrder::Big || t.dtype.swap_unit() <= 1) return in;
   tmp = Buffer::copy_of(in);
-  swap_bytes(tmp.span(), t.dtype.swap_unit());
+  swap_elements(tmp.span(), t.dtype);
   return tmp.view();
 }
 
 void to_stored_order(MutableByteView data, const ParsedNumpyDType& t) {
-  if (t.order == ByteOrder::Big && t.dtype.swap_unit() > 1) swap_bytes(data, t.dtype.swap_unit());
+  if (t.order == ByteOrder::Big && t.dtype.swap_unit() > 1) swap_elements(data, t.dtype);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "bytes_codec.hpp"
 #include "codec_factories.hpp"
 #include "codec_util.hpp"
+#include "util/byte_swap.hpp"
 
 namespace lazycube::codec {
 namespace {
@@ -76,7 +77,7 @@ void CodecPipeline::decode_into(ByteView encoded, const ChunkSpec& spec,
       return;
     }
     bytes_codecs[0]->decode_into(cur, dest);
-    if (!endian->is_identity_for(spec.dtype)) detail::swap_bytes(dest, spec.dtype.swap_unit());
+    if (!endian->is_identity_for(spec.dtype)) swap_elements(dest, spec.dtype);
     return;
   }
   if (array_codecs.empty()) {

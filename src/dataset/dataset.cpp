@@ -46,7 +46,8 @@ namespace {
 // The fill value that acts as _FillValue (xarray's zarr engine puts a Zarr v2 array's fill value
 // in the attributes; v3 arrays and other formats only have an explicit _FillValue attribute).
 std::optional<Buffer> acting_fill(const Array& array, int zarr_format) {
-  if (zarr_format == 2 && array.has_fill_value() && !array.dtype().is_variable_length())
+  if (zarr_format == 2 && array.has_fill_value() && !array.dtype().is_variable_length() &&
+      array.dtype().kind != DTypeKind::Record)
     return array.fill_value_bytes();
   return std::nullopt;
 }

@@ -3,6 +3,7 @@
 // layer never depends on this one.
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/format/registry.hpp"
+#include "lazycube/record_field_array.hpp"
 
 namespace lazycube {
 
@@ -17,7 +18,22 @@ format::Request format_request(const OpenOptions& options) {
   return r;
 }
 
+// struct_fields: each array of records replaced by one array per leaf field, in place.
+std::vector<std::pair<std::string, ArrayPtr>> split_records(std::vector<std::pair<std::string, ArrayPtr>> arrays) {
+  std::vector<std::pair<std::string, ArrayPtr>> out;
+  for (auto& named : arrays) {
+    if (named.second->dtype().kind != DTypeKind::Record) {
+      out.push_back(std::move(named));
+      continue;
+    }
+    for (const std::string& field : record_field_paths(named.second->dtype()))
+      out.emplace_back(named.first + "." + field, std::make_shared<RecordFieldArray>(named.second, field));
+  }
+  return out;
+}
+
 Dataset decode(format::Contents contents, const OpenOptions& options) {
+  if (options.struct_fields) contents.arrays = split_records(std::move(contents.arrays));
   return decode_dataset(contents.arrays, std::move(contents.attrs), contents.zarr_format, options);
 }
 

@@ -88,13 +88,42 @@ nlohmann::ordered_json py_to_ordered_json(const py::handle& obj) {
   return py_to_json_as<nlohmann::ordered_json>(obj);
 }
 
-py::dtype to_numpy_dtype(const DataType& dtype) { return py::dtype(dtype.numpy_str()); }
+py::dtype to_numpy_dtype(const DataType& dtype) {
+  if (dtype.kind != DTypeKind::Record) return py::dtype(dtype.numpy_str());
+  // A structured dtype: the fields at their offsets, the record's itemsize (nested records too).
+  py::list names, formats, offsets;
+  for (const RecordField& f : *dtype.fields) {
+    names.append(py::str(f.name));
+    formats.append(to_numpy_dtype(f.dtype));
+    offsets.append(py::int_(f.offset));
+  }
+  py::dict spec;
+  spec["names"] = names;
+  spec["formats"] = formats;
+  spec["offsets"] = offsets;
+  spec["itemsize"] = py::int_(dtype.itemsize);
+  return py::dtype::from_args(spec);
+}
+
+namespace {
+
+// A NumPy dtype (native byte order) as a DataType; structured dtypes as records.
+DataType from_numpy(const py::dtype& dt) {
+  if (dt.attr("names").is_none()) return parse_numpy_dtype(dt.attr("str").cast<std::string>()).dtype;
+  std::vector<RecordField> fields;
+  const py::dict by_name = dt.attr("fields");
+  for (auto name : dt.attr("names")) {
+    const py::tuple entry = by_name[name];
+    fields.push_back({name.cast<std::string>(), entry[1].cast<std::size_t>(), from_numpy(entry[0].cast<py::dtype>())});
+  }
+  return DataType::record(std::move(fields), dt.attr("itemsize").cast<std::size_t>());
+}
+
+}  // namespace
 
 DataType from_numpy_dtype(const py::handle& obj) {
   auto numpy = py::module_::import("numpy");
-  py::object dt = numpy.attr("dtype")(obj);
-  const std::string str = dt.attr("str").cast<std::string>();
-  return parse_numpy_dtype(str).dtype;
+  return from_numpy(numpy.attr("dtype")(obj).cast<py::dtype>());
 }
 
 namespace {
@@ -165,7 +194,7 @@ NDArray numpy_to_ndarray(const py::handle& obj) {
   // Native byte order, C order (a copy when either differs).
   py::object native = a.dtype().attr("newbyteorder")(py::str("="));
   a = numpy.attr("ascontiguousarray")(a, native);
-  out.dtype = parse_numpy_dtype(a.dtype().attr("str").cast<std::string>()).dtype;
+  out.dtype = from_numpy(a.dtype());
   out.data.resize(static_cast<std::size_t>(a.nbytes()));
   if (a.nbytes() > 0) std::memcpy(out.data.data(), a.data(), static_cast<std::size_t>(a.nbytes()));
   return out;

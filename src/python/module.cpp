@@ -177,8 +177,10 @@ PYBIND11_MODULE(_core, m) {
       "open",
       [](const std::string& url, std::optional<std::map<std::string, std::string>> storage_options,
          bool decode_cf, std::optional<std::string> engine, bool mask_valid_range, std::optional<std::string> group,
-         bool concat_characters, const py::object& decode_coords, const py::object& format_options) {
+         bool concat_characters, const py::object& decode_coords, const py::object& format_options,
+         bool struct_fields) {
         OpenOptions o;
+        o.struct_fields = struct_fields;
         o.concat_characters = concat_characters;
         // xarray's decode_coords: True / "coordinates", "all", False / None (off).
         if (decode_coords.is_none() || (py::isinstance<py::bool_>(decode_coords) && !decode_coords.cast<bool>()))
@@ -204,10 +206,12 @@ PYBIND11_MODULE(_core, m) {
       py::arg("url"), py::arg("storage_options") = py::none(), py::arg("decode_cf") = true,
       py::arg("engine") = py::none(), py::arg("mask_valid_range") = false, py::arg("group") = py::none(),
       py::arg("concat_characters") = true, py::arg("decode_coords") = true, py::arg("format_options") = py::none(),
+      py::arg("struct_fields") = false,
       "Opens what the format registry recognises at `url` (or the format `engine` names): a Zarr v2/v3\n"
       "group or array (`group`: a node path below the URL), an Icechunk repository, a kerchunk reference\n"
       "set, or a NetCDF/HDF5/GRIB file through GDAL. `format_options`: the formats' own options, one\n"
-      "dict (consolidated; branch, tag, snapshot, virtual_chunk_containers: docs/formats.md).");
+      "dict (consolidated; branch, tag, snapshot, virtual_chunk_containers: docs/formats.md).\n"
+      "`struct_fields`: each array of records (Zarr v3 struct) as one variable per field, \"<array>.<field>\".");
 
   m.def("unconsolidated_fallbacks", &zarr::unconsolidated_fallbacks_on_this_thread,
         "How many Zarr v2 groups this thread has opened with consolidated=None that had no .zmetadata\n"

@@ -38,18 +38,43 @@ std::string shape_tuple(const Shape& shape) {
   return out + ")";
 }
 
+// A record's descr as NumPy writes it: a list of (name, type) in offset order, gaps as
+// ('', '|V<n>') padding, nested records as nested lists.
+std::string record_descr(const DataType& t) {
+  std::vector<const RecordField*> fields;
+  for (const RecordField& f : *t.fields) fields.push_back(&f);
+  std::sort(fields.begin(), fields.end(), [](const RecordField* a, const RecordField* b) { return a->offset < b->offset; });
+  std::string out = "[";
+  std::size_t at = 0;
+  auto item = [&](const std::string& name, const std::string& type) {
+    std::string quoted;
+    for (char c : name) quoted += c == '\'' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    out += (out.size() > 1 ? ", " : "") + ("('" + quoted + "', " + type + ")");
+  };
+  for (const RecordField* f : fields) {
+    if (f->offset > at) item("", "'|V" + std::to_string(f->offset - at) + "'");
+    item(f->name, f->dtype.kind == DTypeKind::Record ? record_descr(f->dtype) : "'" + f->dtype.numpy_str() + "'");
+    at = f->offset + f->dtype.itemsize;
+  }
+  if (t.itemsize > at) item("", "'|V" + std::to_string(t.itemsize - at) + "'");
+  return out + "]";
+}
+
 }  // namespace
 
 std::string descr_of(const NDArray& array) {
   switch (array.dtype.kind) {
     case DTypeKind::String: return "<U" + std::to_string(max_code_points(array));
     case DTypeKind::VlenBytes: return "|S" + std::to_string(max_length(array));
+    case DTypeKind::Record: return record_descr(array.dtype);
     default: return array.dtype.numpy_str();
   }
 }
 
 std::string header(const std::string& descr, const Shape& shape) {
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " +
+  // A record's descr is a list literal; every other one a quoted type string.
+  const std::string literal = !descr.empty() && descr.front() == '[' ? descr : "'" + descr + "'";
+  std::string dict = "{'descr': " + literal + ", 'fortran_order': False, 'shape': " +
                      shape_tuple(shape) + ", }";
   // magic(6) + version(2) + length(2) + dict + padding + '\n' is a multiple of 64.
   const std::size_t unpadded = 10 + dict.size() + 1;

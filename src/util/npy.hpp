@@ -12,7 +12,8 @@
 
 namespace lazycube::npy {
 
-// The descr numpy would use for `array` (after fixed-width conversion of vlen types).
+// The descr numpy would use for `array` (after fixed-width conversion of vlen types); records: the
+// list literal "[('a', '<i4'), ('p', [('x', '<f4')])]".
 std::string descr_of(const NDArray& array);
 // The magic, version, header length and padded header dict.
 std::string header(const std::string& descr, const Shape& shape);

@@ -55,6 +55,7 @@ struct ArrayMetadata {
   nlohmann::json v2_codecs;
   ChunkKeyEncoding key_encoding;
   std::vector<std::string> dimension_names;  // empty when absent
+  std::string stored_dtype;  // v3 narrow floats: the data_type name of what `dtype` widens ("" otherwise)
   nlohmann::json attrs = nlohmann::json::object();
 };
 

@@ -156,7 +156,7 @@ V3DataType parse_v3_data_type(const json& v, const std::string& where) {
   if (name == "struct" || name == "structured") {
     V3DataType t;
     t.layout = parse_v3_struct(r.config(), name == "structured", where);
-    t.dtype = DataType::bytes(t.layout->itemsize);
+    t.dtype = record_dtype(*t.layout);
     return t;
   }
   if (name.size() > 1 && name[0] == 'r') {  // raw bits r8, r16, ...: read as bytes
@@ -191,6 +191,18 @@ json v3_data_type_json(const DataType& t, const std::string& where) {
       return {{"name", "null_terminated_bytes"}, {"configuration", {{"length_bytes", t.itemsize}}}};
     case DTypeKind::String: return "string";
     case DTypeKind::VlenBytes: return "variable_length_bytes";
+    case DTypeKind::Record: {
+      json fields = json::array();
+      std::size_t packed = 0;
+      for (const RecordField& f : *t.fields) {
+        if (f.offset != packed) break;  // numpy padding: not a Zarr v3 struct
+        fields.push_back({{"name", f.name}, {"data_type", v3_data_type_json(f.dtype, where)}});
+        packed += f.dtype.itemsize;
+      }
+      if (packed == t.itemsize && fields.size() == t.fields->size())
+        return {{"name", "struct"}, {"configuration", {{"fields", fields}}}};
+      break;
+    }
   }
   throw MetadataError(where + ": no Zarr v3 data_type for " + t.name());
 }

@@ -101,7 +101,9 @@ void put_integer(Buffer& b, const json& v, const std::string& where, const DataT
         throw bad_fill(where, v, t, "out of range");
       put(b, static_cast<T>(i));
     } else {
-      if (!v.is_number_unsigned()) throw bad_fill(where, v, t, "negative for unsigned type");
+      // JSON text parses non-negative integers as unsigned; metadata built in memory (the
+      // writer's, a test's) may hold them signed.
+      if (!v.is_number_unsigned() && v.get<std::int64_t>() < 0) throw bad_fill(where, v, t, "negative for unsigned type");
       auto u = v.get<std::uint64_t>();
       if (u > std::numeric_limits<T>::max()) throw bad_fill(where, v, t, "out of range");
       put(b, static_cast<T>(u));
@@ -200,6 +202,12 @@ FillValue parse_v2_fill_value(const json& v, const DataType& t, const std::strin
   if (v.is_null()) return f;  // no fill value: absent chunks read as zero / "" / False
   f.specified = true;
   switch (t.kind) {
+    case DTypeKind::Record: {  // base64 of the record as stored
+      auto raw = v.is_string() ? base64_decode(v.get<std::string>()) : std::nullopt;
+      if (!raw || raw->size() != t.itemsize) throw bad_fill(where, v, t, "expected base64 of one record");
+      std::memcpy(f.bytes.data(), raw->data(), raw->size());
+      return f;
+    }
     case DTypeKind::Bytes: {
       if (!v.is_string()) throw bad_fill(where, v, t, "expected base64 text");
       auto raw = base64_decode(v.get<std::string>());
@@ -295,6 +303,10 @@ float parse_narrow_float_fill(const NarrowFloatFormat& format, const json& v, co
   };
   if (v.is_number()) {
     const auto x = static_cast<float>(v.get<double>());
+    if (!format.has_nan()) {  // finite formats saturate when encoding: a fill past the largest value is refused
+      const float max = narrow_to_float(format, (1u << (format.bits() - 1)) - 1);
+      if (std::fabs(x) > max) throw bad("out of range: its largest value is " + std::to_string(max));
+    }
     const float r = narrow_to_float(format, float_to_narrow(format, x));
     if (std::isnan(r)) throw bad(format.special == NarrowFloatFormat::Special::E8M0 ? "only positive powers of two"
                                                                                    : "out of range");
@@ -303,7 +315,10 @@ float parse_narrow_float_fill(const NarrowFloatFormat& format, const json& v, co
   if (!v.is_string())
     throw bad("expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or a hex bit pattern");
   const std::string s = v.get<std::string>();
-  if (s == "NaN") return std::numeric_limits<float>::quiet_NaN();
+  if (s == "NaN") {
+    if (!format.has_nan()) throw bad(std::string(format.name) + " has no NaN");
+    return std::numeric_limits<float>::quiet_NaN();
+  }
   if (s == "Infinity" || s == "-Infinity") {
     if (!format.has_infinity()) throw bad(std::string(format.name) + " has no infinity");
     return s == "Infinity" ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
@@ -376,6 +391,7 @@ json fill_value_json(const FillValue& f, const DataType& t, int zarr_format, con
     case DTypeKind::VlenBytes:
       if (zarr_format == 2) throw MetadataError(where + ": the writer has no Zarr v2 fill value for " + t.name());
       return f.string;
+    case DTypeKind::Record: break;
   }
   throw MetadataError(where + ": no fill value encoding for " + t.name());
 }

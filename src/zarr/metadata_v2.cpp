@@ -3,10 +3,70 @@
 
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
+#include "util/byte_swap.hpp"
 
 namespace lazycube::zarr {
 
 using nlohmann::json;
+
+namespace {
+
+// A NumPy structured dtype as .zarray lists it: [[name, type], ...], a type being a dtype string
+// or a nested list; fields packed in order. One byte order for every multi-byte field (a record
+// is swapped as a whole); sub-array fields ([name, type, shape]) are refused.
+void add_v2_fields(const json& list, const std::string& where, std::vector<RecordField>& fields, std::size_t& size,
+                   ByteOrder& order) {
+  for (const json& f : list) {
+    if (!f.is_array() || f.size() < 2 || !f[0].is_string() || f[0].get<std::string>().empty())
+      throw MetadataError(where + ": structured dtype field " + f.dump() + " is not [name, type]");
+    const std::string name = f[0].get<std::string>();
+    if (f.size() > 2)
+      throw MetadataError(where + ": structured dtype field '" + name + "' is a sub-array " + f[2].dump() +
+                          ", which lazycube does not read");
+    DataType t;
+    if (f[1].is_array()) {
+      std::vector<RecordField> inner;
+      std::size_t inner_size = 0;
+      add_v2_fields(f[1], where, inner, inner_size, order);
+      t = DataType::record(std::move(inner), inner_size);
+    } else if (f[1].is_string()) {
+      ParsedNumpyDType p;
+      try {
+        p = parse_numpy_dtype(f[1].get<std::string>());
+      } catch (const MetadataError& e) {
+        throw MetadataError(where + ": structured dtype field '" + name + "': " + e.what());
+      }
+      if (p.dtype.is_variable_length())
+        throw MetadataError(where + ": structured dtype field '" + name + "' is an object field");
+      if (p.dtype.swap_unit() > 1 && p.order != ByteOrder::NotApplicable) {
+        if (order != ByteOrder::NotApplicable && order != p.order)
+          throw MetadataError(where + ": structured dtype field '" + name +
+                              "' has another byte order than the fields before it; lazycube reads records "
+                              "whose fields share one byte order");
+        order = p.order;
+      }
+      t = p.dtype;
+    } else {
+      throw MetadataError(where + ": structured dtype field '" + name + "' has the type " + f[1].dump());
+    }
+    fields.push_back({name, size, t});
+    size += t.itemsize;
+  }
+}
+
+ParsedNumpyDType parse_v2_structured(const json& list, const std::string& where) {
+  std::vector<RecordField> fields;
+  std::size_t size = 0;
+  ByteOrder order = ByteOrder::NotApplicable;
+  add_v2_fields(list, where, fields, size, order);
+  try {
+    return {DataType::record(std::move(fields), size), order};
+  } catch (const UsageError& e) {
+    throw MetadataError(where + ": structured dtype " + list.dump() + ": " + e.what());
+  }
+}
+
+}  // namespace
 
 ArrayMetadata parse_v2_array(const json& zarray, const json& zattrs, const std::string& where) {
   ArrayMetadata m;
@@ -21,13 +81,17 @@ ArrayMetadata parse_v2_array(const json& zarray, const json& zattrs, const std::
                         " dims but 'shape' has " + std::to_string(m.shape.size()));
 
   const json& dtype_json = require(zarray, "dtype", where);
-  if (!dtype_json.is_string())
-    throw MetadataError(where + ": structured dtype " + dtype_json.dump() + " is not supported");
   ParsedNumpyDType parsed;
-  try {
-    parsed = parse_numpy_dtype(dtype_json.get<std::string>());
-  } catch (const MetadataError& e) {
-    throw MetadataError(where + ": " + e.what());
+  if (dtype_json.is_array()) {
+    parsed = parse_v2_structured(dtype_json, where);
+  } else if (!dtype_json.is_string()) {
+    throw MetadataError(where + ": dtype must be a string or a list of fields, got " + dtype_json.dump());
+  } else {
+    try {
+      parsed = parse_numpy_dtype(dtype_json.get<std::string>());
+    } catch (const MetadataError& e) {
+      throw MetadataError(where + ": " + e.what());
+    }
   }
   m.dtype = parsed.dtype;
 
@@ -78,7 +142,7 @@ ArrayMetadata parse_v2_array(const json& zarray, const json& zattrs, const std::
     add_bytes_codec(*it, "compressor");
   m.v2_codecs = {{"compressor", zarray.value("compressor", json())}, {"filters", zarray.value("filters", json())}};
 
-  if (dtype_json.get<std::string>().find('O') != std::string::npos) {
+  if (dtype_json.is_string() && dtype_json.get<std::string>().find('O') != std::string::npos) {
     if (!object_codec)
       throw MetadataError(where + ": object dtype '|O' needs an object codec filter "
                                   "(vlen-utf8 or vlen-bytes)");
@@ -97,6 +161,8 @@ ArrayMetadata parse_v2_array(const json& zarray, const json& zattrs, const std::
 
   m.fill = parse_v2_fill_value(zarray.contains("fill_value") ? zarray["fill_value"] : json(),
                                m.dtype, where);
+  // A structured fill value is base64 of the record as stored: to native order.
+  if (m.dtype.kind == DTypeKind::Record && parsed.order == ByteOrder::Big) swap_elements(m.fill.bytes.span(), m.dtype);
 
   if (zattrs.is_object()) {
     m.attrs = zattrs;

@@ -1,4 +1,5 @@
 // Zarr v3 array `zarr.json` → ArrayMetadata.
+#include <cstring>
 #include <set>
 #include <string>
 
@@ -42,6 +43,47 @@ class FilterAsArrayCodec final : public codec::ArrayToArrayCodec {
  private:
   std::shared_ptr<const codec::BytesToBytesCodec> inner_;
 };
+
+// Whether two fill values of `t` are the same: the same bytes, or both a float NaN (a scalar_map
+// may give back another NaN pattern).
+bool same_fill(const Buffer& a, const Buffer& b, const DataType& t) {
+  if (a.size() == b.size() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size()) == 0)) return true;
+  if (t.kind != DTypeKind::Float || a.size() != t.itemsize || b.size() != t.itemsize) return false;
+  auto is_nan = [&](const Buffer& v) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, v.data(), t.itemsize);
+    const unsigned mantissa = t.itemsize == 2 ? 10 : t.itemsize == 4 ? 23 : 52;
+    const std::uint64_t exponent_mask = ((std::uint64_t{1} << (8 * t.itemsize - 1 - mantissa)) - 1) << mantissa;
+    return (bits & exponent_mask) == exponent_mask && (bits & ((std::uint64_t{1} << mantissa) - 1)) != 0;
+  };
+  return is_nan(a) && is_nan(b);
+}
+
+// cast_value: the fill value must come back from encode then decode, as a writer pads chunks
+// with it and readers give it for absent ones. MetadataError naming the codec and the value when
+// it does not (or cannot be encoded at all). The fill passes through the array codecs before it.
+void check_fill_round_trips(const ArrayMetadata& m, const json& fill_json, const std::string& where) {
+  if (m.dtype.is_variable_length()) return;
+  codec::ChunkSpec spec{m.dtype, {1}};
+  codec::ChunkData fill;
+  fill.bytes = m.fill.bytes;
+  for (const auto& c : m.codecs.array_codecs) {
+    const bool cast = c->name() == "cast_value";
+    codec::ChunkData encoded, decoded;
+    try {
+      c->encode(fill, spec, encoded);
+      if (cast) c->decode(encoded, spec, decoded);
+    } catch (const CodecError& e) {
+      if (!cast) return;  // another codec's business
+      throw MetadataError(where + ": fill_value " + fill_json.dump() + " does not survive codec cast_value: " + e.what());
+    }
+    if (cast && !same_fill(fill.bytes, decoded.bytes, spec.dtype))
+      throw MetadataError(where + ": fill_value " + fill_json.dump() + " does not survive codec cast_value " +
+                          c->to_json().dump() + ": encoded then decoded it is another value");
+    spec = c->encoded_spec(spec);
+    fill = std::move(encoded);
+  }
+}
 
 }  // namespace
 
@@ -137,6 +179,7 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
   m.shape = parse_shape(require(doc, "shape", where), "shape", where, true);
   const V3DataType data_type = parse_v3_data_type(require(doc, "data_type", where), where);
   m.dtype = data_type.dtype;
+  if (data_type.narrow != nullptr) m.stored_dtype = std::string(data_type.narrow->name);
 
   parse_v3_chunk_grid(require(doc, "chunk_grid", where), m, where);
 
@@ -149,14 +192,16 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
 
   m.codecs = parse_v3_codecs(require(doc, "codecs", where), {m.dtype, m.chunk_shape}, where, data_type.narrow);
   if (data_type.layout) {
-    // Parsed and checked (fields, codecs, fill value), then refused: reading records into
-    // NumPy structured arrays is not built yet.
-    parse_v3_struct_fill(*data_type.layout, require(doc, "fill_value", where), where);
-    throw MetadataError(where + ": data_type struct {" + data_type.layout->describe() + "} (" +
-                        std::to_string(data_type.layout->itemsize) +
-                        " bytes per record) is valid, but lazycube does not read struct arrays yet");
+    // struct: an object of field fill values (legacy `structured`: base64 of the record), read
+    // into one native record.
+    const json& fill = require(doc, "fill_value", where);
+    m.fill.bytes = parse_v3_struct_fill(*data_type.layout, fill, where);
+    m.fill.specified = !fill.is_null();
+  } else {
+    m.fill = parse_v3_fill_value(require(doc, "fill_value", where), data_type, where);
   }
-  m.fill = parse_v3_fill_value(require(doc, "fill_value", where), data_type, where);
+
+  check_fill_round_trips(m, require(doc, "fill_value", where), where);
 
   if (auto it = doc.find("dimension_names"); it != doc.end() && !it->is_null()) {
     if (!it->is_array() || it->size() != m.shape.size())

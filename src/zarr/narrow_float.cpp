@@ -1,4 +1,5 @@
-// bfloat16 and float8_* (zarr-extensions registry): bit conversions and the widening codec.
+// bfloat16, float8_*, float6_*, float4_e2m1fn (zarr-extensions registry): bit conversions and the
+// widening codec.
 #include "narrow_float.hpp"
 
 #include <array>
@@ -27,6 +28,9 @@ constexpr NarrowFloatFormat kFormats[] = {
     {"float8_e5m2", 1, 5, 2, 15, Special::Ieee},
     {"float8_e5m2fnuz", 1, 5, 2, 16, Special::Fnuz},
     {"float8_e8m0fnu", 1, 8, 0, 127, Special::E8M0},
+    {"float6_e2m3fn", 1, 2, 3, 1, Special::Fn},
+    {"float6_e3m2fn", 1, 3, 2, 3, Special::Fn},
+    {"float4_e2m1fn", 1, 2, 1, 1, Special::Fn},
 };
 
 // The format's canonical NaN (the registry's "NaN" fill value).
@@ -34,6 +38,7 @@ std::uint32_t nan_bits(const NarrowFloatFormat& f) {
   switch (f.special) {
     case Special::Fnuz: return 0x80;
     case Special::E8M0: return 0xff;
+    case Special::Fn: return 0;  // no NaN pattern
     case Special::Ieee: break;
   }
   return (((1u << f.exponent_bits) - 1) << f.mantissa_bits) | (1u << (f.mantissa_bits - 1));
@@ -49,7 +54,7 @@ const NarrowFloatFormat* find_narrow_float(std::string_view name) {
 
 float narrow_to_float(const NarrowFloatFormat& f, std::uint32_t bits) {
   if (f.bytes == 2) return std::bit_cast<float>((bits & 0xffffu) << 16);  // bfloat16
-  bits &= 0xffu;
+  bits &= (1u << f.bits()) - 1;  // 4- and 6-bit formats: the upper bits of the byte are ignored
   constexpr float nan = std::numeric_limits<float>::quiet_NaN();
   if (f.special == Special::E8M0) return bits == 0xff ? nan : std::ldexp(1.0f, static_cast<int>(bits) - 127);
   if (f.special == Special::Fnuz && bits == 0x80) return nan;
@@ -82,14 +87,15 @@ std::uint32_t float_to_narrow(const NarrowFloatFormat& f, float x) {
   const unsigned e = f.exponent_bits;
   const std::uint32_t sign_bit = f.special == Special::E8M0 ? 0u : 1u << (e + m);
   // Positive finite patterns are 0 .. top-1, their values increasing.
-  const std::uint32_t top = f.special == Special::Ieee   ? ((1u << e) - 1) << m
-                            : f.special == Special::Fnuz ? sign_bit
-                                                         : 0xffu;
+  const std::uint32_t top = f.special == Special::Ieee                              ? ((1u << e) - 1) << m
+                            : f.special == Special::Fnuz || f.special == Special::Fn ? sign_bit
+                                                                                     : 0xffu;
   const double a = std::fabs(static_cast<double>(x));
   auto value = [&](std::uint32_t p) { return static_cast<double>(narrow_to_float(f, p)); };
   // Past the largest finite value by half a step (a tie goes to the even pattern after it).
   const double max = value(top - 1);
   const double past = (max + (2 * max - value(top - 2))) / 2;
+  if (f.special == Special::Fn && a > max) return (top - 1) | (negative ? sign_bit : 0u);  // saturates
   if (a > past || (a == past && ((top - 1) & 1u) != 0)) {
     if (f.special != Special::Ieee) return nan_bits(f);
     return top | (negative ? sign_bit : 0u);  // infinity

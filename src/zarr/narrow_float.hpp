@@ -1,4 +1,6 @@
-// The narrow floating-point data types of the zarr-extensions registry (`bfloat16`, `float8_*`).
+// The narrow floating-point data types of the zarr-extensions registry (`bfloat16`, `float8_*`,
+// `float6_*`, `float4_e2m1fn`; the 4- and 6-bit ones stored one per byte by the bytes codec, in
+// the low bits, the upper bits ignored).
 // NumPy here has no such dtypes: lazycube widens them to float32 on read. The array's dtype is
 // float32; only the innermost array->bytes codec sees the stored 1- or 2-byte elements (it is
 // wrapped by make_narrow_float_codec).
@@ -21,15 +23,20 @@ struct NarrowFloatFormat {
     Ieee,  // all-ones exponent: infinities (mantissa 0) and NaNs; signed zero
     Fnuz,  // finite, NaN only at 0b1000'0000, no negative zero (LLVM's "fnuz")
     E8M0,  // unsigned power of two 2^(bits - 127), no zero, NaN at 0xff (float8_e8m0fnu)
+    Fn,    // finite only (float6_*, float4_e2m1fn): no infinity, no NaN; signed zero. Encoding
+           // saturates at the largest finite value (OCP MX); NaN has no pattern (encoded as 0)
   };
   std::string_view name;  // the v3 data_type name
-  unsigned bytes;         // 1 (float8) or 2 (bfloat16)
+  unsigned bytes;         // stored bytes: 1 (float8, float6, float4) or 2 (bfloat16)
   unsigned exponent_bits;
   unsigned mantissa_bits;
   int bias;
   Special special;
 
   bool has_infinity() const { return special == Special::Ieee; }
+  bool has_nan() const { return special != Special::Fn; }
+  // The format's bits: sign, exponent, mantissa (e8m0fnu: no sign).
+  unsigned bits() const { return (special == Special::E8M0 ? 0 : 1) + exponent_bits + mantissa_bits; }
 };
 
 // The registry entry named `name`; nullptr for any other name.

@@ -84,6 +84,13 @@ std::shared_ptr<const StructLayout> parse_v3_struct(const json& config, bool leg
   return layout;
 }
 
+DataType record_dtype(const StructLayout& layout) {
+  std::vector<RecordField> fields;
+  for (const auto& f : layout.fields)
+    fields.push_back({f.name, static_cast<std::size_t>(f.offset), f.type.layout ? record_dtype(*f.type.layout) : f.type.dtype});
+  return DataType::record(std::move(fields), static_cast<std::size_t>(layout.itemsize));
+}
+
 Buffer parse_v3_struct_fill(const StructLayout& layout, const json& fill, const std::string& where) {
   Buffer out(layout.itemsize);
   if (layout.itemsize != 0) std::memset(out.data(), 0, layout.itemsize);

@@ -34,6 +34,10 @@ struct StructLayout {
 std::shared_ptr<const StructLayout> parse_v3_struct(const nlohmann::json& configuration, bool legacy,
                                                     const std::string& where);
 
+// The in-memory record type of `layout`: its fields at their packed offsets (nested structs as
+// nested records).
+DataType record_dtype(const StructLayout& layout);
+
 // The fill value: an object with one entry per field (each a fill value of the field's type),
 // or, for legacy `structured` arrays, base64 of the packed record. itemsize bytes; MetadataError
 // naming the field whose entry is missing, unknown or invalid.

@@ -51,6 +51,7 @@ class ZarrArray final : public ChunkedArray {
   const std::string& fill_value_string() const override { return meta_.fill.string; }
   bool has_fill_value() const override { return meta_.fill.specified; }
   // Zarr v2: {"compressor", "filters"} as `.zarray` spells them; v3: the codec list.
+  std::string stored_dtype() const override { return meta_.stored_dtype; }
   nlohmann::json codecs_json() const override {
     return meta_.v2_codecs.is_null() ? meta_.codecs.to_json() : meta_.v2_codecs;
   }

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import import_lazycube
+from conftest import import_lazycube, run_cli
 
 lazycube = import_lazycube()
 
@@ -54,6 +54,21 @@ def write_array(root, name, data_type, raw, n, fill_value=0, attrs=None):
     (d / "c" / "0").write_bytes(raw)
 
 
+# The finite formats (no infinity, no NaN): stored one per byte, the upper bits ignored.
+FINITE = {"float6_e2m3fn": (2, 3, 1), "float6_e3m2fn": (3, 2, 3), "float4_e2m1fn": (2, 1, 1)}
+
+
+def finite_value(name, p):
+    e, m, bias = FINITE[name]
+    p &= (1 << (1 + e + m)) - 1
+    sign = -1.0 if p >> (e + m) else 1.0
+    exponent = (p >> m) & ((1 << e) - 1)
+    mantissa = p & ((1 << m) - 1)
+    if exponent == 0:
+        return sign * mantissa / 2.0 ** m * 2.0 ** (1 - bias)
+    return sign * (1 + mantissa / 2.0 ** m) * 2.0 ** (exponent - bias)
+
+
 BF16_BITS = np.array([0x3F80, 0xC000, 0x7F80, 0xFF80, 0x7FC0, 0x0001, 0x8000, 0x4049], dtype="<u2")
 TIMES = np.array([0, -1, 17000, np.iinfo(np.int64).min], dtype="<i8")
 ASCII = np.array([b"hi", b"xyz"], dtype="S3")
@@ -63,6 +78,8 @@ UCS4 = np.array(["\u00e9t", "\u00e9!"], dtype="<U2")
 CASES = {
     **{name: (name, bytes(range(256)), 256, "NaN",
               np.array([float8_value(name, p) for p in range(256)], dtype="f4")) for name in FLOAT8},
+    **{name: (name, bytes(range(256)), 256, 1.5,
+              np.array([finite_value(name, p) for p in range(256)], dtype="f4")) for name in FINITE},
     "bfloat16": ("bfloat16", BF16_BITS.tobytes(), len(BF16_BITS), "0x7fc0",
                  (BF16_BITS.astype("<u4") << 16).view("<f4")),
     "ascii": ({"name": "fixed-length-ascii", "configuration": {"length_bits": 24}}, ASCII.tobytes(), 2, "", ASCII),
@@ -159,3 +176,29 @@ def test_xarray_engine_with_its_default_decoding(store):
                 np.testing.assert_array_equal(got.astype(want.dtype), want, err_msg=name)
             else:
                 assert_same(got, want, name)  # times keep their unit and scale (M8[10ms])
+
+
+def test_cli_info_says_what_widened_types_store(store, lazycube_cli):
+    text = run_cli(lazycube_cli, "info", store).stdout
+    for name in ("bfloat16", "float8_e5m2", "float4_e2m1fn"):
+        line = next(line for line in text.splitlines() if line.split()[:1] == [name])
+        assert "float32 (stored %s)" % name in line, line
+    line = next(line for line in text.splitlines() if line.split()[:1] == ["dt_10ms"])
+    assert "stored" not in line
+    variables = json.loads(run_cli(lazycube_cli, "info", "--json", store).stdout)["variables"]
+    assert variables["float6_e3m2fn"]["dtype"] == "<f4"
+    assert variables["float6_e3m2fn"]["stored_dtype"] == "float6_e3m2fn"
+    assert variables["bfloat16"]["stored_dtype"] == "bfloat16"
+    assert "stored_dtype" not in variables["ucs4"]
+
+
+def test_finite_formats_refuse_nan_and_out_of_range_fills(tmp_path):
+    root = tmp_path / "bad.zarr"
+    root.mkdir()
+    (root / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}))
+    write_array(root, "v", "float4_e2m1fn", bytes(2), 2, "NaN")
+    with pytest.raises(lazycube.MetadataError, match="float4_e2m1fn has no NaN"):
+        lazycube.open_dataset(str(root))
+    write_array(tmp_path, "w.zarr", "float6_e2m3fn", bytes(2), 2, 8.0)
+    with pytest.raises(lazycube.MetadataError, match="out of range: its largest value is 7.5"):
+        lazycube.open_dataset(str(tmp_path / "w.zarr"))

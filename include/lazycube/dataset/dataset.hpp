@@ -46,6 +46,12 @@ struct OpenOptions {
   // hierarchy, as xarray's `group=`. Formats with hierarchies (Zarr, Icechunk, kerchunk); with
   // the gdal engine a UsageError.
   std::string group;
+  // Arrays of records (Zarr v3 `struct`): false (the default, as xarray's zarr engine shows a
+  // structured dtype) reads each as one variable of whole records (NumPy structured dtype);
+  // true replaces it by one variable per leaf field, named "<array>.<field>" ("rec.point.x" for
+  // nested records), with the array's dims and attributes: what numeric consumers (CF decoding
+  // of a field, batches, torch) need.
+  bool struct_fields = false;
 };
 
 class Dataset {

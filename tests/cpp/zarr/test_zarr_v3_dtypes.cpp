@@ -199,7 +199,9 @@ TEST(ZarrV3DTypes, BFloat16ArraysReadBothByteOrders) {
       chunk += std::string(endian[0] == 'l' ? std::string{lo, hi} : std::string{hi, lo});
     }
     dtypes34_write(tmp.path(), "bfloat16", 0, bits.size(), chunk, json::array({bytes_codec(endian)}));
-    NDArray r = dtypes34_open(tmp.path())->read_all();
+    const ArrayPtr a = dtypes34_open(tmp.path());
+    EXPECT_EQ(a->stored_dtype(), "bfloat16");  // what the float32 elements are widened from
+    NDArray r = a->read_all();
     ASSERT_EQ(r.dtype, DataType::float_(4));
     for (std::size_t i = 0; i < bits.size(); ++i)
       EXPECT_EQ(std::bit_cast<std::uint32_t>(r.values<float>()[i]), std::uint32_t{bits[i]} << 16) << endian << i;
@@ -376,13 +378,13 @@ TEST(ZarrV3DTypes, BadFillValuesAreRefusedNamingTheType) {
   }
 }
 
-// ---- struct: parsed and checked, then refused (reading records is not built yet) ---------------
+// ---- struct: the layout checks (reading records: test_zarr_v3_struct.cpp) ----------------------
 
 json dtypes34_struct(const json& fields, const char* name = "struct") {
   return {{"name", name}, {"configuration", {{"fields", fields}}}};
 }
 
-TEST(ZarrV3DTypes, StructIsParsedWithItsPackedLayoutThenRefused) {
+TEST(ZarrV3DTypes, StructIsParsedWithItsPackedLayout) {
   const json point = dtypes34_struct(json::array({{{"name", "x"}, {"data_type", "float32"}},
                                                   {{"name", "y"}, {"data_type", "float32"}}}));
   struct Case {
@@ -394,22 +396,22 @@ TEST(ZarrV3DTypes, StructIsParsedWithItsPackedLayoutThenRefused) {
                                     {{"name", "flags"}, {"data_type", {{"name", "uint8"}}}},
                                     {{"name", "value"}, {"data_type", "float64"}}})),
        {{"id", 1}, {"flags", 2}, {"value", "NaN"}},
-       "{id: int32, flags: uint8, value: float64} (13 bytes per record)"},
+       "struct{id: int32, flags: uint8, value: float64}"},
       {dtypes34_struct(json::array({{{"name", "point"}, {"data_type", point}}, {{"name", "value"}, {"data_type", "float64"}}})),
        {{"point", {{"x", 1.0}, {"y", 2.0}}}, {"value", 3.14}},
-       "{point: struct{x: float32, y: float32}, value: float64} (16 bytes per record)"},
+       "struct{point: struct{x: float32, y: float32}, value: float64}"},
       // the legacy alias: [name, data_type] pairs, base64 of the packed record as fill
       {dtypes34_struct(json::array({json::array({"x", "float32"}), json::array({"t", {{"name", "numpy.datetime64"},
                                                                                   {"configuration", {{"unit", "s"}, {"scale_factor", 1}}}}})}),
                        "structured"),
-       "AAAAAAAAAAAAAAAA", "{x: float32, t: datetime64[s]} (12 bytes per record)"},
+       "AAAAAAAAAAAAAAAA", "struct{x: float32, t: datetime64[s]}"},
   };
   for (const auto& c : cases) {
     TempDir tmp;
     dtypes34_write(tmp.path(), c.type, c.fill, 2, "");
-    const std::string e = dtypes34_error([&] { dtypes34_open(tmp.path()); });
-    EXPECT_NE(e.find(c.layout), std::string::npos) << e;
-    EXPECT_NE(e.find("does not read struct arrays yet"), std::string::npos) << e;
+    const ArrayPtr a = dtypes34_open(tmp.path());
+    EXPECT_EQ(a->dtype().name(), c.layout);
+    EXPECT_EQ(a->dtype().kind, DTypeKind::Record);
   }
 }
 
@@ -451,6 +453,119 @@ TEST(ZarrV3DTypes, BadStructsAreRefusedNamingTheField) {
     dtypes34_write(tmp.path(), c.type, c.fill, 2, "");
     const std::string e = dtypes34_error([&] { dtypes34_open(tmp.path()); });
     for (const auto& part : c.parts) EXPECT_NE(e.find(part), std::string::npos) << c.type.dump() << ": " << e;
+  }
+}
+
+// ---- float6 / float4: finite formats (no infinity, no NaN), one per byte, upper bits ignored ----
+
+struct FnDefinition {
+  const char* name;
+  int exponent_bits, mantissa_bits, bias;
+  double max_finite, min_subnormal;  // as the registry's formats (OCP MX) give them
+};
+
+const FnDefinition kDtypes34Fn[] = {
+    {"float6_e2m3fn", 2, 3, 1, 7.5, 0.125},
+    {"float6_e3m2fn", 3, 2, 3, 28.0, 0.0625},
+    {"float4_e2m1fn", 2, 1, 1, 6.0, 0.5},
+};
+
+// The value of the stored byte `p`: its low 1 + e + m bits, sign, biased exponent, mantissa.
+double dtypes34_fn_reference(const FnDefinition& d, unsigned p) {
+  const unsigned bits = 1 + d.exponent_bits + d.mantissa_bits;
+  p &= (1u << bits) - 1;
+  const int sign = (p >> (bits - 1)) & 1u ? -1 : 1;
+  const unsigned exponent = (p >> d.mantissa_bits) & ((1u << d.exponent_bits) - 1);
+  const double fraction = (p & ((1u << d.mantissa_bits) - 1)) / std::pow(2.0, d.mantissa_bits);
+  if (exponent == 0) return sign * fraction * std::pow(2.0, 1 - d.bias);
+  return sign * (1 + fraction) * std::pow(2.0, static_cast<int>(exponent) - d.bias);
+}
+
+TEST(ZarrV3DTypes, Float6AndFloat4EveryBytePatternMatchesItsDefinition) {
+  for (const auto& d : kDtypes34Fn) {
+    const zarr::NarrowFloatFormat* f = zarr::find_narrow_float(d.name);
+    ASSERT_NE(f, nullptr) << d.name;
+    const unsigned patterns = 1u << (1 + d.exponent_bits + d.mantissa_bits);
+    double max = 0, min_positive = std::numeric_limits<double>::infinity();
+    for (unsigned p = 0; p < 256; ++p) {
+      const double want = dtypes34_fn_reference(d, p);
+      const float got = zarr::narrow_to_float(*f, p);
+      EXPECT_TRUE(dtypes34_same(want, got)) << d.name << " 0x" << std::hex << p << ": " << got << " != " << want;
+      ASSERT_FALSE(std::isnan(got) || std::isinf(got)) << d.name;
+      if (p < patterns) {
+        EXPECT_EQ(zarr::float_to_narrow(*f, got), p) << d.name << " 0x" << std::hex << p;
+        max = std::max(max, want);
+        if (want > 0) min_positive = std::min(min_positive, want);
+      }
+    }
+    EXPECT_EQ(max, d.max_finite) << d.name;
+    EXPECT_EQ(min_positive, d.min_subnormal) << d.name;
+    // No infinity or NaN: encoding saturates at the largest finite value (OCP MX).
+    const unsigned max_bits = patterns / 2 - 1;
+    EXPECT_EQ(zarr::float_to_narrow(*f, 1e6f), max_bits) << d.name;
+    EXPECT_EQ(zarr::float_to_narrow(*f, -std::numeric_limits<float>::infinity()), max_bits | patterns / 2) << d.name;
+  }
+  // Ties to even: float4 1.25 lies between 1 (0b0010) and 1.5 (0b0011).
+  EXPECT_EQ(zarr::float_to_narrow(*zarr::find_narrow_float("float4_e2m1fn"), 1.25f), 0x2u);
+  EXPECT_EQ(zarr::float_to_narrow(*zarr::find_narrow_float("float4_e2m1fn"), 5.0f), 0x6u);  // 4 and 6: even 4
+}
+
+TEST(ZarrV3DTypes, Float6AndFloat4ArraysReadAsFloat32) {
+  std::string all(256, '\0');
+  for (unsigned p = 0; p < 256; ++p) all[p] = static_cast<char>(p);
+  for (const auto& d : kDtypes34Fn) {
+    TempDir tmp;
+    dtypes34_write(tmp.path(), d.name, 1.5, 256, all);
+    ArrayPtr a = dtypes34_open(tmp.path());
+    EXPECT_EQ(a->dtype(), DataType::float_(4)) << d.name;
+    EXPECT_EQ(a->stored_dtype(), d.name);
+    float fill;
+    std::memcpy(&fill, a->fill_value_bytes().data(), 4);
+    EXPECT_EQ(fill, 1.5f) << d.name;
+    const NDArray r = a->read_all();
+    const auto v = r.values<float>();
+    for (unsigned p = 0; p < 256; ++p)
+      ASSERT_TRUE(dtypes34_same(dtypes34_fn_reference(d, p), v[p])) << d.name << " 0x" << std::hex << p;
+    // Fill values the format cannot hold.
+    for (const json& bad : {json("NaN"), json("Infinity"), json(d.max_finite * 2)}) {
+      TempDir t2;
+      dtypes34_write(t2.path(), d.name, bad, 4, "");
+      const std::string e = dtypes34_error([&] { dtypes34_open(t2.path()); });
+      EXPECT_NE(e.find(std::string("is not valid for ") + d.name), std::string::npos) << bad.dump() << ": " << e;
+    }
+  }
+}
+
+// ---- cast_value: the fill value must survive encode then decode ------------------------------
+
+TEST(ZarrV3DTypes, CastValueFillValueMustSurviveTheRoundTrip) {
+  auto cast = [](json config) {
+    return json::array({{{"name", "cast_value"}, {"configuration", std::move(config)}}, bytes_codec()});
+  };
+  const json nan_map = {{"encode", json::array({json::array({"NaN", -128})})},
+                        {"decode", json::array({json::array({-128, "NaN"})})}};
+  struct Case {
+    json config, fill;
+    const char* error;  // nullptr: opens
+  };
+  const std::vector<Case> cases = {
+      {{{"data_type", "int8"}}, 3.0, nullptr},
+      {{{"data_type", "int8"}, {"scalar_map", nan_map}}, "NaN", nullptr},
+      {{{"data_type", "int8"}}, 0.5, "encoded then decoded it is another value"},  // rounds to 0
+      {{{"data_type", "int8"}, {"out_of_range", "clamp"}}, 300, "encoded then decoded it is another value"},
+      {{{"data_type", "int8"}}, "NaN", "cannot cast float32 value NaN to int8"},
+      {{{"data_type", "int8"}}, 1000, "out of the range of int8"},
+  };
+  for (const auto& c : cases) {
+    TempDir tmp;
+    dtypes34_write(tmp.path(), "float32", c.fill, 4, "", cast(c.config));
+    if (c.error == nullptr) {
+      EXPECT_NO_THROW(dtypes34_open(tmp.path())) << c.config.dump() << " " << c.fill.dump();
+      continue;
+    }
+    const std::string e = dtypes34_error([&] { dtypes34_open(tmp.path()); });
+    EXPECT_NE(e.find("fill_value " + c.fill.dump() + " does not survive codec cast_value"), std::string::npos) << e;
+    EXPECT_NE(e.find(c.error), std::string::npos) << e;
   }
 }
 
