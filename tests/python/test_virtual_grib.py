@@ -39,6 +39,7 @@ def _gdal_fields(path):
     gdal = pytest.importorskip("osgeo.gdal")
     gdal.UseExceptions()
     gdal.SetConfigOption("GRIB_NORMALIZE_UNITS", "NO")  # the values as stored (Kelvin, not Celsius)
+    gdal.SetConfigOption("GRIB_ADJUST_LONGITUDE_RANGE", "NO")
     ds = gdal.Open(str(path))
     return np.stack([ds.GetRasterBand(b).ReadAsArray().astype(np.float64) for b in range(1, ds.RasterCount + 1)])
 

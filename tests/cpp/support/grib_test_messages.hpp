@@ -43,9 +43,9 @@ inline std::vector<std::byte> message_bytes(const codes_handle* h) {
 
 // ecCodes' sample `name` (e.g. "GRIB1", "GRIB2", "reduced_gg_pl_32_grib2") with its values set
 // to a smooth field (value(i) for point i; NaN marks a missing point, which sets the bitmap),
-// encoded by the sample's own packing.
+// encoded by the sample's own packing or by `packing` (an ecCodes packingType).
 template <class Value>
-std::vector<std::byte> sample_message(const std::string& name, Value value) {
+std::vector<std::byte> sample_message(const std::string& name, Value value, const std::string& packing = "") {
   Handle h(codes_handle_new_from_samples(nullptr, name.c_str()));
   if (!h) throw std::runtime_error("ecCodes has no sample " + name);
   std::size_t n = 0;
@@ -64,6 +64,8 @@ std::vector<std::byte> sample_message(const std::string& name, Value value) {
     check(codes_set_long(h.get(), "bitmapPresent", 1), "bitmapPresent");
   }
   check(codes_set_double_array(h.get(), "values", v.data(), n), "set values");
+  // Repacked once the field is set (ecCodes refuses some packings of the sample's constant field).
+  if (!packing.empty()) check(codes_set_string(h.get(), "packingType", packing.c_str(), nullptr), "packingType " + packing);
   return message_bytes(h.get());
 }
 
@@ -149,11 +151,12 @@ inline void convert_to_grib2(const std::filesystem::path& in, const std::filesys
 }
 
 // GDAL's GRIB driver's decoding of every message of `path` (band i+1 is message i), float64 rows
-// as the driver presents them (units as stored: GRIB_NORMALIZE_UNITS=NO, or GDAL gives GRIB2
-// temperatures in Celsius); nodata points as NaN.
+// as the driver presents them, with units and longitudes as stored (GRIB_NORMALIZE_UNITS=NO: GDAL
+// gives GRIB2 temperatures in Celsius otherwise; GRIB_ADJUST_LONGITUDE_RANGE=NO); nodata as NaN.
 inline std::vector<std::vector<double>> gdal_fields(const std::filesystem::path& path) {
   GDALAllRegister();
   CPLSetConfigOption("GRIB_NORMALIZE_UNITS", "NO");
+  CPLSetConfigOption("GRIB_ADJUST_LONGITUDE_RANGE", "NO");  // global 0-360 grids as stored
   std::unique_ptr<void, void (*)(void*)> ds(GDALOpen(path.c_str(), GA_ReadOnly), [](void* d) { GDALClose(d); });
   if (!ds) throw std::runtime_error("GDAL cannot open " + path.string());
   std::vector<std::vector<double>> out;
