@@ -293,6 +293,19 @@ class GribMessage {
     key_ = field == GribField::Latitudes ? "latitudes" : field == GribField::Longitudes ? "longitudes" : "values";
     const int err = codes_get_size(h_.get(), key_, &points_);
     if (err != 0) fail(name_ + ": ecCodes cannot size the message's " + key_ + ": " + codes_get_error_message(err) + grib_take_log());
+    // ecCodes allocates by the counts and dimensions a header states, and aborts the process
+    // when such an allocation fails (a corrupt header asked for 16 GB: fuzz_grib and the
+    // corrupt-header test). No count of coded values and no dimension of a grid exceeds the
+    // message's points, nor does a value take more than 64 bits: refused here instead.
+    long bits = 0;
+    if (codes_get_long(h_.get(), "bitsPerValue", &bits) == 0 && (bits < 0 || bits > 64))
+      fail(name_ + ": corrupt GRIB message (bitsPerValue = " + std::to_string(bits) + ")");
+    for (const char* count : {"numberOfValues", "numberOfCodedValues", "numberOfDataPoints", "Ni", "Nj", "Nx", "Ny", "N",
+                              "numberOfParallelsBetweenAPoleAndTheEquator"}) {
+      long v = 0;
+      if (codes_get_long(h_.get(), count, &v) == 0 && v != GRIB_MISSING_LONG && (v < 0 || static_cast<std::uint64_t>(v) > points_))
+        fail(name_ + ": corrupt GRIB message (" + count + " = " + std::to_string(v) + " for " + std::to_string(points_) + " points)");
+    }
     if (field == GribField::Values) {
       // Missing points take missingValue when ecCodes applies the bitmap (or complex
       // packing's missing-value codes): set to NaN, they come out as NaN whatever real values
