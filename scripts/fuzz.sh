@@ -19,7 +19,7 @@ set -euo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 
-TARGETS=(zarr_v2 zarr_v3 codec kerchunk icechunk cloud cf cli_args)
+TARGETS=(zarr_v2 zarr_v3 codec grib kerchunk icechunk cloud cf cli_args)
 mode=""
 minutes=0
 runs=10000
@@ -66,6 +66,7 @@ log "build: ${SECONDS}s"
 # finding; -rss_limit_mb: so is an allocation a hostile input makes huge.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$REPO_ROOT/scripts/lsan.supp}"  # ecCodes' own leaks
 common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1)
 findings="$build_dir/findings"
 mkdir -p "$findings"

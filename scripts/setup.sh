@@ -20,7 +20,7 @@ set -euo pipefail
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libxtensor-dev xtl-dev nlohmann-json3-dev
-  libblosc-dev libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev libisal-dev libbz2-dev liblzma-dev libzfp-dev
+  libblosc-dev libzstd-dev liblz4-dev zlib1g-dev libdeflate-dev libisal-dev libbz2-dev liblzma-dev libzfp-dev libeccodes-dev
   libgtest-dev libcli11-dev libgdal-dev gdal-bin
   python3-dev python3-numpy python3-zarr python3-numcodecs python3-xarray python3-pytest
   python3-dask python3-netcdf4 python3-h5netcdf python3-fsspec python3-aiohttp

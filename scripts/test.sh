@@ -56,6 +56,8 @@ if [[ "$sanitize" == address ]]; then
   # for that run: CPython keeps interned objects alive until exit and LSan reports them all.
   export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_init_order=1:check_initialization_order=1}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+  # Leaks inside system libraries (ecCodes on corrupt GRIB messages): scripts/lsan.supp.
+  export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$REPO_ROOT/scripts/lsan.supp}"
   if [[ "${LAZYCUBE_ASAN_PYTEST:-1}" == 0 ]]; then
     ctest_args+=(-E '^pytest')
   fi

@@ -27,6 +27,13 @@ struct Timings {
   }
 };
 
+// The value after `--name` among the command's arguments, or `def`.
+inline std::string arg(int argc, char** argv, const std::string& name, const std::string& def) {
+  for (int i = 0; i + 1 < argc; ++i)
+    if (argv[i] == name) return argv[i + 1];
+  return def;
+}
+
 // Calls `body` `runs` times and records the wall time of each call.
 inline Timings time_runs(int runs, const std::function<void()>& body) {
   Timings t;

@@ -27,12 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace w = lazycube::test::icechunk_writer;
 using lazycube::bench::Timings;
-
-std::string arg(int argc, char** argv, const std::string& name, const std::string& def) {
-  for (int i = 0; i + 1 < argc; ++i)
-    if (argv[i] == name) return argv[i + 1];
-  return def;
-}
+using lazycube::bench::arg;
 
 std::string array_json(std::uint32_t steps, std::uint32_t side, std::uint32_t chunk_side) {
   return nlohmann::json{{"zarr_format", 3},

@@ -27,10 +27,15 @@ namespace lazycube::codec::testing {
 inline std::string codec_case_name(const ::testing::TestParamInfo<RegisteredCodec>& info) {
   std::string name = info.param.id;
   // Codecs sharing an id under different names (v2 "packbits" and v3 "packbits") are told apart
-  // by the file that registered them.
-  int same_id = 0;
-  for (const auto& c : registered_codecs()) same_id += c.id == info.param.id;
+  // by the file that registered them, and those of one file (gribberish) by the Zarr version
+  // that names them.
+  int same_id = 0, same_file = 0;
+  for (const auto& c : registered_codecs()) {
+    same_id += c.id == info.param.id;
+    same_file += c.id == info.param.id && c.source_file == info.param.source_file;
+  }
   if (same_id > 1) name += "_" + std::filesystem::path(info.param.source_file).stem().string();
+  if (same_file > 1) name += info.param.v2_id.empty() ? "_v3" : "_v2";
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;
