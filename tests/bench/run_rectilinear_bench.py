@@ -4,13 +4,14 @@ rectilinear grid and on a regular one, in one run. Target: the rectilinear store
 the regular one (time ratio <= 1.05) on each workload.
 
 Data: float32 (1024, 256, 256) = 256 MiB (smooth field + seeded noise), zstd:1, written once by
-lazycube.convert from a Zarr v2 source: the regular store in time chunks of 24, the rectilinear
-one in edges alternating 16 and 32 (43 chunks each, the same bytes). Workloads, each peer in its
+lazycube.convert from a Zarr v2 source: the regular store in time chunks of 16, the rectilinear
+one in the same chunks of 16 but the last, split into 8 + 8 (65 chunks against 64; a grid of
+one repeated length would be read as regular). Workloads, each peer in its
 own process, alternating which goes first, best of --runs per process; the ratio is the median
 over the rounds of (rectilinear best / regular best):
 
 - whole read: ``lazycube.open_dataset(store)["t"].read()`` (the direct read path);
-- epoch: ``lazycube.BatchGenerator`` over windows (1, 64, 64), batches of 32, chunk shuffle
+- epoch: ``lazycube.BatchGenerator`` over windows (1, 32, 32), batches of 32, chunk shuffle
   (the cached planner, chunk starts, fetch-ahead).
 
     cmake --build build --target lazycube_python
@@ -35,7 +36,7 @@ def _package_path(build):
 
 def make_data(build, data, steps, side):
     """The v2 source and the two v3 stores, once per size (marker file)."""
-    marker = os.path.join(data, "complete-%d-%d.json" % (steps, side))
+    marker = os.path.join(data, "complete-v2-%d-%d.json" % (steps, side))
     if os.path.exists(marker):
         return
     sys.path.insert(0, _package_path(build))
@@ -51,11 +52,10 @@ def make_data(build, data, steps, side):
         values[t] = field + np.round(rng.standard_normal((side, side)).astype("float32") * 64) / 64
     src = os.path.join(data, "src.zarr")
     xr.Dataset({"t": (("time", "y", "x"), values)}).to_zarr(src, mode="w", encoding={"t": {"chunks": (24, side, side)}})
-    edges, total = [], 0
-    while total < steps:
-        edges.append(min(16 if len(edges) % 2 == 0 else 32, steps - total))
-        total += edges[-1]
-    lazycube.convert(src, os.path.join(data, "regular.zarr"), chunks={"time": 24}, codec="zstd:1", overwrite=True)
+    # The same chunks but the last, split in two: the grid is rectilinear (the reader takes the
+    # rectilinear path) and the work is the regular store's, one chunk more.
+    edges = [16] * (steps // 16 - 1) + [8, 8]
+    lazycube.convert(src, os.path.join(data, "regular.zarr"), chunks={"time": 16}, codec="zstd:1", overwrite=True)
     lazycube.convert(src, os.path.join(data, "rectilinear.zarr"), chunks={"time": edges}, codec="zstd:1",
                      overwrite=True)
     with open(marker, "w") as f:
@@ -74,7 +74,7 @@ def worker(build, mode, store, runs):
             arr = np.asarray(lazycube.open_dataset(store)["t"].read())
             check = float(arr[::7, ::5, ::3].sum(dtype="float64"))
         else:
-            gen = lazycube.BatchGenerator(lazycube.open_dataset(store), {"time": 1, "y": 64, "x": 64},
+            gen = lazycube.BatchGenerator(lazycube.open_dataset(store), {"time": 1, "y": 32, "x": 32},
                                           batch_size=32, shuffle="chunk", seed=1, variables=["t"])
             total = 0.0
             for b in gen:
@@ -89,7 +89,7 @@ def main():
     p.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     p.add_argument("--cache", default=None, help="data folder (default BUILD/bench-data/rectilinear)")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--runs", type=int, default=5)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--worker", nargs=2, metavar=("MODE", "STORE"), help=argparse.SUPPRESS)
     args = p.parse_args()
