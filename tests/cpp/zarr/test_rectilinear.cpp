@@ -310,7 +310,9 @@ TEST(Rectilinear, BadGridsAreRefusedByName) {
       {fewer_encoded, "expands to 1 lengths"},
       {{{"name", "hexagonal"}, {"configuration", json::object()}}, "'hexagonal'"},
   };
-  for (const auto& [grid, needle] : bad) {
+  for (const auto& item : bad) {  // (no structured binding: clang 14 cannot capture one)
+    const json& grid = item.first;
+    const std::string& needle = item.second;
     const std::string msg = message_of<MetadataError>([&] { zarr::parse_v3_array(doc_with(grid), "arr"); });
     EXPECT_NE(msg.find(needle), std::string::npos) << grid.dump() << ": " << msg;
     EXPECT_NE(msg.find("arr"), std::string::npos) << msg;
