@@ -145,6 +145,49 @@ bool grib_fill_scales(GribSimpleField& f, long binary, long decimal) {
   return (f.values * f.bits + 7) / 8 <= f.data_bytes;
 }
 
+// Sections ecCodes 2.28 would abort the process on (assertions in its accessors, found by
+// fuzz_grib: a bitmap section of length 0, a predefined bitmap) are refused here, before ecCodes
+// sees the message: every GRIB1 section the flags announce at least its fixed size and inside the
+// message, no predefined GRIB1/GRIB2 bitmap, every GRIB2 section at least 5 bytes and inside.
+void grib_refuse_malformed_sections(const std::string& name, const std::byte* m, std::uint64_t length) {
+  const auto u = [&](std::uint64_t at, int n) { return at + n <= length ? grib_uint(m + at, n) : 0; };
+  if (std::to_integer<unsigned>(m[7]) == 1) {
+    std::uint64_t at = 8;
+    const auto section = [&](const char* what, std::uint64_t min) {
+      const std::uint64_t n = u(at, 3);
+      if (n < min || at + n > length - 4)
+        fail(name + ": the GRIB1 " + what + " section of " + std::to_string(n) + " bytes at offset " + std::to_string(at) +
+             " does not fit the message (at least " + std::to_string(min) + " bytes)");
+      return n;
+    };
+    const std::uint64_t pds = section("product definition", 28);
+    const unsigned flags = std::to_integer<unsigned>(m[at + 7]);
+    at += pds;
+    if ((flags & 0x80) != 0) at += section("grid description", 32);
+    if ((flags & 0x40) != 0) {
+      const std::uint64_t bms = section("bitmap", 6);
+      if (u(at + 4, 2) != 0)
+        fail(name + ": the GRIB1 message uses predefined bitmap " + std::to_string(u(at + 4, 2)) + " (not supported)");
+      at += bms;
+    }
+    section("binary data", 11);
+    return;
+  }
+  for (std::uint64_t at = 16; at + 4 < length;) {
+    const std::uint64_t n = u(at, 4);
+    if (n < 5 || at + n > length - 4)
+      fail(name + ": the GRIB2 section of " + std::to_string(n) + " bytes at offset " + std::to_string(at) +
+           " does not fit the message");
+    const unsigned number = std::to_integer<unsigned>(m[at + 4]);
+    if (number == 6 && n >= 6) {
+      const unsigned indicator = std::to_integer<unsigned>(m[at + 5]);
+      if (indicator >= 1 && indicator <= 253)
+        fail(name + ": the GRIB2 message uses predefined bitmap " + std::to_string(indicator) + " (not supported)");
+    }
+    at += n;
+  }
+}
+
 std::optional<GribSimpleField> grib_simple_v1(const std::byte* m, std::uint64_t length) {
   GribSimpleField f;
   std::uint64_t at = 8;
@@ -287,6 +330,7 @@ class GribMessage {
         return;
       }
     }
+    grib_refuse_malformed_sections(name_, in.data(), length);
     grib_last_log.clear();
     h_.reset(codes_handle_new_from_message(nullptr, in.data(), length));
     if (!h_) fail(name_ + ": ecCodes cannot read the GRIB message" + grib_take_log());
