@@ -57,6 +57,11 @@ struct ArrayMetadata {
   std::vector<std::string> dimension_names;  // empty when absent
   std::string stored_dtype;  // v3 narrow floats: the data_type name of what `dtype` widens ("" otherwise)
   nlohmann::json attrs = nlohmann::json::object();
+
+  // The chunk grid: `grid` when the metadata's is rectilinear, else regular over chunk_shape.
+  ChunkGrid chunk_grid() const {
+    return grid.rank() == shape.size() && grid.shape() == shape ? grid : ChunkGrid::regular(shape, chunk_shape);
+  }
 };
 
 // Parses `.zarray` (+ `.zattrs` content, may be null). `where` names the array in messages.

@@ -118,8 +118,7 @@ std::shared_ptr<ArrayWriter> Writer::create_array(const std::string& path, const
   a->built = writer::build_array(spec, a->where);
   impl_->use_format(spec.zarr_format, path);
   const ArrayMetadata& m = a->built.meta;
-  a->units = m.grid.rank() == m.shape.size() && m.grid.shape() == m.shape ? m.grid
-                                                                           : ChunkGrid::regular(m.shape, m.chunk_shape);
+  a->units = m.chunk_grid();
   for (std::size_t d = 0; d < m.shape.size(); ++d) a->grid.push_back(a->units.count(d));
   a->sharding = dynamic_cast<const ShardingCodec*>(m.codecs.array_to_bytes.get());
   auto writer = std::shared_ptr<ArrayWriter>(new ArrayWriter(std::move(a)));

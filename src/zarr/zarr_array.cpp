@@ -54,9 +54,7 @@ std::string index_str(const std::vector<std::uint64_t>& v) {
 ZarrArray::ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata, bool missing_chunks_error)
     : store_(std::move(store)), path_(std::move(path)), meta_(std::move(metadata)),
       missing_chunks_error_(missing_chunks_error) {
-  grid_ = meta_.grid.rank() == meta_.shape.size() && meta_.grid.shape() == meta_.shape
-              ? meta_.grid
-              : ChunkGrid::regular(meta_.shape, meta_.chunk_shape);
+  grid_ = meta_.chunk_grid();
   unit_shape_ = meta_.chunk_shape;
   unit_codecs_ = &meta_.codecs;
   // Descend through (nested) sharding: the read unit is the innermost chunk.
