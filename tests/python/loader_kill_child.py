@@ -76,15 +76,19 @@ def main(args):
                         os.kill(workers[0].pid, signal.SIGKILL)
                 out["epochs_done"] += 1
         except Exception as exc:  # the loader's report of the dead worker
-            out["errors"].append([type(exc).__name__, str(exc)])
-            if killed_at is not None:
+            if killed_at is not None:  # the time first: the handler itself can be interrupted
                 out["error_after_s"] = time.monotonic() - killed_at
+            out["errors"].append([type(exc).__name__, str(exc)])
             # torch's SIGCHLD handler raises "DataLoader worker (pid N) is killed by signal" in
             # this thread when the worker's death is noticed: after the first error when that was
             # the ConnectionError of fetching the dead worker's batch in flight (pytorch#28950)
             if not (isinstance(exc, RuntimeError) and "DataLoader worker" in str(exc)):
                 time.sleep(1)
     except RuntimeError as late:
+        # raised inside the handler above (torch's SIGCHLD handler interrupts it, possibly before
+        # it recorded the time: seen once in CI), so the time may still be missing
+        if killed_at is not None and out["error_after_s"] is None:
+            out["error_after_s"] = time.monotonic() - killed_at
         out["errors"].append([type(late).__name__, str(late)])
     # Dropping the loader shuts the other worker down: none may be left running.
     t0 = time.monotonic()
