@@ -97,8 +97,9 @@ def child(args):  # noqa: C901
     import lazycube
     t0 = time.perf_counter()
     cache = args.cache_mb << 20 if args.cache_mb else None
+    ahead = args.fetch_ahead_mb << 20 if args.fetch_ahead_mb else None
     gen = lazycube.BatchGenerator(args.url, INPUT_DIMS, batch_size=BATCH, variables=VARIABLES,
-                                  shuffle=args.shuffle, seed=7, cache_bytes=cache,
+                                  shuffle=args.shuffle, seed=7, cache_bytes=cache, fetch_ahead_bytes=ahead,
                                   storage_options=dict(o.split("=", 1) for o in args.option) or None)
     h = hashlib.blake2b(digest_size=16)
     n, first = 0, None
@@ -117,6 +118,8 @@ def run_child(url, package, timeout):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", url, "--shuffle", ARGS.shuffle]
     if ARGS.cache_mb:
         cmd += ["--cache-mb", str(ARGS.cache_mb)]
+    if ARGS.fetch_ahead_mb:
+        cmd += ["--fetch-ahead-mb", str(ARGS.fetch_ahead_mb)]
     for o in ARGS.option:
         cmd += ["--option", o]
     if package:
@@ -136,6 +139,8 @@ def main():
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a storage option for every run (repeatable)")
     p.add_argument("--cache-mb", type=int, default=0, help="chunk cache budget (default: the generator's, 1 GiB)")
+    p.add_argument("--fetch-ahead-mb", type=int, default=0,
+                   help="fetch-ahead budget (default: the generator's, up to 256 MiB)")
     p.add_argument("--runs", type=int, default=3, help="runs of each row (default 3); the median is reported")
     p.add_argument("--baseline", metavar="DIR",
                    help="also run both rows with the lazycube package under DIR (e.g. an older build's build/python)")
