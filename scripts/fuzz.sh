@@ -6,7 +6,9 @@
 #   bash scripts/fuzz.sh --seeds                         rewrite the binary seeds of fuzz/corpus
 #   bash scripts/fuzz.sh --build-only
 #
-#   --build-dir DIR   build folder (default build-fuzz/; env LAZYCUBE_FUZZ_BUILD_DIR)
+#   --build-dir DIR   build folder (default build-fuzz/; env LAZYCUBE_FUZZ_BUILD_DIR). A folder
+#                     already configured with LAZYCUBE_FUZZ=ON inside an ASan build (CI's
+#                     build-asan/, cmake/Fuzz.cmake) is built as it is configured
 #   --runs N          --smoke executions per target (default 10000)
 #
 # Every run starts from fuzz/corpus/<target> and fuzz/regressions/<target> (inputs that once
@@ -48,10 +50,15 @@ SECONDS=0
 
 # Only the libraries the targets link (no tests, CLI, Python, torch or CUDA), instrumented for
 # libFuzzer with ASan+UBSan (cmake/Fuzz.cmake).
-cmake -S "$REPO_ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER="${CC:-clang-14}" -DCMAKE_CXX_COMPILER="${CXX:-clang++-14}" -DLAZYCUBE_FUZZ=ON \
-  -DLAZYCUBE_BUILD_TESTS=OFF -DLAZYCUBE_BUILD_CLI=OFF -DLAZYCUBE_BUILD_PYTHON=OFF \
-  -DLAZYCUBE_BUILD_TORCH=OFF -DLAZYCUBE_BUILD_CUDA=OFF >/dev/null
+cache="$build_dir/CMakeCache.txt"
+if [[ -f "$cache" ]] && grep -q '^LAZYCUBE_FUZZ:BOOL=ON$' "$cache" && grep -q '^LAZYCUBE_SANITIZE:STRING=address$' "$cache"; then
+  log "using the ASan build with the fuzz targets in $build_dir"
+else
+  cmake -S "$REPO_ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER="${CC:-clang-14}" -DCMAKE_CXX_COMPILER="${CXX:-clang++-14}" -DLAZYCUBE_FUZZ=ON \
+    -DLAZYCUBE_BUILD_TESTS=OFF -DLAZYCUBE_BUILD_CLI=OFF -DLAZYCUBE_BUILD_PYTHON=OFF \
+    -DLAZYCUBE_BUILD_TORCH=OFF -DLAZYCUBE_BUILD_CUDA=OFF >/dev/null
+fi
 if [[ "$mode" == seeds ]]; then
   cmake --build "$build_dir" -j "${LAZYCUBE_FUZZ_JOBS:-2}" --target fuzz_make_seeds
   "$build_dir/fuzz/fuzz_make_seeds" "$REPO_ROOT/fuzz/corpus"
