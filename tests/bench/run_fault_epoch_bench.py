@@ -140,7 +140,7 @@ def main():
                    help="a storage option for every run (repeatable)")
     p.add_argument("--cache-mb", type=int, default=0, help="chunk cache budget (default: the generator's, 1 GiB)")
     p.add_argument("--fetch-ahead-mb", type=int, default=0,
-                   help="fetch-ahead budget (default: the generator's, up to 256 MiB)")
+                   help="fetch-ahead budget (default: the generator's own, docs/batching.md)")
     p.add_argument("--runs", type=int, default=3, help="runs of each row (default 3); the median is reported")
     p.add_argument("--baseline", metavar="DIR",
                    help="also run both rows with the lazycube package under DIR (e.g. an older build's build/python)")
