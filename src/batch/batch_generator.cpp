@@ -6,9 +6,11 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <nlohmann/json.hpp>
@@ -22,6 +24,9 @@ namespace lazycube::batch {
 
 namespace {
 constexpr int kStateVersion = 1;
+// Batches assembled at once at most (each on its own thread): a larger prefetch queues the
+// rest, as each of these threads mostly waits on chunk loads the pool does.
+constexpr std::size_t kMaxAssemblers = 16;
 }  // namespace
 
 // Not in the anonymous namespace: BatchGenerator::Impl, a class with external linkage, holds
@@ -84,16 +89,27 @@ struct BatchGenerator::Impl {
     std::uint64_t begin = 0, end = 0;
     std::vector<std::uint64_t> ids;
   };
+  // A planned batch, from when it is planned until the caller takes it; `done` once it is
+  // assembled (or failed), or at once when it marks the end of the epoch.
   struct Slot {
     std::uint64_t index = 0;
     std::optional<Plan> plan;
     std::optional<Batch> batch;
     std::exception_ptr error;
+    bool done = false;
   };
+  using SlotPtr = std::shared_ptr<Slot>;
+  // The producer plans batches in order (planning with a validity filter depends on where the
+  // last batch ended) and hands each to one of up to `prefetch` assembler threads, so that a
+  // batch waiting on a slow chunk (a retry waiting out Retry-After or a backoff) does not hold
+  // back the assembly of the batches after it whose chunks are in. The caller still receives
+  // them in order; at most `prefetch` batches exist at once (planned, assembling or ready).
   std::thread producer;
+  std::vector<std::thread> assemblers;
   std::mutex mutex;
   std::condition_variable cv;
-  std::deque<Slot> ready;
+  std::deque<SlotPtr> ready;   // every slot not yet taken by the caller, in batch order
+  std::deque<SlotPtr> jobs;    // planned slots no assembler has taken yet
   bool stopping = false;
   bool running = false;
 
@@ -171,38 +187,121 @@ struct BatchGenerator::Impl {
     fetching = true;
   }
 
+  // An assembler thread: assembles the planned slots it takes until the producer stops.
+  void assemble_jobs(std::uint64_t e) {
+    for (;;) {
+      SlotPtr s;
+      {
+        std::unique_lock lock(mutex);
+        cv.wait(lock, [&] { return stopping || !jobs.empty(); });
+        if (stopping) return;
+        s = std::move(jobs.front());
+        jobs.pop_front();
+      }
+      std::optional<Batch> batch;
+      std::exception_ptr error;
+      try {
+        batch = assemble(*s->plan, e, s->index);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      {
+        std::lock_guard lock(mutex);
+        s->batch = std::move(batch);
+        s->error = error;
+        s->done = true;
+      }
+      cv.notify_all();
+    }
+  }
+
   void start_producer() {
     start_fetch();
     stopping = false;
     running = true;
-    producer = std::thread([this, pos = position, idx = index, e = epoch]() mutable {
-      const std::size_t depth = source.options().prefetch;
+    const std::size_t depth = source.options().prefetch;
+    producer = std::thread([this, depth, pos = position, idx = index, e = epoch]() mutable {
+      // Slots planned and not yet counted as assembled, in order: when the first of them is
+      // done, every window before its end has been assembled, which is what fetch-ahead's
+      // holds wait for.
+      std::deque<SlotPtr> pending;
+      bool planning = true;
+      try {
+        for (std::size_t k = 0; k < std::min(depth, kMaxAssemblers); ++k)
+          assemblers.emplace_back([this, e] { assemble_jobs(e); });
+      } catch (...) {
+        if (assemblers.empty()) {  // no thread at all: the next batch reports why
+          auto s = std::make_shared<Slot>();
+          s->index = idx;
+          s->error = std::current_exception();
+          s->done = true;
+          planning = false;
+          {
+            std::lock_guard lock(mutex);
+            ready.push_back(std::move(s));
+          }
+          cv.notify_all();
+        }
+      }
       for (;;) {
+        std::uint64_t assembled_to = 0;
+        bool advanced = false;
         {
           std::unique_lock lock(mutex);
-          cv.wait(lock, [&] { return stopping || ready.size() < depth; });
-          if (stopping) return;
+          cv.wait(lock, [&] {
+            return stopping || (planning && ready.size() < depth) || (!pending.empty() && pending.front()->done) ||
+                   (!planning && pending.empty());
+          });
+          if (stopping || (!planning && pending.empty())) break;
+          while (!pending.empty() && pending.front()->done) {
+            if (pending.front()->error) {  // the caller stops us when it reaches it
+              planning = false;
+              pending.clear();
+              break;
+            }
+            assembled_to = pending.front()->plan->end;
+            advanced = true;
+            pending.pop_front();
+          }
         }
-        Slot s;
-        s.index = idx;
-        try {
-          s.plan = plan_from(order, pos);
-          if (s.plan) s.batch = assemble(*s.plan, e, idx);
-        } catch (...) {
-          s.error = std::current_exception();
+        if (advanced) {
+          fetch.consumed(assembled_to);
+          trimmer.after_batch(*source.cache());
+          continue;
         }
-        const bool last = !s.plan || s.error;
-        if (s.plan) pos = s.plan->end;
-        if (s.batch) fetch.consumed(pos);
-        trimmer.after_batch(*source.cache());
-        ++idx;
+        if (!planning) continue;
         {
           std::lock_guard lock(mutex);
-          ready.push_back(std::move(s));
+          if (ready.size() >= depth) continue;
+        }
+        auto s = std::make_shared<Slot>();
+        s->index = idx++;
+        try {
+          s->plan = plan_from(order, pos);
+        } catch (...) {
+          s->error = std::current_exception();
+        }
+        {
+          std::lock_guard lock(mutex);
+          ready.push_back(s);
+          if (s->plan && !s->error) {
+            pos = s->plan->end;
+            pending.push_back(s);
+            jobs.push_back(std::move(s));
+          } else {
+            s->done = true;  // the end of the epoch, or a failed plan: nothing after it
+            planning = false;
+          }
         }
         cv.notify_all();
-        if (last) return;  // end of epoch or an error: the caller restarts us if it wants more
       }
+      {
+        std::lock_guard lock(mutex);
+        stopping = true;  // the assemblers finish the batch in hand and return
+      }
+      cv.notify_all();
+      for (auto& t : assemblers) t.join();
+      assemblers.clear();
     });
   }
 
@@ -216,6 +315,7 @@ struct BatchGenerator::Impl {
     fetch.stop();
     fetching = false;
     ready.clear();
+    jobs.clear();
     running = false;
     stopping = false;
   }
@@ -236,16 +336,17 @@ struct BatchGenerator::Impl {
       return b;
     }
     if (!running) start_producer();
-    Slot s;
+    SlotPtr taken;
     {
       std::unique_lock lock(mutex);
-      cv.wait(lock, [&] { return !ready.empty(); });
-      s = std::move(ready.front());
+      cv.wait(lock, [&] { return !ready.empty() && ready.front()->done; });
+      taken = std::move(ready.front());
       ready.pop_front();
     }
     cv.notify_all();
+    Slot& s = *taken;
     if (s.error || !s.plan) {
-      // The producer has stopped after this slot; the next call starts it again from the
+      // The producer stops planning after this slot; the next call starts it again from the
       // unchanged position (so a failed batch is retried, and the end stays the end).
       stop_producer();
       if (s.error) std::rethrow_exception(s.error);

@@ -3,7 +3,8 @@
 // batch_size, N windows of several variables stacked as (sample, channel, window dims...)
 // with seeded shuffling, sharding, targets, a NaN filter and resumable state. Batches are
 // fetched, decoded and assembled on the thread pool `prefetch` batches ahead of the caller,
-// through the process-wide chunk cache.
+// through the process-wide chunk cache; those batches assemble at once, so one waiting on a
+// slow chunk does not hold back the ones after it (the caller still gets them in order).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -86,7 +87,7 @@ struct BatchOptions {
   ShardSpec shard;
   std::optional<EpochRemainder> resume;
 
-  std::size_t prefetch = 2;            // batches assembled ahead of the caller (0: on demand)
+  std::size_t prefetch = 2;            // batches assembled ahead of the caller, at once (0: on demand)
   // Decoded bytes of chunks fetched ahead along the epoch's order and held until their batch
   // is assembled (docs/batching.md "Fetch-ahead"); 0: off; unset: default_fetch_ahead_bytes.
   std::optional<std::uint64_t> fetch_ahead_bytes;

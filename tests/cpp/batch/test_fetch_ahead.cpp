@@ -1,9 +1,9 @@
 // Fetch-ahead (BatchOptions::fetch_ahead_bytes) over a store that adds latency to every request
 // and records them: many requests are in flight at once, chunk shuffle with an ample cache
 // fetches every chunk exactly once, the byte budget holds, one slow request does not stall
-// the ones behind it, every sampler and resumed states give the same windows, the first batch
-// over a million windows arrives in a few round trips, and under nginx's fault mix (503, 429,
-// dropped connections) the same windows arrive.
+// the ones behind it nor the assembly of the batches after its own, every sampler and resumed
+// states give the same windows, the first batch over a million windows arrives in a few round
+// trips, and under nginx's fault mix (503, 429, dropped connections) the same windows arrive.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -367,6 +367,23 @@ TEST(FetchAhead, OneSlowRequestDoesNotStallTheRequestsBehindIt) {
   // the end of the slow read, not while it was in flight: a round behind it may start (and
   // end) before the slow read starts, all the more under ThreadSanitizer.
   EXPECT_GE(f.store->chunk_reads_done_before_slow_one_ended(), 8);
+  EXPECT_DOUBLE_EQ(g.cache()->stats().read_amplification(), 1.0);
+}
+
+TEST(FetchAhead, ABatchWaitingOnASlowChunkDoesNotHoldBackTheBatchesAfterIt) {
+  Fixture f(5);
+  // Without fetch-ahead every chunk is read by the batch that needs it. Batches 0 and 1 read
+  // chunk 0 (16 windows per chunk, 8 per batch), whose read takes 1 s (as a request waiting out
+  // Retry-After would); batches 2..7 read chunks 1..3.
+  BatchOptions o = options(Shuffle::None, 64 << 20, 0);
+  o.prefetch = 8;
+  f.store->slow_down("v/0.0.0", std::chrono::milliseconds(1000));
+  BatchGenerator g(f.ds, o);
+  EXPECT_EQ(run_epoch(g).size(), 1024u);
+  // The prefetched batches after the waiting ones were assembled meanwhile: their three chunks
+  // had been read before the slow read ended (a producer assembling one batch after another
+  // reads none of them until batch 0 is done).
+  EXPECT_EQ(f.store->chunk_reads_done_before_slow_one_ended(), 3);
   EXPECT_DOUBLE_EQ(g.cache()->stats().read_amplification(), 1.0);
 }
 
