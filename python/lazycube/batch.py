@@ -90,8 +90,9 @@ class BatchGenerator:
     ``target`` (``{"variables": [...], "offset": {"time": 1}}``), ``shuffle`` (False/True or
     "none"/"random"/"chunk"), ``seed``, ``drop_last``, ``rank``/``world_size``,
     ``worker``/``num_workers``, ``prefetch``, ``cache_bytes``, ``fetch_ahead_bytes`` (decoded
-    chunks fetched ahead along the epoch's order; None: the cache budget less the room
-    batches re-read chunks from, at most 256 MiB; 0: off), ``dtype`` (stacked mode; unset or
+    chunks fetched ahead along the epoch's order; None: starts at the cache budget less the
+    room batches re-read chunks from, at most 256 MiB, and grows within that room to 8 s of the
+    batches' reading; 0: off), ``dtype`` (stacked mode; unset or
     None: the channels' common dtype, float32 when it is a float: see the module doc),
     ``filter`` (``{"variable": ..., "max_nan_fraction": ...}``), ``normalize`` (stacked mode:
     a stats JSON path from ``lazycube stats -o``, a ``lazycube.Stats`` or its document:

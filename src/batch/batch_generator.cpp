@@ -77,7 +77,7 @@ struct BatchGenerator::Impl {
   std::uint64_t index = 0;          // number of the next batch
   // Brings the chunks of the coming windows into the cache ahead of the assembly; runs
   // while batches are produced (stopped with the producer, before `order` changes).
-  FetchAhead fetch{source, source.fetch_ahead_bytes()};
+  FetchAhead fetch{source, source.fetch_ahead_bytes(), source.fetch_ahead_most_bytes()};
   bool fetching = false;
   // Used by the one thread that assembles batches at a time (the producer, or the caller
   // with prefetch 0).

@@ -41,8 +41,11 @@ class BatchSource {
   // Every array selection that assembling unit `id` (a window, or an xbatcher batch) reads,
   // as visit(array, selection): what fetch-ahead brings into the cache.
   void for_each_read(std::uint64_t id, const std::function<void(const ArrayPtr&, const ArraySelection&)>& visit) const;
-  // BatchOptions::fetch_ahead_bytes, resolved (0: off).
+  // BatchOptions::fetch_ahead_bytes, resolved (0: off): the budget fetch-ahead starts with,
+  // and the most it may grow to (the same when the option is set; else the cache's room less
+  // what batches re-read: see fetch_ahead_room_bytes).
   std::uint64_t fetch_ahead_bytes() const;
+  std::uint64_t fetch_ahead_most_bytes() const;
   // Advice about the configuration, given once (xbatcher's schema warnings; random shuffle
   // over more data than the cache holds).
   const std::vector<std::string>& warnings() const { return warnings_; }

@@ -18,16 +18,41 @@ constexpr std::uint64_t kRoundsPerBudget = 8;
 constexpr std::uint64_t kFirstRoundFraction = 16;
 }  // namespace
 
-FetchAhead::FetchAhead(const BatchSource& source, std::uint64_t budget_bytes)
-    : source_(source), budget_(budget_bytes), round_bytes_(std::max<std::uint64_t>(1, budget_bytes / kRoundsPerBudget)) {}
+FetchAhead::FetchAhead(const BatchSource& source, std::uint64_t budget_bytes, std::uint64_t most_bytes,
+                       double lead_seconds)
+    : source_(source),
+      start_budget_(budget_bytes),
+      most_budget_(std::max(budget_bytes, most_bytes)),
+      lead_seconds_(lead_seconds),
+      // Rounds keep the size the starting budget gives them: a grown budget holds more of them.
+      round_bytes_(std::max<std::uint64_t>(1, budget_bytes / kRoundsPerBudget)),
+      budget_(budget_bytes) {}
+
+std::uint64_t FetchAhead::budget() const {
+  std::lock_guard lock(mutex_);
+  return budget_;
+}
+
+void FetchAhead::grow_budget(std::chrono::steady_clock::time_point now) {
+  // The rate over at least a second of the walk, so that the first rounds (released at once
+  // when the consumer catches up) do not count as a rate.
+  const double elapsed = std::chrono::duration<double>(now - *first_release_).count();
+  if (elapsed < 1.0 || budget_ >= most_budget_) return;
+  const double want = static_cast<double>(released_since_first_) / elapsed * lead_seconds_;
+  if (want > static_cast<double>(budget_))
+    budget_ = want >= static_cast<double>(most_budget_) ? most_budget_ : static_cast<std::uint64_t>(want);
+}
 
 FetchAhead::~FetchAhead() { stop(); }
 
 void FetchAhead::start(const EpochOrder& order, std::uint64_t from) {
   stop();
-  if (budget_ == 0 || !source_.cache()->enabled() || from >= order.size()) return;
+  if (start_budget_ == 0 || !source_.cache()->enabled() || from >= order.size()) return;
   std::lock_guard lock(mutex_);
   consumed_ = from;
+  budget_ = start_budget_;
+  first_release_.reset();
+  released_since_first_ = 0;
   walker_ = std::thread([this, &order, from] { walk(order, from); });
 }
 
@@ -138,8 +163,14 @@ void FetchAhead::consumed(std::uint64_t position) {
     consumed_ = std::max(consumed_, position);
     while (!rounds_.empty() && rounds_.front()->end <= position) {
       held_ -= rounds_.front()->bytes;
+      if (first_release_) released_since_first_ += rounds_.front()->bytes;
       done.push_back(std::move(rounds_.front()));
       rounds_.pop_front();
+    }
+    if (!done.empty()) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!first_release_) first_release_ = now;
+      grow_budget(now);
     }
   }
   if (done.empty()) return;

@@ -2,13 +2,17 @@
 // coming windows read into the chunk cache, many requests at once, so that assembling a batch
 // waits only on what is still in flight. Bounded by bytes (BatchOptions::fetch_ahead_bytes):
 // chunks fetched ahead are held (pinned) until the batches that read them have been assembled,
-// so the LRU cannot evict them first and nothing is fetched twice.
+// so the LRU cannot evict them first and nothing is fetched twice. A budget the caller left
+// unset grows with the rate the batches consume chunks at, so that the walk keeps a lead in
+// time (what riding out a Retry-After needs), not only in bytes.
 #pragma once
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -18,13 +22,19 @@ namespace lazycube::batch {
 
 class FetchAhead {
  public:
-  // budget_bytes 0: off (start() does nothing).
-  FetchAhead(const BatchSource& source, std::uint64_t budget_bytes);
+  // budget_bytes 0: off (start() does nothing). The budget grows, up to most_bytes, to what
+  // the batches consume in lead_seconds (measured over a walk, never shrinking within it).
+  FetchAhead(const BatchSource& source, std::uint64_t budget_bytes, std::uint64_t most_bytes,
+             double lead_seconds = kLeadSeconds);
+  // The lead in time a budget left unset grows to keep: a request waiting out Retry-After (1 s
+  // under the fault benchmark's mix) and its backoff must be covered by what is held already.
+  static constexpr double kLeadSeconds = 8.0;
   ~FetchAhead();
   FetchAhead(const FetchAhead&) = delete;
   FetchAhead& operator=(const FetchAhead&) = delete;
 
-  std::uint64_t budget() const { return budget_; }
+  // The budget in effect now.
+  std::uint64_t budget() const;
   // Starts walking `order` (which must outlive the walk: stop() before changing it) from shard
   // position `from`. Stops a previous walk first.
   void start(const EpochOrder& order, std::uint64_t from);
@@ -49,9 +59,18 @@ class FetchAhead {
   static void load_round(Round& r, ChunkCache& cache);
   void release(std::deque<std::unique_ptr<Round>>& rounds);
 
+  // Grows budget_ towards what the batches consumed over `elapsed` seconds since the first
+  // release, in lead_seconds_ (under mutex_).
+  void grow_budget(std::chrono::steady_clock::time_point now);
+
   const BatchSource& source_;
-  const std::uint64_t budget_;
+  const std::uint64_t start_budget_, most_budget_;
+  const double lead_seconds_;
   std::uint64_t round_bytes_;
+  std::uint64_t budget_;  // under mutex_
+  // Consumption since the first release of the walk (under mutex_).
+  std::optional<std::chrono::steady_clock::time_point> first_release_;
+  std::uint64_t released_since_first_ = 0;
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;

@@ -117,7 +117,6 @@ int run_bench(const BenchArgs& args) {
   // The generator's own warnings (e.g. random shuffle's read amplification) are reported like
   // the libraries': on stderr, or under "warnings" with --json.
   for (const auto& w : generator.warnings()) diagnostics::warn(w);
-  const std::uint64_t fetch_ahead_bytes = generator.fetch_ahead_bytes();
 
   const std::uint64_t per_epoch = generator.size();
   std::uint64_t total = per_epoch * args.epochs;
@@ -159,6 +158,8 @@ int run_bench(const BenchArgs& args) {
   progress.finish();
 
   const CacheStats cs = generator.cache()->stats();
+  // The budget at the end (one left unset grows over an epoch: docs/batching.md "Fetch-ahead").
+  const std::uint64_t fetch_ahead_bytes = generator.fetch_ahead_bytes();
   const double seconds = since(t_construct, t_last);
   auto rate = [&](double amount) { return seconds > 0 ? amount / seconds : 0.0; };
   const double first_s = t_first ? since(t_start, *t_first) : 0.0;

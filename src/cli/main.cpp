@@ -151,8 +151,9 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--cache-mb", bench.cache_mb, "Chunk cache budget in MiB (0: off)")->capture_default_str();
   bench_cmd->add_option("--prefetch", bench.prefetch, "Batches assembled ahead of the consumer")->capture_default_str();
   bench_cmd->add_option("--fetch-ahead-mb", bench.fetch_ahead_mb,
-                        "Decoded chunks fetched ahead along the epoch's order, in MiB (0: off; default: the cache "
-                        "budget less the room batches re-read chunks from, at most 256)");
+                        "Decoded chunks fetched ahead along the epoch's order, in MiB (0: off; default: starts at "
+                        "the cache budget less the room batches re-read chunks from, at most 256, and grows "
+                        "within that room to 8 s of the batches' reading)");
   bench_cmd->add_option("--forecast", bench.forecast,
                         "Forecast samples instead of windows: a JSON file of the sample specification "
                         "(docs/forecast.md; the keys of lazycube.ForecastSamples) over URL");

@@ -89,7 +89,8 @@ struct BatchOptions {
 
   std::size_t prefetch = 2;            // batches assembled ahead of the caller, at once (0: on demand)
   // Decoded bytes of chunks fetched ahead along the epoch's order and held until their batch
-  // is assembled (docs/batching.md "Fetch-ahead"); 0: off; unset: default_fetch_ahead_bytes.
+  // is assembled (docs/batching.md "Fetch-ahead"); 0: off; unset: default_fetch_ahead_bytes,
+  // growing within fetch_ahead_room_bytes to 8 s of the batches' consumption.
   std::optional<std::uint64_t> fetch_ahead_bytes;
   std::shared_ptr<ChunkCache> cache;   // nullptr: ChunkCache::global()
   BatchAllocator allocator;            // nullptr: lazycube's own (huge-page) allocation
@@ -110,10 +111,14 @@ struct BatchOptions {
   static const std::vector<std::string>& json_keys();
 };
 
-// The fetch-ahead budget when BatchOptions::fetch_ahead_bytes is unset: the cache budget less
+// The fetch-ahead room when BatchOptions::fetch_ahead_bytes is unset: the cache budget less
 // `reuse_bytes`, the room batches need to re-read chunks (under chunk shuffle two chunk
-// groups' chunks, at most half the cache; otherwise a quarter of the cache), at most 256 MiB.
-// Chunks fetched ahead are held in the cache, so the two together stay within its budget.
+// groups' chunks, at most half the cache; otherwise a quarter of the cache). Chunks fetched
+// ahead are held in the cache, so the two together stay within its budget.
+std::uint64_t fetch_ahead_room_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes);
+// The budget fetch-ahead starts an epoch with when BatchOptions::fetch_ahead_bytes is unset: the
+// room, at most 256 MiB. Over the epoch it grows within the room to what the batches consume in
+// 8 s (docs/batching.md "Fetch-ahead": a lead in time is what rides out a Retry-After).
 std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes);
 
 // One contiguous C-order array of a batch.
@@ -195,8 +200,8 @@ class BatchGenerator {
   // random shuffle over more data than the cache holds, the expected read amplification.
   const std::vector<std::string>& warnings() const;
 
-  // The fetch-ahead budget in effect (options().fetch_ahead_bytes resolved; 0 when off or the
-  // cache is).
+  // The fetch-ahead budget in effect now (options().fetch_ahead_bytes resolved, and grown over
+  // the epoch when it was unset; 0 when off or the cache is).
   std::uint64_t fetch_ahead_bytes() const;
 
   // The cache the generator reads through.

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "batch/fetch_ahead.hpp"
 #include "lazycube/batch/batch_generator.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/store/store.hpp"
@@ -385,6 +386,46 @@ TEST(FetchAhead, ABatchWaitingOnASlowChunkDoesNotHoldBackTheBatchesAfterIt) {
   // reads none of them until batch 0 is done).
   EXPECT_EQ(f.store->chunk_reads_done_before_slow_one_ended(), 3);
   EXPECT_DOUBLE_EQ(g.cache()->stats().read_amplification(), 1.0);
+}
+
+TEST(FetchAhead, AnUnsetBudgetGrowsToALeadInTimeWithinItsRoom) {
+  Fixture f(1);
+  const BatchOptions o = options(Shuffle::None, 64 << 20, std::nullopt);
+  const BatchSource source(f.ds, o);
+  const EpochOrder order(source.order_grid(), o.shuffle, o.seed, 0, o.shard, source.chunk_starts());
+  // Starts with 16 chunks' bytes, may grow to the whole store's 64, keeping 4 s of the
+  // consumption ahead. The consumer below assembles a chunk's 16 windows every 50 ms (20
+  // chunks/s: 4 s is 80 chunks), so after the first second of consumption the budget is 64.
+  FetchAhead fetch(source, 16 * kChunkBytes, 64 * kChunkBytes, 4.0);
+  fetch.start(order, 0);
+  EXPECT_EQ(fetch.budget(), 16 * kChunkBytes);
+  const auto began = std::chrono::steady_clock::now();
+  std::uint64_t chunks = 0;
+  std::size_t read_before_growth = 0;
+  while (std::chrono::steady_clock::now() - began < std::chrono::milliseconds(1300)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    fetch.consumed(16 * ++chunks);
+    if (chunks == 10) read_before_growth = f.store->chunk_reads().size();
+  }
+  EXPECT_EQ(fetch.budget(), 64 * kChunkBytes);
+  // Until then the walk stayed within 16 chunks of the consumer; now it goes further (a
+  // round counts a chunk its windows share with the next round again: about 30 chunks).
+  EXPECT_LE(read_before_growth, 10u + 16u + 1u);
+  const std::size_t want = std::min<std::size_t>(kT, chunks + 24);
+  for (int k = 0; k < 300 && f.store->chunk_reads().size() < want; ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GE(f.store->chunk_reads().size(), want) << chunks << " chunks consumed";
+  fetch.stop();
+
+  // A budget the caller set (most == start) stays what it is.
+  FetchAhead fixed(source, 4 * kChunkBytes, 4 * kChunkBytes, 4.0);
+  fixed.start(order, 0);
+  for (std::uint64_t c = 1; c <= 24; ++c) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    fixed.consumed(16 * c);
+  }
+  EXPECT_EQ(fixed.budget(), 4 * kChunkBytes);
+  fixed.stop();
 }
 
 TEST(FetchAhead, EverySamplerAndAResumedStateGiveTheSameWindows) {
