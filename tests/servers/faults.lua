@@ -5,6 +5,7 @@
 --                Content-Length promises all of it, then the connection closed
 --   retry_after  Retry-After seconds sent with 429 (default 0)
 --   fail_first   the first N requests of each URI+Range get 429 (deterministic retries)
+--   fail_uri     if set, fail_first applies only to this URI (e.g. "/o2"): one slow request
 --   cache_control  a Cache-Control header sent with every reply (e.g. "public, max-age=3600",
 --                what GCS sends for public objects), for the persistent cache's freshness
 --   bearer_tokens  path of a file of "TOKEN EXPIRY_EPOCH" lines (tests/servers/gcs_token_server.py
@@ -45,7 +46,7 @@ local function too_many()
   return ngx.exit(ngx.HTTP_OK)
 end
 
-if (cfg.fail_first or 0) > 0 then
+if (cfg.fail_first or 0) > 0 and (cfg.fail_uri == nil or cfg.fail_uri == ngx.var.uri) then
   local key = ngx.var.uri .. "|" .. (ngx.var.http_range or "")
   local n = ngx.shared.fault_counts:incr(key, 1, 0)
   if n <= cfg.fail_first then return too_many() end

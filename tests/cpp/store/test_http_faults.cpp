@@ -1,5 +1,6 @@
 // Retries under injected faults (nginx + lua): identical bytes under a fault mix, retries
-// counted by cause, a clear error after the last attempt or the deadline, Retry-After, fork.
+// counted by cause, a clear error after the last attempt or the deadline, Retry-After (waited
+// out without holding back the other requests), fork.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -123,6 +124,28 @@ TEST_F(HttpFaults, HttpRetryAfterIsHonoured) {
   EXPECT_GE(elapsed, 0.95);
   EXPECT_EQ(s->stats().retries_by_cause["http_429"], 1u);
   EXPECT_EQ(s->stats().requests, 2u);
+}
+
+TEST_F(HttpFaults, ARequestWaitingOutRetryAfterDoesNotHoldBackTheOthers) {
+  // o2's first answer is a 429 with Retry-After: 2; the other objects of the same read answer
+  // at once. The wait is a timer in the engine: the others are delivered while it runs.
+  server->set_faults(R"(fail_first = 1, retry_after = 2, fail_uri = "/o2")");
+  auto s = store();
+  std::vector<ByteRequest> requests;
+  for (int i = 2; i < 12; ++i) requests.push_back({"o" + std::to_string(i), {}});
+  std::vector<std::pair<std::size_t, double>> delivered;  // (request, seconds after the start)
+  const auto t0 = std::chrono::steady_clock::now();
+  s->get_each(requests, [&](std::size_t i, std::optional<Buffer>&& b) {
+    ASSERT_TRUE(b);
+    EXPECT_EQ(as_string(*b), objects[i + 2]);
+    delivered.emplace_back(i, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  });
+  ASSERT_EQ(delivered.size(), requests.size());
+  EXPECT_EQ(delivered.back().first, 0u);   // o2 last,
+  EXPECT_GE(delivered.back().second, 1.95);  // after its Retry-After;
+  for (std::size_t k = 0; k + 1 < delivered.size(); ++k)
+    EXPECT_LT(delivered[k].second, 1.0) << requests[delivered[k].first].key;  // the rest long before
+  EXPECT_EQ(s->stats().retries_by_cause["http_429"], 1u);
 }
 
 TEST_F(HttpFaults, HttpForkedChildReads) {
