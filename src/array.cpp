@@ -94,7 +94,7 @@ std::uint64_t Array::read_unit_bytes(const std::vector<std::uint64_t>& unit) con
 }
 
 std::vector<std::shared_ptr<const Buffer>> Array::load_units(const std::vector<std::vector<std::uint64_t>>&,
-                                                             ChunkCache&) const {
+                                                             ChunkCache&, const std::atomic<bool>*) const {
   return {};
 }
 

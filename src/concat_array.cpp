@@ -250,7 +250,8 @@ std::vector<std::vector<std::uint64_t>> ConcatArray::read_units(std::span<const 
 }
 
 std::vector<std::shared_ptr<const Buffer>> ConcatArray::load_units(const std::vector<std::vector<std::uint64_t>>& units,
-                                                                   ChunkCache& cache) const {
+                                                                   ChunkCache& cache,
+                                                                   const std::atomic<bool>* cancel) const {
   std::vector<std::vector<std::vector<std::uint64_t>>> by_part(parts_.size());
   for (auto unit : units) {
     if (axis_ >= unit.size())
@@ -263,7 +264,7 @@ std::vector<std::shared_ptr<const Buffer>> ConcatArray::load_units(const std::ve
   std::vector<std::shared_ptr<const Buffer>> out;
   for (std::size_t p = 0; p < parts_.size(); ++p) {
     if (by_part[p].empty()) continue;
-    auto loaded = parts_[p]->load_units(by_part[p], cache);
+    auto loaded = parts_[p]->load_units(by_part[p], cache, cancel);
     out.insert(out.end(), loaded.begin(), loaded.end());
   }
   return out;

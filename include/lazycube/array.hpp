@@ -1,6 +1,7 @@
 // The backend-neutral array interface the dataset layer reads from. Zarr arrays implement it,
 // and so does the GDAL backend (src/netcdf/gdal_array.hpp).
 #pragma once
+#include <atomic>
 
 #include <cstdint>
 #include <memory>
@@ -117,8 +118,11 @@ class Array {
   // Brings `units` into `cache` as read_cached would (network stores: one batch of requests,
   // each decoded on the pool as it arrives; units already cached or in flight are joined) and
   // returns their handles: holding them keeps the units pinned. Loads count as fetched ahead.
+  // Once `*cancel` is true the loads not yet delivered are given up and this throws Cancelled
+  // (readers that joined them load those units themselves).
   virtual std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
-                                                                ChunkCache& cache) const;
+                                                                ChunkCache& cache,
+                                                                const std::atomic<bool>* cancel = nullptr) const;
   // Identity of the array's data for cache keys: the store's URL and the array path.
   virtual std::string cache_id() const { return describe(); }
   // The version of the array's data, for caches of what is computed from it (the forecast

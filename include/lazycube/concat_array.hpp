@@ -52,7 +52,8 @@ class ConcatArray final : public Array {
   std::vector<std::uint64_t> chunk_starts(std::size_t dim) const override;
   std::vector<std::vector<std::uint64_t>> read_units(std::span<const ArraySelection> selections) const override;
   std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
-                                                        ChunkCache& cache) const override;
+                                                        ChunkCache& cache,
+                                                        const std::atomic<bool>* cancel = nullptr) const override;
   std::string cache_id() const override;
   std::string data_version() const override;
 

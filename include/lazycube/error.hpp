@@ -13,6 +13,13 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A load given up because its caller stopped (fetch-ahead stopping mid-round). A reader that
+// joined such a load loads the unit itself: this never reaches a caller that did not cancel.
+class Cancelled : public Error {
+ public:
+  using Error::Error;
+};
+
 // The store could not deliver bytes (I/O failure, permission, network).
 class StoreError : public Error {
  public:

@@ -53,8 +53,9 @@ class RecordFieldArray final : public Array {
     return records_->read_units(selections);
   }
   std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
-                                                        ChunkCache& cache) const override {
-    return records_->load_units(units, cache);
+                                                        ChunkCache& cache,
+                                                        const std::atomic<bool>* cancel = nullptr) const override {
+    return records_->load_units(units, cache, cancel);
   }
   std::string cache_id() const override { return records_->cache_id(); }
   std::string data_version() const override { return records_->data_version(); }

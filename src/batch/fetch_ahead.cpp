@@ -84,17 +84,18 @@ std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& orde
   return round;
 }
 
-void FetchAhead::load_round(Round& r, ChunkCache& cache) {
+void FetchAhead::load_round(Round& r, ChunkCache& cache, const std::atomic<bool>& cancel) {
   // The arrays of a round load at once, each its own read: one slow request (a retry waiting
   // out Retry-After or a backoff) then delays its own array's read only, where loading them
   // one after another made every array of the round wait behind it in turn.
   std::vector<std::vector<std::shared_ptr<const Buffer>>> got(r.units.size());
   auto load = [&](std::size_t a) {
     try {
-      got[a] = r.units[a].first->load_units(r.units[a].second, cache);
+      got[a] = r.units[a].first->load_units(r.units[a].second, cache, &cancel);
     } catch (...) {
       // A failed load reaches the readers waiting on it through the cache, and a reader that
-      // comes later loads (and reports) it itself: nothing to do here.
+      // comes later loads (and reports) it itself: nothing to do here. A cancelled one is
+      // loaded by whoever waited on it.
     }
   };
   std::vector<std::thread> others;
@@ -146,7 +147,7 @@ void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
     held_ += round->bytes;
     Round* r = round.get();
     rounds_.push_back(std::move(round));
-    r->loader = std::thread([r, cache] { load_round(*r, *cache); });
+    r->loader = std::thread([this, r, cache] { load_round(*r, *cache, cancel_); });
   }
 }
 
@@ -183,6 +184,7 @@ void FetchAhead::stop() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
+  cancel_ = true;
   cv_.notify_all();
   if (walker_.joinable()) walker_.join();
   std::deque<std::unique_ptr<Round>> all;
@@ -193,6 +195,7 @@ void FetchAhead::stop() {
     stopping_ = false;
   }
   release(all);
+  cancel_ = false;
 }
 
 }  // namespace lazycube::batch

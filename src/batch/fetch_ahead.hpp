@@ -6,6 +6,7 @@
 // unset grows with the rate the batches consume chunks at, so that the walk keeps a lead in
 // time (what riding out a Retry-After needs), not only in bytes.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -41,7 +42,9 @@ class FetchAhead {
   // Every window before shard position `position` has been assembled: holds of the windows
   // before it are released, and the walk skips ahead to it if it fell behind.
   void consumed(std::uint64_t position);
-  // Stops the walk, waits for the loads in flight and drops every hold.
+  // Stops the walk, gives up the loads not yet delivered (their requests not yet answered;
+  // readers that joined them load those chunks themselves), waits for the rest and drops every
+  // hold.
   void stop();
 
  private:
@@ -56,7 +59,7 @@ class FetchAhead {
   void walk(const EpochOrder& order, std::uint64_t from);
   void walk_rounds(const EpochOrder& order, std::uint64_t from);
   std::unique_ptr<Round> plan_round(const EpochOrder& order, std::uint64_t from, std::uint64_t bytes) const;
-  static void load_round(Round& r, ChunkCache& cache);
+  static void load_round(Round& r, ChunkCache& cache, const std::atomic<bool>& cancel);
   void release(std::deque<std::unique_ptr<Round>>& rounds);
 
   // Grows budget_ towards what the batches consumed over `elapsed` seconds since the first
@@ -79,6 +82,7 @@ class FetchAhead {
   std::uint64_t consumed_ = 0;  // shard position the consumer has assembled up to
   std::uint64_t held_ = 0;      // bytes of the rounds in `rounds_`
   std::deque<std::unique_ptr<Round>> rounds_;  // in position order
+  std::atomic<bool> cancel_{false};  // stop(): the rounds' loads give up what is not delivered
 };
 
 }  // namespace lazycube::batch

@@ -141,7 +141,8 @@ void ChunkedArray::read_cached(std::span<const ArraySelection> selections, std::
 }
 
 std::vector<ChunkCache::Chunk> ChunkedArray::cached_units(std::span<const Unit> units, ChunkCache& cache,
-                                                          ChunkCache::Purpose purpose) const {
+                                                          ChunkCache::Purpose purpose,
+                                                          const std::atomic<bool>* cancel) const {
   const std::size_t n = units.size();
   const ChunkGrid unit_grid = read_grid();
   const std::string id = cache_id();
@@ -164,6 +165,8 @@ std::vector<ChunkCache::Chunk> ChunkedArray::cached_units(std::span<const Unit> 
   try {
     if (!to_load.empty())
       fetch_units(to_load, [&](std::size_t i, const UnitDecoder& decode) {
+        // Thrown from the sink, this also stops the store's batch (nothing more is started).
+        if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled(describe() + ": load cancelled");
         const std::size_t u = load_of[i];
         try {
           Buffer decoded(unit_grid.decoded_elements(units[u]) * dtype().itemsize);
@@ -184,8 +187,17 @@ std::vector<ChunkCache::Chunk> ChunkedArray::cached_units(std::span<const Unit> 
     throw;
   }
   // Loads other readers had in flight; every claim of ours is resolved, so this cannot deadlock.
-  for (std::size_t u = 0; u < n; ++u)
-    if (pending[u].valid()) chunks[u] = pending[u].get();
+  // One that its caller gave up (fetch-ahead stopping) is looked up again: loaded here, or
+  // joined once more.
+  for (std::size_t u = 0; u < n; ++u) {
+    if (!pending[u].valid()) continue;
+    try {
+      chunks[u] = pending[u].get();
+    } catch (const Cancelled&) {
+      if (cancel && cancel->load(std::memory_order_relaxed)) throw;
+      chunks[u] = cached_units(units.subspan(u, 1), cache, purpose, cancel).front();
+    }
+  }
   return chunks;
 }
 
@@ -200,9 +212,10 @@ std::vector<std::vector<std::uint64_t>> ChunkedArray::read_units(std::span<const
 }
 
 std::vector<std::shared_ptr<const Buffer>> ChunkedArray::load_units(const std::vector<std::vector<std::uint64_t>>& units,
-                                                                    ChunkCache& cache) const {
+                                                                    ChunkCache& cache,
+                                                                    const std::atomic<bool>* cancel) const {
   if (!cache.enabled() || units.empty()) return {};
-  return cached_units(units, cache, ChunkCache::Purpose::FetchAhead);
+  return cached_units(units, cache, ChunkCache::Purpose::FetchAhead, cancel);
 }
 
 }  // namespace lazycube

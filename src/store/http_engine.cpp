@@ -341,6 +341,7 @@ class CurlEngine final : public Engine {
         } catch (...) {
           sink_error = std::current_exception();
           b.cancelled = true;
+          purge_timers_ = true;
           wakeup();
         }
       }
@@ -454,6 +455,18 @@ class CurlEngine final : public Engine {
   }
 
   void fire_timers() {
+    // Retries of a cancelled or failed batch are not waited out: due now, they are dropped by
+    // start_transfers (a stopped fetch-ahead round, or a read that has its error, ends at once).
+    if (purge_timers_.exchange(false))
+      for (auto it = timers_.begin(); it != timers_.end();) {
+        Batch* b = it->second->batch;
+        if (!(b->cancelled || b->failed)) {
+          ++it;
+          continue;
+        }
+        b->ready.push_front(it->second);
+        it = timers_.erase(it);
+      }
     const auto now = Clock::now();
     while (!timers_.empty() && timers_.begin()->first <= now) {
       Transfer* t = timers_.begin()->second;
@@ -803,6 +816,7 @@ class CurlEngine final : public Engine {
     if (!b.failed) {
       b.failed = true;
       b.error = message;
+      purge_timers_ = true;
     }
     if (b.counters) b.counters->error();
     finish(t);
@@ -830,6 +844,7 @@ class CurlEngine final : public Engine {
   // loop thread only
   std::list<Batch*> active_;
   std::multimap<Clock::time_point, Transfer*> timers_;
+  std::atomic<bool> purge_timers_{false};  // a batch was cancelled or failed: fire_timers drops its retries
   std::vector<CURL*> pool_;
   std::size_t in_flight_ = 0;
   std::size_t idle_connections_ = kDefaultMaxIdleConnections;  // the latest batch's allowance

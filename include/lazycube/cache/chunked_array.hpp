@@ -28,7 +28,8 @@ class ChunkedArray : public Array {
                    ChunkCache& cache) const final;
   std::vector<std::vector<std::uint64_t>> read_units(std::span<const ArraySelection> selections) const final;
   std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
-                                                        ChunkCache& cache) const final;
+                                                        ChunkCache& cache,
+                                                        const std::atomic<bool>* cancel = nullptr) const final;
 
   // A read unit: its index in read_grid().
   using Unit = std::vector<std::uint64_t>;
@@ -49,9 +50,11 @@ class ChunkedArray : public Array {
 
  private:
   // The cached chunks of `units`: looked up, the ones this call claims fetched together
-  // (fetch_units) and decoded into the cache, then the loads of other callers joined.
+  // (fetch_units) and decoded into the cache, then the loads of other callers joined (a joined
+  // load that its caller cancelled is loaded here instead). `cancel`: see load_units.
   std::vector<ChunkCache::Chunk> cached_units(std::span<const Unit> units, ChunkCache& cache,
-                                              ChunkCache::Purpose purpose) const;
+                                              ChunkCache::Purpose purpose,
+                                              const std::atomic<bool>* cancel = nullptr) const;
 };
 
 }  // namespace lazycube

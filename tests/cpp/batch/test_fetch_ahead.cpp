@@ -145,13 +145,15 @@ class LatencyStore final : public Store {
     return out;
   }
   void get_each(const std::vector<ByteRequest>& requests, const ByteSink& sink) override {
+    // As the HTTP engine does: after an error (also one the sink throws) nothing more starts.
     std::atomic<std::size_t> next{0};
+    std::atomic<bool> failed{false};
     std::mutex sink_mutex;
     std::exception_ptr error;
     std::vector<std::thread> workers;
     for (std::size_t w = 0; w < std::min(admission_, requests.size()); ++w)
       workers.emplace_back([&] {
-        for (std::size_t i; (i = next++) < requests.size();) {
+        for (std::size_t i; !failed && (i = next++) < requests.size();) {
           try {
             auto got = get(requests[i].key, requests[i].range);
             std::lock_guard lock(sink_mutex);
@@ -159,6 +161,7 @@ class LatencyStore final : public Store {
           } catch (...) {
             std::lock_guard lock(sink_mutex);
             if (!error) error = std::current_exception();
+            failed = true;
           }
         }
       });
@@ -220,9 +223,9 @@ struct Fixture {
   std::shared_ptr<LatencyStore> store;
   Dataset ds;
   int open_in_flight = 0;  // requests in flight at once while opening
-  explicit Fixture(int latency_ms = 10) {
+  explicit Fixture(int latency_ms = 10, std::size_t admission = 32) {
     write_store(dir.path());
-    store = std::make_shared<LatencyStore>(make_file_store(dir.str()), std::chrono::milliseconds(latency_ms));
+    store = std::make_shared<LatencyStore>(make_file_store(dir.str()), std::chrono::milliseconds(latency_ms), admission);
     ds = lazycube::open(Location{store, ""});
     open_in_flight = store->max_in_flight();
     store->reset_max_in_flight();
@@ -426,6 +429,50 @@ TEST(FetchAhead, AnUnsetBudgetGrowsToALeadInTimeWithinItsRoom) {
   }
   EXPECT_EQ(fixed.budget(), 4 * kChunkBytes);
   fixed.stop();
+}
+
+TEST(FetchAhead, StopGivesUpTheLoadsNotYetDelivered) {
+  Fixture f(300, 2);  // 300 ms a request, 2 at once per read
+  const BatchOptions o = options(Shuffle::None, 64 << 20, std::nullopt);
+  const BatchSource source(f.ds, o);
+  const EpochOrder order(source.order_grid(), o.shuffle, o.seed, 0, o.shard, source.chunk_starts());
+  FetchAhead fetch(source, 64 * kChunkBytes, 64 * kChunkBytes);  // rounds of 8 chunks, all 64 at once
+  fetch.start(order, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  fetch.stop();
+  const double stopped = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The requests under way end (300 ms); the rest of the rounds (300 ms per 2 chunks of each)
+  // are not started: stop() does not wait for the whole budget to arrive (1.2 s for a round
+  // of 8 chunks).
+  EXPECT_LT(stopped, 0.55 * kBuildSlowdown);
+  EXPECT_LT(f.store->chunk_reads().size(), kT);
+}
+
+TEST(FetchAhead, AReaderThatJoinedACancelledLoadLoadsTheChunkItself) {
+  Fixture f(1);
+  const ArrayPtr v = f.ds.variable("v").array();
+  auto cache = std::make_shared<ChunkCache>(64 << 20);
+  f.store->slow_down("v/3.0.0", std::chrono::milliseconds(500));
+  std::atomic<bool> cancel{false};
+  std::thread loader([&] {
+    EXPECT_THROW(v->load_units({{3, 0, 0}}, *cache, &cancel), Cancelled);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // its request is under way
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel = true;  // seen when the slow answer arrives
+  });
+  // This read joins the load in flight, which is then given up: it reads the chunk itself.
+  std::vector<float> got(kY * kX);
+  const ArraySelection sel{{3, 1, 1}, {0, kY, 1}, {0, kX, 1}};
+  const MutableByteView dest(reinterpret_cast<std::byte*>(got.data()), got.size() * 4);
+  v->read_cached({&sel, 1}, {&dest, 1}, *cache);
+  canceller.join();
+  loader.join();
+  for (std::uint64_t y = 0; y < kY; ++y)
+    for (std::uint64_t x = 0; x < kX; ++x) ASSERT_EQ(got[y * kX + x], cell(3, y, x));
+  EXPECT_EQ(f.store->chunk_reads().at("v/3.0.0"), 2);  // the given-up answer, then its own
 }
 
 TEST(FetchAhead, EverySamplerAndAResumedStateGiveTheSameWindows) {

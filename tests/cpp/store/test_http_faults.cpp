@@ -148,6 +148,18 @@ TEST_F(HttpFaults, ARequestWaitingOutRetryAfterDoesNotHoldBackTheOthers) {
   EXPECT_EQ(s->stats().retries_by_cause["http_429"], 1u);
 }
 
+TEST_F(HttpFaults, AReadWhoseSinkThrowsDoesNotWaitOutItsRetries) {
+  // o2 is refused with Retry-After: 5; the sink gives up at the first answer (as a stopped
+  // fetch-ahead does): the read ends then, not after the retry.
+  server->set_faults(R"(fail_first = 1, retry_after = 5, fail_uri = "/o2")");
+  auto s = store();
+  std::vector<ByteRequest> requests;
+  for (int i = 2; i < 12; ++i) requests.push_back({"o" + std::to_string(i), {}});
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(s->get_each(requests, [&](std::size_t, std::optional<Buffer>&&) { throw Cancelled("stop"); }), Cancelled);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.5);
+}
+
 TEST_F(HttpFaults, HttpForkedChildReads) {
   auto s = store();
   ASSERT_EQ(as_string(*s->get("o5")), objects[5]);  // the parent's engine is running
