@@ -191,6 +191,7 @@ class LatencyStore final : public Store {
     return most;
   }
   int max_in_flight() const { return max_in_flight_.load(); }
+  int in_flight() const { return in_flight_.load(); }
   void reset_max_in_flight() { max_in_flight_ = 0; }
   // Reads of each chunk key of `v` (metadata keys left out).
   std::map<std::string, int> chunk_reads() const {
@@ -458,7 +459,7 @@ TEST(FetchAhead, AReaderThatJoinedACancelledLoadLoadsTheChunkItself) {
   std::thread loader([&] {
     EXPECT_THROW(v->load_units({{3, 0, 0}}, *cache, &cancel), Cancelled);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // its request is under way
+  while (f.store->in_flight() == 0) std::this_thread::yield();  // its request is under way
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     cancel = true;  // seen when the slow answer arrives
