@@ -403,15 +403,17 @@ std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes, std::u
   return std::min<std::uint64_t>(fetch_ahead_room_bytes(cache_budget_bytes, reuse_bytes), std::uint64_t{256} << 20);
 }
 
+std::uint64_t BatchSource::reuse_bytes() const { return reuse_bytes_ ? *reuse_bytes_ : cache_->budget() / 4; }
+
 std::uint64_t BatchSource::fetch_ahead_bytes() const {
   if (!cache_->enabled()) return 0;
   if (options_.fetch_ahead_bytes) return *options_.fetch_ahead_bytes;
-  return default_fetch_ahead_bytes(cache_->budget(), reuse_bytes_ ? *reuse_bytes_ : cache_->budget() / 4);
+  return default_fetch_ahead_bytes(cache_->budget(), reuse_bytes());
 }
 
 std::uint64_t BatchSource::fetch_ahead_most_bytes() const {
   if (!cache_->enabled() || options_.fetch_ahead_bytes) return fetch_ahead_bytes();
-  return fetch_ahead_room_bytes(cache_->budget(), reuse_bytes_ ? *reuse_bytes_ : cache_->budget() / 4);
+  return fetch_ahead_room_bytes(cache_->budget(), reuse_bytes());
 }
 
 bool BatchSource::window_passes(std::uint64_t id) const {

@@ -96,6 +96,7 @@ class BatchSource {
   // Cache room batches need to re-read chunks while fetch-ahead holds the rest (known under
   // chunk shuffle; unset: a quarter of the cache).
   std::optional<std::uint64_t> reuse_bytes_;
+  std::uint64_t reuse_bytes() const;  // reuse_bytes_ or its default
 
   // Compatibility mode.
   XbatcherSchema schema_;

@@ -264,6 +264,12 @@ std::vector<std::uint64_t> check_batch(const Batch& b) {
   return b.window_ids;
 }
 
+// Epoch 0's order of `source`, for driving a FetchAhead directly.
+EpochOrder epoch_zero(const BatchSource& source) {
+  const BatchOptions& o = source.options();
+  return EpochOrder(source.order_grid(), o.shuffle, o.seed, 0, o.shard, source.chunk_starts());
+}
+
 std::vector<std::uint64_t> run_epoch(BatchGenerator& g) {
   std::vector<std::uint64_t> ids;
   while (auto b = g.next()) {
@@ -396,7 +402,7 @@ TEST(FetchAhead, AnUnsetBudgetGrowsToALeadInTimeWithinItsRoom) {
   Fixture f(1);
   const BatchOptions o = options(Shuffle::None, 64 << 20, std::nullopt);
   const BatchSource source(f.ds, o);
-  const EpochOrder order(source.order_grid(), o.shuffle, o.seed, 0, o.shard, source.chunk_starts());
+  const EpochOrder order = epoch_zero(source);
   // Starts with 16 chunks' bytes, may grow to the whole store's 64, keeping 4 s of the
   // consumption ahead. The consumer below assembles a chunk's 16 windows every 50 ms (20
   // chunks/s: 4 s is 80 chunks), so after the first second of consumption the budget is 64.
@@ -436,7 +442,7 @@ TEST(FetchAhead, StopGivesUpTheLoadsNotYetDelivered) {
   Fixture f(300, 2);  // 300 ms a request, 2 at once per read
   const BatchOptions o = options(Shuffle::None, 64 << 20, std::nullopt);
   const BatchSource source(f.ds, o);
-  const EpochOrder order(source.order_grid(), o.shuffle, o.seed, 0, o.shard, source.chunk_starts());
+  const EpochOrder order = epoch_zero(source);
   FetchAhead fetch(source, 64 * kChunkBytes, 64 * kChunkBytes);  // rounds of 8 chunks, all 64 at once
   fetch.start(order, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
