@@ -16,7 +16,7 @@ Nothing imports this module; it is data for the test and the documentation.
 
 LAYERS = (
     # helpers that import nothing of the package
-    ("_layers", "_errors", "_options"),
+    ("_layers", "_errors", "_options", "_fetch_stats"),
     # the compiled module (src/python); it raises the classes of _errors
     ("_core",),
     # the picklable description: StorageOptions, Source, MultiSource, MemorySource, Pipeline,

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import sys
+import warnings
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from . import _core
+from ._fetch_stats import fetch_stats_of
 from .sources import resolve_source
 
 __all__ = ["ForecastSamples", "forecast_document", "rollout_at"]
@@ -219,20 +221,45 @@ class ForecastSamples:
         return _strip_sample(self.batch([i]))
 
     def schedule(self, batch_size, shuffle=None, seed=0, epoch=0, rank=0, world_size=1, worker=0,
-                 num_workers=1, start=0, drop_last=False):
-        """The epoch's batches for one rank and worker (``_core.ForecastSchedule``)."""
+                 num_workers=1, start=0, drop_last=False, remaining=None, planned_for=None, block_samples=None,
+                 active_blocks=None):
+        """The epoch's batches for one rank and worker (``_core.EpochBatches``, the batch layer's
+        epoch planner, docs/forecast.md "Epochs at scale"): each rank and worker owns a stretch of
+        the epoch's order. `remaining`: a resumed epoch's stretches not yet delivered (or `start`:
+        the positions from there on); `planned_for`: (world_size, num_workers) of the job that
+        began the epoch; `block_samples` / `active_blocks`: shuffle="chunk"'s overrides."""
+        n = len(self)
+        if remaining is None and start:
+            if not 0 <= int(start) <= n:
+                raise ValueError("start %d lies outside the epoch's %d samples" % (int(start), n))
+            remaining = [(int(start), n)]
+        planned = (None, None) if planned_for is None else (int(planned_for[0]), int(planned_for[1]))
         return self._core.schedule(int(batch_size), shuffle, int(seed), int(epoch), int(rank), int(world_size),
-                                   int(worker), int(num_workers), int(start), bool(drop_last))
+                                   int(worker), int(num_workers),
+                                   None if remaining is None else [(int(a), int(b)) for a, b in remaining],
+                                   bool(drop_last), planned[0], planned[1], int(block_samples or 0),
+                                   int(active_blocks or 0))
+
+    def fetch_stats(self) -> dict:
+        """What this process's reads fetched (the chunk cache's counters): ``requests`` (chunks
+        fetched), ``bytes`` (decoded), ``bytes_needed`` (of the distinct chunks read) and
+        ``egress_ratio`` = bytes / bytes_needed (1.0: each chunk fetched once)."""
+        return fetch_stats_of(self._core.cache_stats())
 
     def batches(self, batch_size, shuffle=None, seed=0, epoch=0, rollout=None, drop_last=False, rank=0,
-                world_size=1, start=0, prefetch=4, worker=0, num_workers=1):
-        """Iterates the epoch's batches: `shuffle` None (anchor order), "random" or "chunk"
-        (anchors grouped so that each time chunk is fetched about once per epoch), from sample
-        position `start`, for `rank` of `world_size` (and DataLoader `worker` of `num_workers`:
-        the rank's batches worker, worker + num_workers, ...); `rollout` an int or a schedule. Batches are
-        assembled `prefetch` ahead, that many at once, on background threads (the engine releases
-        the GIL)."""
-        sched = self.schedule(batch_size, shuffle, seed, epoch, rank, world_size, worker, num_workers, start, drop_last)
+                world_size=1, start=0, prefetch=4, worker=0, num_workers=1, remaining=None, planned_for=None,
+                block_samples=None, active_blocks=None):
+        """Iterates the epoch's batches: `shuffle` None (anchor order), "random" or "chunk" (the
+        epoch planner's blocks: each time chunk read during one stretch of the epoch, batches
+        mixing distant times), for `rank` of `world_size` (and DataLoader `worker` of
+        `num_workers`), each owning a stretch of the epoch's order; `start` / `remaining` /
+        `planned_for` resume an epoch (see :meth:`schedule`); `rollout` an int or a schedule.
+        Batches are assembled `prefetch` ahead, that many at once, on background threads (the
+        engine releases the GIL)."""
+        sched = self.schedule(batch_size, shuffle, seed, epoch, rank, world_size, worker, num_workers, start, drop_last,
+                              remaining, planned_for, block_samples, active_blocks)
+        for text in sched.warnings:
+            warnings.warn(text, stacklevel=2)
         k = rollout_at(rollout, epoch, self.leads) if self.leads else 0
         single = self.streams == ("",)
 

@@ -73,10 +73,11 @@ import torch
 import torch.utils.data
 
 from . import _core, _errors
+from ._fetch_stats import FETCH_KEYS, fetch_stats_of, with_ratio
 from .batch import generator_arguments
 from .pipeline import OPEN_ARGS, MemorySource, MultiSource, Pipeline, keep_foreign, scrub
 from .torch_forecast import ForecastDataset
-from .torch_loader import CountingLoader, received_per_worker
+from .torch_loader import CountingLoader, received_per_worker, warn_uncounted
 from .sources import resolve_source
 from .statistics import Stats, is_stats_argument, normalize_document
 
@@ -84,6 +85,7 @@ __all__ = ["BatchDataset", "WindowDataset", "ForecastDataset"]
 
 _OPEN_KEYS = ("storage_options",) + OPEN_ARGS
 _STATE_FORMAT = "lazycube-batch-state"
+_FETCH_EVERY = 8  # batches between updates of a BatchDataset's shared fetch counters
 # What a state_dict() may be loaded by: the generator's configuration less what a resumed job may
 # change (its shard, batch size, drop_last, and the resume itself).
 _RESUME_FREE = ("shard", "batch_size", "drop_last", "resume")
@@ -370,6 +372,10 @@ class BatchDataset(torch.utils.data.IterableDataset):
         self._lens = {}
         self._received = 0  # batches the training loop received this epoch (state_dict)
         self._received_workers = 1
+        # batches DataLoader workers yielded this epoch: a plain DataLoader's, if nothing counted
+        self._yielded_in_workers = torch.zeros(1, dtype=torch.int64).share_memory_()
+        # what this rank's processes fetched (FETCH_KEYS), added up across its DataLoader workers
+        self._fetched = torch.zeros(len(FETCH_KEYS), dtype=torch.int64).share_memory_()
         # Builds this process's generator now: bad arguments fail here, not in a worker.
         config = self._generator().state()["config"]
         x_vars = list(config["variables"])
@@ -479,8 +485,10 @@ class BatchDataset(torch.utils.data.IterableDataset):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        if not self._epoch.is_shared():  # unpickled by value (plain pickle): share it again
-            self._epoch = self._epoch.clone().share_memory_()
+        for name in ("_epoch", "_fetched", "_yielded_in_workers"):
+            t = getattr(self, name)
+            if not t.is_shared():  # unpickled by value (plain pickle): share it again
+                setattr(self, name, t.clone().share_memory_())
 
     # sharding
     def _shard(self):
@@ -536,6 +544,7 @@ class BatchDataset(torch.utils.data.IterableDataset):
         self._epoch.fill_(epoch)
         self._pending_restore = None
         self._received = 0
+        self._yielded_in_workers.zero_()
 
     # ---- elastic resume (docs/torch.md "Resume") ----
     def _config(self):
@@ -579,6 +588,8 @@ class BatchDataset(torch.utils.data.IterableDataset):
                              "per process")
         rank, world, _, _ = self._shard()
         epoch = self.epoch
+        if received is None:
+            warn_uncounted(self)
         k = self._received if received is None else int(received)
         n = self._received_workers if num_workers is None else int(num_workers)
         if k < 0 or n < 1:
@@ -709,13 +720,37 @@ class BatchDataset(torch.utils.data.IterableDataset):
             self._pending_restore = None
         else:
             gen.set_epoch(self.epoch)
-        if torch.utils.data.get_worker_info() is None:  # the loop receives what this yields
+        seen = fetch_stats_of(gen.cache_stats())
+        counted = 0
+
+        def count():
+            nonlocal seen
+            now = fetch_stats_of(gen.cache_stats())
+            self._fetched += torch.tensor([now[k] - seen[k] for k in FETCH_KEYS], dtype=torch.int64)
+            seen = now
+
+        counting = torch.utils.data.get_worker_info() is None  # the loop receives what this yields
+        if counting:
             self._received_workers = 1
+        try:
             for item in self._items(gen, transform):
-                self._received += 1
+                counted += 1
+                if counted % _FETCH_EVERY == 0:
+                    count()
+                if counting:
+                    self._received += 1
+                else:
+                    self._yielded_in_workers += 1
                 yield item
-        else:
-            yield from self._items(gen, transform)
+        finally:
+            count()
+
+    def fetch_stats(self) -> dict:
+        """What this rank fetched so far, its DataLoader workers included (counted every few
+        batches and at the end of an iteration): ``requests`` (chunks fetched), ``bytes``
+        (decoded), ``bytes_needed`` (of the distinct chunks each process read) and
+        ``egress_ratio`` = bytes / bytes_needed (docs/forecast.md "What an epoch costs")."""
+        return with_ratio(dict(zip(FETCH_KEYS, (int(x) for x in self._fetched.tolist()))))
 
     def _items(self, gen, transform):
         if self.return_window_ids or (transform and (self._x_transforms is not None

@@ -2,20 +2,26 @@
 torch tensors, sharded over distributed ranks and DataLoader workers, with rollout, per-channel
 normalisation from ``lazycube stats`` files and an elastic resume (docs/forecast.md).
 
-Sharding: one epoch's order of samples (a function of seed and epoch) is dealt in batches: rank r
-of W takes global batches r, r + W, ... (the last round's remaining samples dealt in batches that
-differ by at most one sample, so every rank yields the same number of batches), and DataLoader
-worker w of n takes its rank's batches w, w + n, ..., which the DataLoader hands out in rank
-order. Ranks and world size come from ``lazycube.pipeline.resolve_shard`` (torch.distributed
-when initialised; explicit ``rank=`` / ``world_size=`` win).
+Sharding (the batch layer's epoch planner, ``_core.EpochBatches``; docs/forecast.md "Epochs at
+scale"): each rank owns a contiguous stretch of the epoch's order -- with shuffle="chunk",
+blocks of samples whose time chunks overlap, several interleaved at once -- so that a chunk is
+fetched by one rank, about once; every rank yields the same number of batches. DataLoader worker
+w of n takes its rank's batches w, w + n, ..., which lie in the worker's own part of the rank's
+stretch, and the DataLoader hands them out in the rank's order. Ranks and world size come from
+``lazycube.pipeline.resolve_shard`` (torch.distributed when initialised; explicit ``rank=`` /
+``world_size=`` win).
 
 Resume: ``state_dict()`` counts the batches the training loop received -- iterating the dataset
 itself, or a loader made by :meth:`ForecastDataset.loader` (a DataLoader that counts what it
-yields; a plain DataLoader cannot tell the dataset) -- and says which epoch position they reach:
-``start + received * world_size * batch_size``. Every rank receives as many batches, so rank 0's
-state describes the job; ``load_state_dict(state)`` in a job of any world size and worker count
-continues that epoch from there, and across both runs every sample of the epoch is delivered
-once.
+yields and knows its worker count; a plain DataLoader cannot tell the dataset) -- and records the
+stretches of the epoch's order not yet delivered, with the shards the order was planned for.
+Every rank receives as many batches, so rank 0's state describes the job;
+``load_state_dict(state)`` in a job of any world size and worker count continues that epoch, and
+across both runs every sample of the epoch is delivered once.
+
+Fetch counters: ``fetch_stats()`` adds up what this rank's processes (the workers included)
+fetched -- requests, bytes, the bytes of the distinct chunks needed and the egress ratio -- so a
+training job can log what an epoch costs.
 """
 
 from __future__ import annotations
@@ -27,14 +33,16 @@ import numpy
 import torch
 import torch.utils.data
 
+from ._fetch_stats import FETCH_KEYS, with_ratio
 from .forecast import ForecastSamples, _rebuild, rollout_at
 from .pipeline import keep_foreign, resolve_shard
 from .statistics import Stats, normalize_document
-from .torch_loader import CountingLoader
+from .torch_loader import CountingLoader, warn_uncounted
 
 __all__ = ["ForecastDataset"]
 
 _STATE_FORMAT = "lazycube-forecast-state"
+_STATE_VERSION = 2  # 2: the epoch planner's stretches ("remaining", "planned_for")
 # A forked DataLoader worker reads through a chunk cache of its own (the inherited process-wide
 # cache may hold chunks a parent thread was loading at fork time).
 _FORK_CACHE_BYTES = 512 << 20
@@ -94,7 +102,8 @@ class ForecastDataset(torch.utils.data.IterableDataset):
     there (pinned and non-blocking for CUDA)."""
 
     def __init__(self, samples, *, batch_size, shuffle=None, seed=0, rollout=None, normalize=None, device=None,
-                 drop_last=False, rank=None, world_size=None, prefetch=4, **kwargs):
+                 drop_last=False, rank=None, world_size=None, prefetch=4, block_samples=None, active_blocks=None,
+                 **kwargs):
         super().__init__()
         if isinstance(samples, ForecastSamples):
             if kwargs:
@@ -120,8 +129,15 @@ class ForecastDataset(torch.utils.data.IterableDataset):
         self._inherited = resolve_shard(rank, world_size)
         self._pid = os.getpid()
         self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
-        self._start = torch.zeros(2, dtype=torch.int64).share_memory_()  # (epoch + 1, position) of a resume
+        self._resume = None  # {"epoch", "remaining", "planned_for"} of a resumed epoch
+        self.block_samples = block_samples
+        self.active_blocks = active_blocks
+        # what this rank's processes fetched (FETCH_KEYS), added up across its DataLoader workers
+        self._fetched = torch.zeros(len(FETCH_KEYS), dtype=torch.int64).share_memory_()
         self._received = 0
+        self._received_workers = None
+        # batches DataLoader workers yielded this epoch: a plain DataLoader's, if nothing counted
+        self._yielded_in_workers = torch.zeros(1, dtype=torch.int64).share_memory_()
         self._norm = None
         if normalize is not None:
             stats = Stats(normalize_document(normalize))
@@ -164,49 +180,81 @@ class ForecastDataset(torch.utils.data.IterableDataset):
             raise ValueError("epoch must be >= 0")
         self._epoch.fill_(epoch)
         self._received = 0
+        self._yielded_in_workers.zero_()
 
-    def _start_position(self, epoch):
-        return int(self._start[1]) if int(self._start[0]) == epoch + 1 else 0
+    def _resumed(self, epoch):
+        """The stretches and planned shards of a resumed epoch `epoch`, or (None, None)."""
+        r = self._resume
+        if r is not None and r["epoch"] == epoch:
+            return r["remaining"], r["planned_for"]
+        return None, None
 
-    def state_dict(self, received=None) -> dict:
-        """Where the job stands: the epoch and the epoch position the received batches reach
-        (`received`: the batches this rank's loop received in this epoch, if the loop counts them
-        itself; default: what this dataset or its loader() yielded)."""
+    def _schedule(self, epoch, rank, world, worker=0, nworkers=1, samples=None):
+        remaining, planned = self._resumed(epoch)
+        return (samples or self.samples).schedule(
+            self.batch_size, self.shuffle, self.seed, epoch, rank, world, worker, nworkers, 0, self.drop_last,
+            remaining, planned, self.block_samples, self.active_blocks)
+
+    def state_dict(self, received=None, num_workers=None) -> dict:
+        """Where the job stands: the epoch and the stretches of its order not yet delivered once
+        every rank received `received` batches (default: what this dataset or its loader()
+        yielded) through `num_workers` DataLoader workers (default: the counting loader's, else
+        0: none)."""
         rank, world = self._shard()
         epoch = self.epoch
+        if received is None:
+            warn_uncounted(self)
         k = self._received if received is None else int(received)
-        sched = self.samples.schedule(self.batch_size, self.shuffle, self.seed, epoch, rank, world, 0, 1,
-                                      self._start_position(epoch), self.drop_last)
-        return {"format": _STATE_FORMAT, "epoch": epoch, "position": int(sched.position(k)),
+        n = num_workers if num_workers is not None else self._received_workers
+        n = max(1, int(n or 0))
+        if k < 0:
+            raise ValueError("state_dict: received must be >= 0")
+        sched = self._schedule(epoch, 0, world, 0, n)
+        return {"format": _STATE_FORMAT, "version": _STATE_VERSION, "epoch": epoch,
+                "remaining": [[int(a), int(b)] for a, b in sched.remaining_after(k)],
+                "planned_for": [int(x) for x in sched.planned_for],
                 "samples": len(self.samples), "batch_size": self.batch_size, "seed": self.seed,
                 "shuffle": _shuffle_name(self.shuffle),
                 "spec": self.samples.spec}
 
     def load_state_dict(self, state: Mapping):
-        """Continues the epoch of `state` from its position, in this job whatever its world size
-        and worker count (ValueError when it belongs to other samples or another order)."""
+        """Continues the epoch of `state` where it stood, in this job whatever its world size
+        and worker count (ValueError when it belongs to other samples or another order). Call it
+        before the DataLoader starts its workers."""
         if not isinstance(state, Mapping) or state.get("format") != _STATE_FORMAT:
             raise ValueError("not a ForecastDataset state (format %r)" % (state.get("format") if isinstance(state, Mapping) else state,))
+        if state.get("version") != _STATE_VERSION or "remaining" not in state:
+            raise ValueError("the state was written by an older lazycube (version %r, no 'remaining' stretches): "
+                             "its epoch order is not this version's; start the epoch again" % (state.get("version"),))
         for key, mine in (("samples", len(self.samples)), ("seed", self.seed), ("shuffle", _shuffle_name(self.shuffle)),
                           ("batch_size", self.batch_size),
                           ("spec", self.samples.spec)):
             if state.get(key) != mine:
                 raise ValueError("the state belongs to other forecast samples: its %s is %r, this dataset's %r"
                                  % (key, state.get(key), mine))
-        position = int(state["position"])
-        if not 0 <= position <= len(self.samples):
-            raise ValueError("state position %d is outside the epoch's %d samples" % (position, len(self.samples)))
-        self._epoch.fill_(int(state["epoch"]))
-        self._start[0] = int(state["epoch"]) + 1
-        self._start[1] = position
+        remaining = [(int(a), int(b)) for a, b in state["remaining"]]
+        planned = tuple(int(x) for x in state["planned_for"])
+        epoch = int(state["epoch"])
+        self._resume = {"epoch": epoch, "remaining": remaining, "planned_for": planned}
+        try:
+            self._schedule(epoch, 0, planned[0], 0, planned[1])  # checks the stretches now
+        except Exception:
+            self._resume = None
+            raise
+        self._epoch.fill_(epoch)
         self._received = 0
+
+    def fetch_stats(self) -> dict:
+        """What this rank fetched so far, its DataLoader workers included: ``requests``,
+        ``bytes`` (decoded), ``bytes_needed`` (of the distinct chunks each process read) and
+        ``egress_ratio`` (lazycube.ForecastSamples.fetch_stats)."""
+        return with_ratio(dict(zip(FETCH_KEYS, (int(x) for x in self._fetched.tolist()))))
 
     # ---- iteration ----
     def __len__(self):
         """Batches this rank receives in the current epoch (all workers together)."""
         rank, world = self._shard()
-        return int(self.samples.schedule(self.batch_size, self.shuffle, self.seed, self.epoch, rank, world, 0, 1,
-                                         self._start_position(self.epoch), self.drop_last).rank_batches)
+        return int(self._schedule(self.epoch, rank, world).rank_batches)
 
     def _tensors(self, batch):
         def one(key, value, stream):
@@ -245,11 +293,19 @@ class ForecastDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         worker, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
         epoch = self.epoch
+        remaining, planned = self._resumed(epoch)
+        seen = samples.fetch_stats()
         for batch in samples.batches(self.batch_size, self.shuffle, self.seed, epoch, self.rollout, self.drop_last,
-                                     rank, world, self._start_position(epoch), self.prefetch, worker=worker,
-                                     num_workers=nworkers):
+                                     rank, world, 0, self.prefetch, worker=worker, num_workers=nworkers,
+                                     remaining=remaining, planned_for=planned, block_samples=self.block_samples,
+                                     active_blocks=self.active_blocks):
+            now = samples.fetch_stats()
+            self._fetched += torch.tensor([now[k] - seen[k] for k in FETCH_KEYS], dtype=torch.int64)
+            seen = now
             if counting:
                 self._received += 1
+            else:
+                self._yielded_in_workers += 1
             yield self._tensors(batch)
 
     def __iter__(self):

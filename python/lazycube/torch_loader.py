@@ -6,9 +6,11 @@ workers."""
 
 from __future__ import annotations
 
+import warnings
+
 import torch.utils.data
 
-__all__ = ["CountingLoader", "received_per_worker"]
+__all__ = ["CountingLoader", "received_per_worker", "warn_uncounted"]
 
 
 class CountingLoader(torch.utils.data.DataLoader):
@@ -46,3 +48,16 @@ def received_per_worker(received: int, batches: list) -> list:
             got[w] += rounds
         left -= rounds * len(active)
     return got
+
+
+def warn_uncounted(dataset):
+    """Warns when `dataset` was iterated only by the workers of a plain DataLoader this epoch:
+    nothing counted what the training loop received, so a state_dict() without `received=`
+    would re-deliver every batch already trained on (its ``_yielded_in_workers`` counts what
+    workers yielded, ``_received`` what a counting loader or the dataset itself handed out)."""
+    if dataset._received == 0 and int(dataset._yielded_in_workers.item()) > 0:
+        warnings.warn("state_dict(): this epoch's batches came from DataLoader workers of a plain "
+                      "torch.utils.data.DataLoader, which cannot tell the dataset how many the training loop "
+                      "received, so this state would deliver them all again; iterate ds.loader(num_workers=...) "
+                      "instead, or pass state_dict(received=<batches received>, num_workers=<workers>)",
+                      UserWarning, stacklevel=3)

@@ -110,6 +110,8 @@ std::uint64_t ChunkOrder::window(std::uint64_t position) const {
 }
 
 std::unique_ptr<const SampleOrder> make_chunk(const SampleOrderContext& c) {
+  // Samples that declare a footprint (forecast samples) get the epoch planner's blocks.
+  if (c.planning != nullptr && c.planning->footprint) return make_block_order(c);
   return std::make_unique<ChunkOrder>(c);
 }
 

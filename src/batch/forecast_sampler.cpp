@@ -536,22 +536,52 @@ std::vector<ForecastChannel> ForecastSampler::channels(std::size_t stream, Forec
   return out;
 }
 
-ChunkStarts ForecastSampler::sample_chunk_starts() const {
+std::shared_ptr<const SampleFootprint> ForecastSampler::footprint() const {
   const Impl& m = *impl_;
+  auto fp = std::make_shared<SampleFootprint>();
+  fp->samples_per_position = patches();
   const ForecastStream& s = m.streams.front();
-  const std::int64_t off = m.spec.input_offsets.front();
-  ChunkStarts out;
-  std::vector<std::uint64_t> starts{0};
-  std::size_t chunk = 0;
-  for (std::size_t k = 0; k < m.anchors.size(); ++k) {
-    const auto i = static_cast<std::uint64_t>(std::max<std::int64_t>(s.find(m.anchors[k] + off), 0));
-    const auto c = static_cast<std::size_t>(std::upper_bound(s.time_chunk_starts.begin(), s.time_chunk_starts.end(), i) -
-                                            s.time_chunk_starts.begin());
-    if (k > 0 && c != chunk) starts.push_back(k * patches());
-    chunk = c;
+  // the offsets the first stream reads
+  std::vector<std::int64_t> offsets;
+  if (s.needs_input_times) offsets.insert(offsets.end(), m.spec.input_offsets.begin(), m.spec.input_offsets.end());
+  if (s.needs_target_times) offsets.insert(offsets.end(), m.spec.target_offsets.begin(), m.spec.target_offsets.end());
+  if (offsets.empty()) offsets.push_back(0);
+  const auto [lo, hi] = std::minmax_element(offsets.begin(), offsets.end());
+  auto unit_of = [&](std::int64_t t) -> std::uint64_t {
+    const auto i = static_cast<std::uint64_t>(std::max<std::int64_t>(s.find(t), 0));
+    return static_cast<std::uint64_t>(std::upper_bound(s.time_chunk_starts.begin(), s.time_chunk_starts.end(), i) -
+                                      s.time_chunk_starts.begin()) - 1;
+  };
+  fp->first_unit.reserve(m.anchors.size());
+  fp->last_unit.reserve(m.anchors.size());
+  for (const std::int64_t a : m.anchors) {
+    fp->first_unit.push_back(unit_of(a + *lo));
+    fp->last_unit.push_back(std::max(fp->first_unit.back(), unit_of(a + *hi)));
   }
-  out.starts.push_back(std::move(starts));
-  return out;
+  // A unit: the first stream's time chunk (its mean length in steps) of every time-varying field
+  // of every stream, decoded.
+  const double steps = static_cast<double>(s.times.size()) / static_cast<double>(std::max<std::size_t>(s.time_chunk_starts.size(), 1));
+  double bytes = 0;
+  for (const auto& st : m.streams) {
+    std::set<std::string> seen;
+    for (const auto* fields : {&st.inputs, &st.targets, &st.forcing_fields})
+      for (const auto& f : *fields)
+        if (f.has_time && seen.insert(f.name).second) {
+          const Shape shape = f.var.shape();
+          const double per_step = static_cast<double>(shape_size(shape)) / static_cast<double>(std::max<std::uint64_t>(shape[f.time_axis], 1));
+          bytes += per_step * static_cast<double>(f.var.dtype().itemsize);
+        }
+  }
+  fp->unit_bytes = static_cast<std::uint64_t>(bytes * steps);
+  return fp;
+}
+
+OrderPlanning ForecastSampler::planning(BlockPlan blocks) const {
+  OrderPlanning p;
+  p.footprint = footprint();
+  p.cache_bytes = impl_->cache ? impl_->cache->stats().budget_bytes : 0;
+  p.blocks = blocks;
+  return p;
 }
 
 // Field `f` at the times anchor + offsets of each sample, into out (samples, times_out,

@@ -104,6 +104,30 @@ EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t se
                        const ShardSpec& shard, const ChunkStarts& chunks,
                        std::shared_ptr<const std::vector<PositionRange>> remaining) {
   shard.validate();
+  OrderPlanning planning;
+  planning.chunks = chunks;
+  init(grid, shuffle, seed, epoch, planning, std::move(remaining));
+  // Contiguous blocks, the first total % count of them one window longer.
+  const std::uint64_t total = remaining_total_;
+  const std::uint64_t base = total / shard.count(), extra = total % shard.count();
+  begin_ = shard.index() * base + std::min(shard.index(), extra);
+  end_ = begin_ + base + (shard.index() < extra ? 1 : 0);
+}
+
+EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,
+                       const OrderPlanning& planning, PositionRange block,
+                       std::shared_ptr<const std::vector<PositionRange>> remaining) {
+  init(grid, shuffle, seed, epoch, planning, std::move(remaining));
+  if (block.begin > block.end || block.end > remaining_total_)
+    throw UsageError("epoch stretch [" + std::to_string(block.begin) + ", " + std::to_string(block.end) +
+                     ") lies past the " + std::to_string(remaining_total_) + " positions to visit");
+  begin_ = block.begin;
+  end_ = block.end;
+}
+
+void EpochOrder::init(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,
+                      const OrderPlanning& planning, std::shared_ptr<const std::vector<PositionRange>> remaining) {
+  const ChunkStarts& chunks = planning.chunks;
   if (!chunks.starts.empty() && chunks.starts.size() != grid.ndim())
     throw UsageError("chunk starts given for " + std::to_string(chunks.starts.size()) +
                      " dims of a window grid of " + std::to_string(grid.ndim()) + " dims");
@@ -112,7 +136,8 @@ EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t se
     if (!s.empty() && (s.front() != 0 || !std::is_sorted(s.begin(), s.end())))
       throw UsageError("chunk starts of grid dim " + std::to_string(d) + " must ascend from 0");
   }
-  order_ = SampleOrderRegistry::instance().get(shuffle.name()).make(SampleOrderContext{grid, derive_seed(seed, epoch), chunks.starts});
+  order_ = SampleOrderRegistry::instance().get(shuffle.name()).make(
+      SampleOrderContext{grid, derive_seed(seed, epoch), chunks.starts, &planning});
 
   std::uint64_t total = order_->size();
   if (remaining) {
@@ -130,11 +155,11 @@ EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t se
     range_starts_ = std::move(starts);
     total = sum;
   }
-  // Contiguous blocks, the first total % count of them one window longer.
-  const std::uint64_t base = total / shard.count(), extra = total % shard.count();
-  begin_ = shard.index() * base + std::min(shard.index(), extra);
-  end_ = begin_ + base + (shard.index() < extra ? 1 : 0);
+  remaining_total_ = total;
 }
+
+std::uint64_t EpochOrder::total() const { return order_ ? order_->size() : 0; }
+std::uint64_t EpochOrder::remaining_total() const { return remaining_total_; }
 
 std::uint64_t EpochOrder::window(std::uint64_t p) const {
   if (p >= size())

@@ -7,12 +7,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "lazycube/dataset/stats.hpp"
 #include "lazycube/error.hpp"
+#include "util/file_lock.hpp"
 #include "util/hash.hpp"
 #include "util/local_file.hpp"
 #include "util/text.hpp"
@@ -70,6 +72,13 @@ ValidityIndex ValidityIndex::build(const std::vector<Variable>& vars, const std:
     const std::string id = where.empty() ? std::string() : identity(var, time_dim);
     const std::string file = id.empty() ? std::string() : where + "/" + hex16(fnv1a(id)) + ".json";
     std::vector<std::uint8_t> flags;
+    // One pass per job: the first process to take the lock builds the index, the others wait
+    // for it and read what it wrote (ranks sharing `where`).
+    std::optional<FileLock> lock;
+    if (!file.empty()) {
+      make_dirs(where);  // not writable: no lock, each process builds its own (reported below)
+      lock.emplace(file + ".lock");
+    }
     if (!file.empty()) {
       std::ifstream in(file);
       if (in) {

@@ -17,6 +17,7 @@
 #include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/error.hpp"
+#include "util/diagnostics.hpp"
 
 namespace lazycube::cli {
 
@@ -76,20 +77,22 @@ int run_forecast_bench(const BenchArgs& args) {
   auto t_last = t_constructed;
   std::uint64_t first_samples = 0;
   std::vector<std::uint64_t> total_per_epoch;
-  for (std::uint64_t e = 0; e < args.epochs; ++e)
-    total_per_epoch.push_back(batch::ForecastSchedule(sampler.size(), args.batch_size, shuffle, args.seed, e, {}, 0,
-                                                      shuffle == batch::Shuffle::Chunk ? sampler.sample_chunk_starts()
-                                                                                       : batch::ChunkStarts{})
-                                  .rank_batches());
+  const batch::OrderPlanning planning = sampler.planning();
+  auto epoch_batches = [&](std::uint64_t e) {
+    return batch::EpochBatches(sampler.size(), shuffle, args.seed, e, {}, args.batch_size, false, planning);
+  };
+  for (std::uint64_t e = 0; e < args.epochs; ++e) total_per_epoch.push_back(epoch_batches(e).rank_batches());
   std::uint64_t total = 0;
   for (auto n : total_per_epoch) total += n;
   if (args.max_batches > 0 && args.max_batches < total) total = args.max_batches;
   ProgressBar progress(args.progress, total, "batches");
+  batch::BlockPlan blocks;
   for (std::uint64_t e = 0; e < args.epochs && batches < total; ++e) {
     ++epochs_run;
-    const batch::ForecastSchedule schedule(sampler.size(), args.batch_size, shuffle, args.seed, e, {}, 0,
-                                           shuffle == batch::Shuffle::Chunk ? sampler.sample_chunk_starts()
-                                                                            : batch::ChunkStarts{});
+    const batch::EpochBatches schedule = epoch_batches(e);
+    blocks = schedule.blocks();
+    if (e == 0)
+      for (const auto& w : schedule.warnings()) diagnostics::warn(w);
     const std::uint64_t n = schedule.worker_batches();
     // one batch assembled ahead of the one consumed (args.prefetch > 0)
     auto make = [&](std::uint64_t j) { return sampler.batch(schedule.batch(j), args.rollout); };
@@ -143,13 +146,20 @@ int run_forecast_bench(const BenchArgs& args) {
   j["peak_rss_mb"] = peak_rss_mib();
   j["cache"] = {{"budget_mb", args.cache_mb}, {"hits", cs.hits}, {"misses", cs.misses},
                 {"evictions", cs.evictions}, {"bytes_fetched", cs.bytes_fetched},
-                {"peak_bytes_cached", cs.peak_bytes_cached}};
+                {"bytes_unique", cs.bytes_unique}, {"peak_bytes_cached", cs.peak_bytes_cached}};
+  // What the epochs cost (docs/forecast.md "What an epoch costs"): chunks fetched and decoded
+  // (each a request to the store, or one read of a shard's inner chunk), their bytes, and the
+  // egress ratio: bytes fetched / bytes of the distinct chunks the samples need.
+  j["fetched"] = {{"requests", cs.misses}, {"bytes", cs.bytes_fetched}, {"bytes_needed", cs.bytes_unique},
+                  {"egress_ratio", cs.read_amplification()}};
+  j["plan"] = {{"block_samples", blocks.block_samples}, {"active_blocks", blocks.active_blocks}};
   j["spec"] = spec.to_json();
   if (args.json) {
     add_warnings(j);
     std::cout << j.dump() << "\n";
     return 0;
   }
+  print_warnings();
   char line[256];
   auto& out = std::cout;
   out << "lazycube bench " << args.url << " --forecast " << args.forecast << "\n";
@@ -172,6 +182,16 @@ int run_forecast_bench(const BenchArgs& args) {
   std::snprintf(line, sizeof line, "  bytes read     %.1f MB decoded (%.1f MB delivered)\n", double(cs.bytes_fetched) / 1e6,
                 double(bytes) / 1e6);
   out << line;
+  std::snprintf(line, sizeof line, "  fetched        %llu chunks, %.1f MB decoded for %.1f MB of distinct chunks needed: egress %.2fx\n",
+                static_cast<unsigned long long>(cs.misses), double(cs.bytes_fetched) / 1e6,
+                double(cs.bytes_unique) / 1e6, cs.read_amplification());
+  out << line;
+  if (blocks.active_blocks > 0) {
+    std::snprintf(line, sizeof line, "  epoch plan     blocks of %llu samples, %llu active at once\n",
+                  static_cast<unsigned long long>(blocks.block_samples),
+                  static_cast<unsigned long long>(blocks.active_blocks));
+    out << line;
+  }
   std::snprintf(line, sizeof line, "  first batch    %.3f s after start\n", first_s);
   out << line;
   std::snprintf(line, sizeof line, "  peak RSS       %.0f MiB\n", peak_rss_mib());

@@ -1,4 +1,4 @@
-// lazycube._core.ForecastSampler / ForecastSchedule / derived_forcing over lazycube::batch's
+// lazycube._core.ForecastSampler / EpochBatches / derived_forcing over lazycube::batch's
 // forecast samples (include/lazycube/batch/forecast.hpp); lazycube/forecast.py builds on them.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -21,7 +21,7 @@ namespace lazycube::python {
 
 using batch::ForecastBatch;
 using batch::ForecastSampler;
-using batch::ForecastSchedule;
+using batch::EpochBatches;
 using batch::ForecastSpec;
 
 namespace {
@@ -142,6 +142,8 @@ void bind_forecast(py::module_& m) {
              d["bytes_fetched"] = st.bytes_fetched;
              d["misses"] = st.misses;
              d["hits"] = st.hits;
+             d["bytes_unique"] = st.bytes_unique;
+             d["budget_bytes"] = st.budget_bytes;
              return d;
            })
       .def(
@@ -160,24 +162,58 @@ void bind_forecast(py::module_& m) {
           "schedule",
           [](const ForecastSampler& s, std::uint64_t batch_size, const py::object& shuffle, std::uint64_t seed,
              std::uint64_t epoch, std::uint32_t rank, std::uint32_t world_size, std::uint32_t worker,
-             std::uint32_t num_workers, std::uint64_t start, bool drop_last) {
+             std::uint32_t num_workers, const py::object& remaining, bool drop_last,
+             std::optional<std::uint32_t> planned_world_size, std::optional<std::uint32_t> planned_num_workers,
+             std::uint64_t block_samples, std::uint64_t active_blocks) {
             batch::ShardSpec shard{rank, world_size, worker, num_workers};
             // the shuffle argument as the generator's document reads it (None, a bool or a name)
             const batch::Shuffle sh =
                 batch::BatchOptions::from_json(nlohmann::ordered_json{{"shuffle", py_to_ordered_json(shuffle)}}).shuffle;
-            return ForecastSchedule(s.size(), batch_size, sh, seed, epoch, shard, start,
-                                    sh == batch::Shuffle::Chunk ? s.sample_chunk_starts() : batch::ChunkStarts{}, drop_last);
+            std::shared_ptr<const std::vector<batch::PositionRange>> left;
+            if (!remaining.is_none()) {
+              auto ranges = std::make_shared<std::vector<batch::PositionRange>>();
+              for (const auto& r : remaining) {
+                const auto pair = r.cast<std::pair<std::uint64_t, std::uint64_t>>();
+                ranges->push_back({pair.first, pair.second});
+              }
+              left = std::move(ranges);
+            }
+            std::optional<batch::ShardSpec> planned;
+            if (planned_world_size || planned_num_workers)
+              planned = batch::ShardSpec{0, planned_world_size.value_or(world_size), 0,
+                                         planned_num_workers.value_or(num_workers)};
+            return EpochBatches(s.size(), sh, seed, epoch, shard, batch_size, drop_last,
+                                s.planning(batch::BlockPlan{block_samples, active_blocks}), std::move(left), planned);
           },
           py::arg("batch_size"), py::arg("shuffle") = py::none(), py::arg("seed") = 0, py::arg("epoch") = 0,
           py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
-          py::arg("start") = 0, py::arg("drop_last") = false);
+          py::arg("remaining") = py::none(), py::arg("drop_last") = false, py::arg("planned_world_size") = py::none(),
+          py::arg("planned_num_workers") = py::none(), py::arg("block_samples") = 0, py::arg("active_blocks") = 0);
 
-  py::class_<ForecastSchedule>(m, "ForecastSchedule")
-      .def_property_readonly("rank_batches", &ForecastSchedule::rank_batches)
-      .def_property_readonly("worker_batches", &ForecastSchedule::worker_batches)
-      .def("batch", &ForecastSchedule::batch)
-      .def("rank_batch_index", &ForecastSchedule::rank_batch_index)
-      .def("position", &ForecastSchedule::position);
+  // The epoch planner's batches of one rank and worker (batch::EpochBatches).
+  py::class_<EpochBatches>(m, "EpochBatches")
+      .def_property_readonly("rank_batches", &EpochBatches::rank_batches)
+      .def_property_readonly("worker_batches", &EpochBatches::worker_batches)
+      .def("batch", &EpochBatches::batch)
+      .def("rank_batch_index", &EpochBatches::rank_batch_index)
+      .def("remaining_after",
+           [](const EpochBatches& e, std::uint64_t received) {
+             py::list out;
+             for (const auto& r : e.remaining_after(received)) out.append(py::make_tuple(r.begin, r.end));
+             return out;
+           })
+      .def_property_readonly("planned_for",
+                             [](const EpochBatches& e) {
+                               return py::make_tuple(e.planned_for().world_size, e.planned_for().num_workers);
+                             })
+      .def_property_readonly("blocks",
+                             [](const EpochBatches& e) {
+                               py::dict d;
+                               d["block_samples"] = e.blocks().block_samples;
+                               d["active_blocks"] = e.blocks().active_blocks;
+                               return d;
+                             })
+      .def_property_readonly("warnings", &EpochBatches::warnings);
 
   m.def(
       "derived_forcing",

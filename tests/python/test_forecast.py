@@ -313,27 +313,34 @@ def test_rollout_fetches_only_the_steps_it_uses(tmp_path, index_dir):
     assert fetched[1] <= 1.1 * (2 + 1) / (2 + 4) * fetched[4]
 
 
-def test_schedule_resumes_in_a_job_of_another_size(store, index_dir):
+@pytest.mark.parametrize("shuffle", ["random", "chunk"])
+def test_schedule_resumes_in_a_job_of_another_size(store, index_dir, shuffle):
     samples = lazycube.ForecastSamples(store, inputs=["t2m"], input_offsets=["0h"], missing="keep",
                                        index_dir=index_dir)
     n = len(samples)
     delivered = []
     # 2 ranks x 2 workers take 3 batches per rank, then a 3-rank job with 1 worker finishes the epoch
-    first = [samples.schedule(4, "random", 7, 1, rank=r, world_size=2, worker=w, num_workers=2)
+    first = [samples.schedule(4, shuffle, 7, 1, rank=r, world_size=2, worker=w, num_workers=2)
              for r in range(2) for w in range(2)]
     for s in first:
         for j in range(s.worker_batches):
             if s.rank_batch_index(j) < 3:
                 delivered.extend(s.batch(j))
-    position = first[0].position(3)
-    assert position == 3 * 2 * 4
-    for r in range(3):
-        s = samples.schedule(4, "random", 7, 1, rank=r, world_size=3, start=position)
+    remaining = first[0].remaining_after(3)
+    assert sum(b - a for a, b in remaining) == n - 3 * 2 * 4
+    assert first[0].planned_for == (2, 2)
+    later = [samples.schedule(4, shuffle, 7, 1, rank=r, world_size=3, remaining=remaining, planned_for=(2, 2))
+             for r in range(3)]
+    for s in later:
         for j in range(s.worker_batches):
             delivered.extend(s.batch(j))
     assert sorted(delivered) == list(range(n))
-    counts = {samples.schedule(4, "random", 7, 1, rank=r, world_size=3, start=position).rank_batches for r in range(3)}
-    assert len(counts) == 1
+    assert len({s.rank_batches for s in later}) == 1
+    # start= resumes from an epoch position: the positions from there on
+    tail = samples.schedule(4, shuffle, 7, 1, start=n - 5)
+    assert sorted(i for j in range(tail.worker_batches) for i in tail.batch(j)) == sorted(
+        samples.schedule(4, shuffle, 7, 1, remaining=[(n - 5, n)]).batch(0)
+        + samples.schedule(4, shuffle, 7, 1, remaining=[(n - 5, n)]).batch(1))
 
 
 def test_pickles_into_another_process_image(store, index_dir):

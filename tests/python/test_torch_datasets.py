@@ -427,3 +427,23 @@ def test_from_xarray_dataset_whole_and_narrowed(v2url, xds):
             np.testing.assert_array_equal(x[k].numpy(), expected_window(sub, ["u10"], wid, shape=shape))
         seen.extend(ids.tolist())
     assert sorted(seen) == list(range(int(np.prod(shape))))
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_fetch_counters_add_up_the_rank_processes(v2url, num_workers):
+    ds = lctorch.BatchDataset(v2url, input_dims=DIMS, batch_size=16, variables=VARS, shuffle="chunk", seed=2,
+                              cache_bytes=64 << 20)  # a cache of its own: nothing read before
+    n = sum(1 for _ in ds.loader(num_workers=num_workers))
+    assert n > 0
+    got = ds.fetch_stats()
+    assert got["requests"] > 0 and got["bytes"] >= got["bytes_needed"] > 0
+    assert got["egress_ratio"] == pytest.approx(got["bytes"] / got["bytes_needed"])
+
+
+def test_state_dict_after_a_plain_dataloader_warns(v2url):
+    ds = lctorch.BatchDataset(v2url, input_dims=DIMS, batch_size=16, variables=VARS, shuffle="random", seed=2)
+    for k, _ in enumerate(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)):
+        if k == 1:
+            break
+    with pytest.warns(UserWarning, match=r"ds\.loader\(num_workers=\.\.\.\).*received="):
+        ds.state_dict()

@@ -58,8 +58,10 @@ def test_workers_cover_the_epoch_once(url, index_dir, context):
     loader = ds.loader(num_workers=2, multiprocessing_context=context)
     seen = [s for batch in loader for s in batch["samples"].tolist()]
     assert sorted(seen) == list(range(len(ds.samples)))
-    order = [s for b in ds.samples.batches(4, "random", 5, 3) for s in b["samples"].tolist()]
-    assert seen == order  # the DataLoader hands the workers' batches out in the rank's order
+    # the DataLoader hands the workers' batches out in the rank's order: batch k from worker k % 2
+    scheds = [ds.samples.schedule(4, "random", 5, 3, worker=w, num_workers=2) for w in range(2)]
+    order = [s for k in range(scheds[0].rank_batches) for s in scheds[k % 2].batch(k // 2)]
+    assert seen == order
 
 
 def test_rollout_schedule_grows_with_the_epoch(samples):
@@ -107,7 +109,8 @@ def test_state_resumes_with_another_worker_count(url, index_dir):
         if k == 4:
             break
     state = ds.state_dict()
-    assert state["position"] == 20 and state["epoch"] == 2
+    assert state["epoch"] == 2 and state["planned_for"] == [1, 2]
+    assert sum(b - a for a, b in state["remaining"]) == len(ds.samples) - 20
     again = lctorch.ForecastDataset(url, batch_size=4, shuffle="random", seed=9, index_dir=index_dir, **SPEC)
     again.load_state_dict(json.loads(json.dumps(state)))
     rest = [s for batch in again.loader(num_workers=3) for s in batch["samples"].tolist()]
@@ -127,7 +130,8 @@ def test_elastic_resume_two_ranks_then_three(url, index_dir, tmp_path):
     _torchrun(2, "--url", url, "--out", tmp_path, "--mode", "first", "--stop-after", 3, "--index-dir", index_dir)
     first = [json.loads((tmp_path / ("first-rank%d.json" % r)).read_text()) for r in range(2)]
     assert first[0]["state"] == first[1]["state"]
-    assert first[0]["state"]["position"] == 3 * 2 * 4
+    total = first[0]["total"]
+    assert sum(b - a for a, b in first[0]["state"]["remaining"]) == total - 3 * 2 * 4
     (tmp_path / "state.json").write_text(json.dumps(first[0]["state"]))
     _torchrun(3, "--url", url, "--out", tmp_path, "--mode", "resume", "--state", tmp_path / "state.json",
               "--workers", 1, "--index-dir", index_dir)
@@ -136,3 +140,37 @@ def test_elastic_resume_two_ranks_then_three(url, index_dir, tmp_path):
     delivered = [s for r in first for s in r["items"]] + [s for r in resumed for s in r["items"]]
     assert sorted(delivered) == list(range(first[0]["total"]))
     assert all(r["epoch"] == 1 for r in resumed)
+
+
+def test_state_dict_after_a_plain_dataloader_warns(url, index_dir):
+    import warnings
+    ds = lctorch.ForecastDataset(url, batch_size=4, shuffle="random", seed=9, index_dir=index_dir, **SPEC)
+    for k, _ in enumerate(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)):
+        if k == 2:
+            break
+    with pytest.warns(UserWarning, match=r"ds\.loader\(num_workers=\.\.\.\).*received="):
+        state = ds.state_dict()
+    assert sum(b - a for a, b in state["remaining"]) == len(ds.samples)  # what the warning is about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        counted = ds.state_dict(received=3, num_workers=2)
+    assert sum(b - a for a, b in counted["remaining"]) == len(ds.samples) - 12
+    with warnings.catch_warnings():  # a counting loader: no warning
+        warnings.simplefilter("error")
+        again = lctorch.ForecastDataset(url, batch_size=4, shuffle="random", seed=9, index_dir=index_dir, **SPEC)
+        for k, _ in enumerate(again.loader(num_workers=2)):
+            if k == 2:
+                break
+        assert sum(b - a for a, b in again.state_dict()["remaining"]) == len(again.samples) - 12
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_fetch_counters_add_up_the_rank_processes(url, index_dir, workers):
+    ds = lctorch.ForecastDataset(url, batch_size=4, shuffle="chunk", seed=1, index_dir=index_dir,
+                                 cache_bytes=8 << 20, **SPEC)
+    n = sum(len(b["samples"]) for b in ds.loader(num_workers=workers))
+    assert n == len(ds.samples)
+    got = ds.fetch_stats()
+    assert got["requests"] > 0 and got["bytes"] >= got["bytes_needed"] > 0
+    assert got["egress_ratio"] == pytest.approx(got["bytes"] / got["bytes_needed"])
+    assert 1.0 <= got["egress_ratio"] <= 1.5

@@ -113,13 +113,15 @@ struct ForecastDatasetOptions {
   std::uint64_t rollout = 0;  // lead times read per sample (0: all)
   bool drop_last = false;
   std::uint32_t rank = 0, world_size = 1;  // this process's part of a distributed job
+  batch::BlockPlan blocks;  // shuffle "chunk": the epoch planner's overrides (0: derived)
 };
 
 // A stateful dataset of forecast batches over a ForecastSampler (the same document and sharding
 // as Python's lazycube.torch.ForecastDataset): each get_batch() returns the next batch of this
-// rank's part of the epoch; reset() runs the next epoch as BatchDataset's does. save() records
-// the epoch and the epoch position the batches handed out reach (ForecastSchedule::position), and
-// load() resumes it in a job of any world size.
+// rank's part of the epoch (batch::EpochBatches: the rank's own stretch of the epoch's order);
+// reset() runs the next epoch as BatchDataset's does. save() records the epoch and the
+// stretches of its order not yet handed out (EpochBatches::remaining_after), and load() resumes
+// it in a job of any world size.
 class ForecastDataset
     : public ::torch::data::datasets::StatefulDataset<ForecastDataset, ForecastExample, std::size_t> {
  public:
@@ -133,7 +135,7 @@ class ForecastDataset
   void reset() override;
   void set_epoch(std::uint64_t epoch);
   std::uint64_t epoch() const;
-  // {"epoch", "position"} as the string entry "lazycube_forecast_state".
+  // {"epoch", "remaining", "planned_for", ...} as the string entry "lazycube_forecast_state".
   void save(::torch::serialize::OutputArchive& archive) const override;
   void load(::torch::serialize::InputArchive& archive) override;
   const batch::ForecastSampler& sampler() const;

@@ -8,8 +8,8 @@
 // ForecastSpec is the one document of it (the keyword arguments of Python's
 // lazycube.ForecastSamples, what `lazycube bench --forecast spec.json` reads); ForecastSampler
 // resolves it against the streams' datasets and assembles samples and batches of them;
-// ForecastSchedule cuts an epoch of samples into the batches of each rank and worker, resumable
-// in a job of another size.
+// the batch layer's epoch planner (EpochBatches, sampler.hpp) deals an epoch of them to ranks
+// and workers from their footprint.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -133,7 +133,7 @@ struct ForecastBatch {
   std::vector<std::int64_t> anchors;   // their anchor times (ns)
   std::uint64_t rollout = 0;           // lead times in `targets`
   std::vector<ForecastStreamBatch> streams;  // in the spec's order
-  std::uint64_t epoch = 0, index = 0;  // batches from a ForecastSchedule
+  std::uint64_t epoch = 0, index = 0;  // batches of an EpochBatches
 };
 
 // What the sampler reads through, and where it keeps validity indexes.
@@ -179,48 +179,17 @@ class ForecastSampler {
   std::vector<std::string> stream_names() const;
   std::vector<ForecastChannel> channels(std::size_t stream, ForecastRole role) const;
 
-  // Where sample `id` reads its data along the time dim of each stream's first input: the chunk
-  // it falls in (for chunk shuffle). Ascending positions where the time chunk changes.
-  ChunkStarts sample_chunk_starts() const;
+  // What the samples read along time (the epoch planner's footprint, sampler.hpp): one
+  // position per anchor with patches() samples each, the units the first stream's time chunks;
+  // a unit's bytes are every stream's time-varying fields over one such chunk (decoded).
+  std::shared_ptr<const SampleFootprint> footprint() const;
+  // What an epoch order of these samples plans with: the footprint, this sampler's cache budget
+  // and the block overrides (BlockPlan: 0 derives them).
+  OrderPlanning planning(BlockPlan blocks = {}) const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-};
-
-// One epoch of samples cut into batches for every rank and data-loader worker, resumable in a
-// job of another size. The epoch's order (Shuffle over the samples, from (seed, epoch)) is one
-// global sequence; from sample position `start` on, global batches of batch_size follow it and
-// rank r takes global batches r, r + world_size, ... (so every rank gets the same number of
-// batches but for the last round, whose remaining samples are dealt to the ranks in batches that
-// differ by at most one sample); worker w of a rank takes its batches w, w + num_workers, ...
-// A job that received k batches per rank has consumed start + k * world_size * batch_size
-// positions (position()), whatever the sizes: a job of any size resumes from there, and across
-// the runs every sample of the epoch is delivered once.
-class ForecastSchedule {
- public:
-  ForecastSchedule() = default;
-  ForecastSchedule(std::uint64_t samples, std::uint64_t batch_size, Shuffle shuffle, std::uint64_t seed,
-                   std::uint64_t epoch, const ShardSpec& shard, std::uint64_t start = 0,
-                   const ChunkStarts& chunks = {}, bool drop_last = false);
-  // Batches this rank receives (all its workers together) and this worker yields.
-  std::uint64_t rank_batches() const { return rank_batches_; }
-  std::uint64_t worker_batches() const;
-  // Sample numbers of this worker's j-th batch (j < worker_batches()), and its index among the
-  // rank's batches.
-  std::vector<std::uint64_t> batch(std::uint64_t j) const;
-  std::uint64_t rank_batch_index(std::uint64_t j) const;
-  // Epoch position after the rank has received `k` batches.
-  std::uint64_t position(std::uint64_t k) const;
-
- private:
-  EpochOrder order_;
-  ShardSpec shard_;
-  std::uint64_t samples_ = 0, batch_size_ = 1, start_ = 0, rank_batches_ = 0;
-  std::uint64_t full_rounds_ = 0, last_ = 0;  // rounds of world_size full batches; samples after them
-  bool drop_last_ = false;
-  // Positions [begin, end) of the epoch order in the rank's k-th batch.
-  std::pair<std::uint64_t, std::uint64_t> rank_batch_span(std::uint64_t k) const;
 };
 
 }  // namespace lazycube::batch

@@ -1,5 +1,5 @@
 // lazycube::torch::ForecastDataset: batches of forecast samples (ForecastSampler) as zero-copy
-// tensors for LibTorch's stateful DataLoader, dealt to ranks by ForecastSchedule.
+// tensors for LibTorch's stateful DataLoader, dealt to ranks by the epoch planner (EpochBatches).
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -31,21 +31,25 @@ struct ForecastDataset::Shared {
   std::shared_ptr<batch::ForecastSampler> sampler;
   ForecastDatasetOptions options;
   std::mutex mutex;
-  std::uint64_t epoch = 0, start = 0, next = 0;  // start: the epoch position resumed from
+  std::uint64_t epoch = 0, next = 0;
+  // A resumed epoch: its stretches not yet delivered and the shards its order was planned for.
+  std::shared_ptr<const std::vector<batch::PositionRange>> remaining;
+  std::optional<batch::ShardSpec> planned_for;
   bool untouched = true;
-  std::optional<batch::ForecastSchedule> schedule;
+  std::optional<batch::EpochBatches> schedule;
 
-  batch::ForecastSchedule& current() {
+  batch::EpochBatches& current() {
     if (!schedule)
-      schedule.emplace(sampler->size(), options.batch_size, options.shuffle, options.seed, epoch,
-                       batch::ShardSpec{options.rank, options.world_size, 0, 1}, start,
-                       options.shuffle == batch::Shuffle::Chunk ? sampler->sample_chunk_starts() : batch::ChunkStarts{},
-                       options.drop_last);
+      schedule.emplace(sampler->size(), options.shuffle, options.seed, epoch,
+                       batch::ShardSpec{options.rank, options.world_size, 0, 1}, options.batch_size, options.drop_last,
+                       sampler->planning(options.blocks), remaining, planned_for);
     return *schedule;
   }
-  void begin(std::uint64_t e, std::uint64_t from) {
+  void begin(std::uint64_t e, std::shared_ptr<const std::vector<batch::PositionRange>> left = nullptr,
+             std::optional<batch::ShardSpec> planned = std::nullopt) {
     epoch = e;
-    start = from;
+    remaining = std::move(left);
+    planned_for = planned;
     next = 0;
     schedule.reset();
     untouched = true;
@@ -85,7 +89,7 @@ ForecastDataset::ForecastDataset(const std::string& url, const std::string& spec
   {
     std::lock_guard lock(shared_->mutex);
     shared_->untouched = false;
-    batch::ForecastSchedule& s = shared_->current();
+    batch::EpochBatches& s = shared_->current();
     if (shared_->next >= s.worker_batches()) return ::torch::nullopt;
     ids = s.batch(shared_->next++);
   }
@@ -108,13 +112,13 @@ ForecastDataset::ForecastDataset(const std::string& url, const std::string& spec
 void ForecastDataset::reset() {
   std::lock_guard lock(shared_->mutex);
   const bool at_end = shared_->next >= shared_->current().worker_batches();
-  if (!shared_->untouched || at_end) shared_->begin(shared_->epoch + 1, 0);
+  if (!shared_->untouched || at_end) shared_->begin(shared_->epoch + 1);
   shared_->untouched = true;
 }
 
 void ForecastDataset::set_epoch(std::uint64_t epoch) {
   std::lock_guard lock(shared_->mutex);
-  shared_->begin(epoch, 0);
+  shared_->begin(epoch);
 }
 
 std::uint64_t ForecastDataset::epoch() const {
@@ -126,9 +130,15 @@ void ForecastDataset::save(::torch::serialize::OutputArchive& archive) const {
   std::string state;
   {
     std::lock_guard lock(shared_->mutex);
+    const batch::EpochBatches& s = shared_->current();
+    nlohmann::json remaining = nlohmann::json::array();
+    for (const auto& r : s.remaining_after(shared_->next)) remaining.push_back({r.begin, r.end});
     const nlohmann::json j = {{"format", "lazycube-forecast-state"},
+                              {"version", 2},
                               {"epoch", shared_->epoch},
-                              {"position", shared_->current().position(shared_->next)},
+                              {"remaining", remaining},
+                              {"planned_for", {{"world_size", s.planned_for().world_size},
+                                               {"num_workers", s.planned_for().num_workers}}},
                               {"samples", shared_->sampler->size()},
                               {"batch_size", shared_->options.batch_size},
                               {"seed", shared_->options.seed},
@@ -145,11 +155,18 @@ void ForecastDataset::load(::torch::serialize::InputArchive& archive) {
   const nlohmann::json j = nlohmann::json::parse(value.toStringRef());
   std::lock_guard lock(shared_->mutex);
   const auto& o = shared_->options;
+  if (!j.contains("version") || j.at("version") != 2 || !j.contains("remaining"))
+    throw UsageError("the saved forecast state was written by an older lazycube (no 'remaining' stretches): "
+                     "its epoch order is not this version's; start the epoch again");
   if (j.at("samples").get<std::uint64_t>() != shared_->sampler->size() ||
       j.at("seed").get<std::uint64_t>() != o.seed || j.at("shuffle").get<std::string>() != batch::shuffle_name(o.shuffle) ||
       j.at("batch_size").get<std::uint64_t>() != o.batch_size)
     throw UsageError("the saved forecast state belongs to other samples or another order: " + j.dump());
-  shared_->begin(j.at("epoch").get<std::uint64_t>(), j.at("position").get<std::uint64_t>());
+  auto left = std::make_shared<std::vector<batch::PositionRange>>();
+  for (const auto& r : j.at("remaining")) left->push_back({r.at(0).get<std::uint64_t>(), r.at(1).get<std::uint64_t>()});
+  const auto& p = j.at("planned_for");
+  batch::ShardSpec planned{0, p.at("world_size").get<std::uint32_t>(), 0, p.at("num_workers").get<std::uint32_t>()};
+  shared_->begin(j.at("epoch").get<std::uint64_t>(), std::move(left), planned);
 }
 
 const batch::ForecastSampler& ForecastDataset::sampler() const { return *shared_->sampler; }

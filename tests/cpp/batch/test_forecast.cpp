@@ -1,7 +1,8 @@
-// ForecastSpec / ForecastSampler / ForecastSchedule (include/lazycube/batch/forecast.hpp) on an
+// ForecastSpec / ForecastSampler (include/lazycube/batch/forecast.hpp) on an
 // in-memory dataset whose values encode their position: durations and the document's errors,
 // anchors by time value over a gap, inputs and targets at their offsets, rollout, missing
-// values (skip / keep / error), and a schedule resumed by a job of another size.
+// values (skip / keep / error), and the sampler's footprint for the epoch planner
+// (test_epoch_planner.cpp tests the planner itself).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -194,39 +195,3 @@ TEST(ForecastSampler, ErrorsNameWhatIsWrong) {
   EXPECT_NE(message({{"inputs", {"a"}}, {"time_dim", "x"}}).find("time dim 'x'"), std::string::npos);
 }
 
-TEST(ForecastSchedule, ElasticResumeDeliversEverySampleOnce) {
-  for (const Shuffle shuffle : {Shuffle::None, Shuffle::Random}) {
-    const std::uint64_t n = 103, batch = 4;
-    std::vector<std::uint64_t> seen;
-    // 2 ranks x 3 workers: every rank receives 5 batches
-    std::uint64_t position = 0;
-    for (std::uint32_t r = 0; r < 2; ++r)
-      for (std::uint32_t w = 0; w < 3; ++w) {
-        const ForecastSchedule s(n, batch, shuffle, 7, 2, ShardSpec{r, 2, w, 3});
-        for (std::uint64_t j = 0; j < s.worker_batches(); ++j)
-          if (s.rank_batch_index(j) < 5) {
-            const auto ids = s.batch(j);
-            seen.insert(seen.end(), ids.begin(), ids.end());
-          }
-        position = s.position(5);
-      }
-    EXPECT_EQ(position, 40u);
-    // then 3 ranks x 1 worker finish the epoch, each as many batches
-    std::set<std::uint64_t> counts;
-    for (std::uint32_t r = 0; r < 3; ++r) {
-      const ForecastSchedule s(n, batch, shuffle, 7, 2, ShardSpec{r, 3, 0, 1}, position);
-      counts.insert(s.rank_batches());
-      for (std::uint64_t j = 0; j < s.worker_batches(); ++j) {
-        const auto ids = s.batch(j);
-        EXPECT_LE(ids.size(), batch);
-        seen.insert(seen.end(), ids.begin(), ids.end());
-      }
-    }
-    EXPECT_EQ(counts.size(), 1u);
-    std::sort(seen.begin(), seen.end());
-    std::vector<std::uint64_t> all(n);
-    for (std::uint64_t i = 0; i < n; ++i) all[i] = i;
-    EXPECT_EQ(seen, all) << shuffle_name(shuffle);
-  }
-  EXPECT_THROW(ForecastSchedule(10, 4, Shuffle::None, 0, 0, {}, 11), UsageError);
-}

@@ -1,0 +1,255 @@
+#!/usr/bin/python3
+"""What an epoch of forecast samples costs at scale (issue 46, docs/forecast.md "Epochs at
+scale"): bytes and requests nginx served for one epoch of lazycube.torch.ForecastDataset against
+the bytes of the distinct chunks its samples need (egress), with each process's chunk cache far
+smaller than the data, for W = 1 and W = 8 ranks (8 processes, each its own cache, no disk
+cache), with 2 DataLoader workers per rank, and a random shuffle for contrast; shuffle quality
+of the same order; samples/s at 50 ms latency against the same epoch with an unlimited cache.
+
+Data (written once under --cache, default /tmp/lazycube-egress-bench): `era5.zarr`, Zarr v2,
+--steps six-hourly steps (default 2,904) on a --grid grid (default 121x240), ONE time step per
+chunk, blosc zstd: t2m, u10, sst (time, lat, lon), z (time, level 3, lat, lon), the static lsm;
+--grid 121x240 gives 2.0 GB of float32. The sample: inputs t2m, u10, z at -6h and 0h, targets
+the same at +6h .. +24h, forcings lsm and sst; batch 8; a footprint is 6 time steps.
+
+Rows (each rank its own process):
+  chunk, cache C footprints, W ranks x K workers   egress = bytes served / bytes needed
+  random, cache 64 footprints, W = 1              for contrast
+  chunk, unlimited cache, W = 1                   the throughput reference
+The shuffle quality (Spearman of position and anchor, median batch span, two seeds) is computed
+from the order itself. Targets: egress <= 1.10 at 64 footprints (<= 1.5 at 16), W = 1 and 8, also
+with 2 workers; |Spearman| <= 0.1; median batch span >= 50 %; 64-footprint samples/s >= 80 % of
+the unlimited cache's. A report, not a test.
+
+    /usr/bin/python3 tests/bench/run_epoch_egress_bench.py [--steps N --grid 121x240 --latency-ms 50]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from bench_common import Nginx, emit_report, warn_if_busy  # noqa: E402
+
+FORMAT_VERSION = 1
+LEVELS, BATCH, SPAN = 3, 8, 6
+SPEC = dict(inputs=["t2m", "u10", "z"], targets=["t2m", "u10", "z"], forcings=["lsm", "sst"],
+            input_offsets=["-6h", "0h"], target_offsets=["6h", "12h", "18h", "24h"])
+
+
+def write_store(root, steps, ny, nx):
+    import numcodecs
+    import zarr
+    path = os.path.join(root, "era5.zarr")
+    marker = path + ".complete.json"
+    want = {"version": FORMAT_VERSION, "steps": steps, "grid": [ny, nx]}
+    if os.path.exists(marker) and json.load(open(marker)) == want:
+        return path
+    rng = np.random.default_rng(46)
+    g = zarr.group(zarr.DirectoryStore(path), overwrite=True)
+    comp = numcodecs.Blosc("zstd", 3, numcodecs.Blosc.SHUFFLE)
+    t = g.create_dataset("time", data=np.arange(steps, dtype="int64") * 6, chunks=(steps,), fill_value=None)
+    t.attrs.update({"_ARRAY_DIMENSIONS": ["time"], "units": "hours since 1979-01-01", "calendar": "proleptic_gregorian"})
+    for name, n, units in (("lat", ny, "degrees_north"), ("lon", nx, "degrees_east")):
+        c = g.create_dataset(name, data=np.linspace(-90, 90, n) if name == "lat" else np.linspace(0, 360, n, endpoint=False),
+                             fill_value=None)
+        c.attrs.update({"_ARRAY_DIMENSIONS": [name], "units": units})
+    lev = g.create_dataset("level", data=np.array([850, 500, 250], "int32"), fill_value=None)
+    lev.attrs.update({"_ARRAY_DIMENSIONS": ["level"], "units": "hPa"})
+    lsm = g.create_dataset("lsm", data=(rng.random((ny, nx)) > 0.6).astype("float32"), fill_value=None)
+    lsm.attrs["_ARRAY_DIMENSIONS"] = ["lat", "lon"]
+    arrays = {}
+    for v in ("t2m", "u10", "sst"):
+        arrays[v] = g.create_dataset(v, shape=(steps, ny, nx), chunks=(1, ny, nx), dtype="float32", compressor=comp,
+                                     fill_value=float("nan"))
+        arrays[v].attrs["_ARRAY_DIMENSIONS"] = ["time", "lat", "lon"]
+    arrays["z"] = g.create_dataset("z", shape=(steps, LEVELS, ny, nx), chunks=(1, LEVELS, ny, nx), dtype="float32",
+                                   compressor=comp, fill_value=float("nan"))
+    arrays["z"].attrs["_ARRAY_DIMENSIONS"] = ["time", "level", "lat", "lon"]
+    # smooth fields (compressible as reanalyses are), different every step
+    base = np.sin(np.linspace(0, 6, ny))[:, None] * np.cos(np.linspace(0, 9, nx))[None, :]
+    block = 64
+    for start in range(0, steps, block):
+        n = min(block, steps - start)
+        noise = rng.normal(0, 0.01, (n, ny, nx)).astype("float32")
+        for k, v in enumerate(("t2m", "u10", "sst")):
+            arrays[v][start:start + n] = (base[None] * (k + 1) + noise).round(3)
+        arrays["z"][start:start + n] = (base[None, None] * np.array([1, 2, 3])[None, :, None, None]
+                                        + noise[:, None]).round(3)
+        print(f"  wrote {start + n}/{steps} time steps", file=sys.stderr, flush=True)
+    zarr.consolidate_metadata(g.store)
+    json.dump(want, open(marker, "w"))
+    return path
+
+
+def python_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(REPO, "build", "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def served(log, offset):
+    """(requests, body bytes) nginx logged since `offset` for chunk objects (not metadata)."""
+    requests = total = 0
+    with open(log, "rb") as fh:
+        fh.seek(offset)
+        for line in fh:
+            m = re.search(rb'"GET (\S+) [^"]*" (\d{3}) (\d+)', line)
+            if m and b"/." not in m.group(1) and m.group(2) in (b"200", b"206"):
+                requests += 1
+                total += int(m.group(3))
+    return requests, total
+
+
+def needed_bytes(store):
+    """Bytes of the chunk objects of the variables the samples read (every time step is needed)."""
+    total = 0
+    for v in ("t2m", "u10", "z", "sst", "lsm"):
+        d = os.path.join(store, v)
+        total += sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if not f.startswith("."))
+    return total
+
+
+# ---- one rank (a child process) -------------------------------------------------------------
+
+def child(a):
+    import torch  # noqa: F401
+    import lazycube.torch as lctorch
+    ds = lctorch.ForecastDataset(a.url, batch_size=BATCH, shuffle=a.shuffle, seed=a.seed, rank=a.rank,
+                                 world_size=a.world, cache_bytes=a.cache_bytes, index_dir=a.index_dir,
+                                 missing="keep", **SPEC)
+    loader = ds.loader(num_workers=a.workers, multiprocessing_context="spawn" if a.workers else None)
+    t0 = time.perf_counter()
+    order, n = [], 0
+    for batch in loader:
+        order.append([int(s) for s in batch["samples"]])
+        n += len(batch["samples"])
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"order": order, "samples": n, "seconds": seconds, "fetched": ds.fetch_stats(),
+                      "anchors": len(ds.samples)}))
+
+
+def run_epoch(url, args, shuffle, cache_bytes, world, workers, seed=1):
+    procs = []
+    for r in range(world):
+        cmd = [sys.executable, __file__, "--row", "--url", url, "--shuffle", shuffle, "--seed", str(seed),
+               "--rank", str(r), "--world", str(world), "--workers", str(workers), "--cache-bytes", str(cache_bytes),
+               "--index-dir", args.index_dir]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, env=python_env(), text=True))
+    outs = []
+    for p in procs:
+        out, _ = p.communicate(timeout=3600)
+        if p.returncode != 0:
+            raise SystemExit("a rank failed (%d)" % p.returncode)
+        outs.append(json.loads(out.strip().splitlines()[-1]))
+    return outs
+
+
+def quality(ranks):
+    order = [s for r in ranks for b in r["order"] for s in b]
+    n = len(order)
+    pos = np.arange(n, dtype=float)
+    anchor = np.array(order, dtype=float)
+    rank_anchor = np.argsort(np.argsort(anchor)).astype(float)
+    spearman = float(np.corrcoef(pos, rank_anchor)[0, 1])
+    spans = sorted((max(b) - min(b)) / (n - 1) for r in ranks for b in r["order"] if len(b) > 1)
+    return {"spearman": spearman, "median_batch_span": spans[len(spans) // 2],
+            "exactly_once": sorted(order) == list(range(n)),
+            "batches_per_rank": sorted({len(r["order"]) for r in ranks})}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cache", default="/tmp/lazycube-egress-bench")
+    p.add_argument("--steps", type=int, default=2904)
+    p.add_argument("--grid", default="121x240")
+    p.add_argument("--latency-ms", type=int, default=50)
+    p.add_argument("--json")
+    p.add_argument("--markdown")
+    p.add_argument("--row", action="store_true", help=argparse.SUPPRESS)
+    for name, kind in (("url", str), ("shuffle", str), ("seed", int), ("rank", int), ("world", int),
+                       ("workers", int), ("cache-bytes", int), ("index-dir", str)):
+        p.add_argument("--" + name, type=kind, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.row:
+        return child(args)
+    ny, nx = (int(x) for x in args.grid.split("x"))
+    os.makedirs(args.cache, exist_ok=True)
+    args.index_dir = args.index_dir or os.path.join(args.cache, "validity")
+    load = warn_if_busy()
+    store = write_store(args.cache, args.steps, ny, nx)
+    need = needed_bytes(store)
+    step = (3 + LEVELS) * ny * nx * 4  # decoded bytes of one time step of the time-varying fields
+    footprint = SPAN * step
+    nginx = Nginx(os.path.join(args.cache, "nginx"), args.cache, "/era5.zarr/.zmetadata",
+                  faults={"latency_ms": args.latency_ms})
+    rows, orders = {}, {}
+    try:
+        url = nginx.base + "/era5.zarr"
+        # the validity index once (missing="keep" needs none; this warms nothing else)
+        cases = [("chunk", 64, 1, 0), ("chunk", 64, 8, 0), ("chunk", 64, 8, 2), ("chunk", 16, 1, 0),
+                 ("chunk", 16, 8, 0), ("random", 64, 1, 0), ("chunk", None, 1, 0)]
+        for shuffle, fps, world, workers in cases:
+            cache = int(fps * footprint) if fps else 64 << 30
+            name = "%s, cache %s, W=%d%s" % (shuffle, "%d footprints" % fps if fps else "unlimited", world,
+                                             " x %d workers" % workers if workers else "")
+            offset = nginx.log_offset()
+            t0 = time.perf_counter()
+            ranks = run_epoch(url, args, shuffle, cache, world, workers)
+            wall = time.perf_counter() - t0
+            time.sleep(0.5)  # the access log's last lines
+            requests, bytes_served = served(nginx.log, offset)
+            samples = sum(r["samples"] for r in ranks)
+            orders[name] = [s for r in ranks for b in r["order"] for s in b]
+            rows[name] = dict(quality(ranks), requests=requests, bytes_served=bytes_served, bytes_needed=need,
+                              egress=bytes_served / need, samples_per_s=samples / max(r["seconds"] for r in ranks),
+                              wall_s=wall, cache_mb=cache / 2**20,
+                              counters_egress=[round(r["fetched"]["egress_ratio"], 3) for r in ranks])
+            print("%-45s egress %.3f (%d requests), %.0f samples/s, spearman %+.3f, median span %.2f"
+                  % (name, rows[name]["egress"], requests, rows[name]["samples_per_s"], rows[name]["spearman"],
+                     rows[name]["median_batch_span"]), file=sys.stderr, flush=True)
+        other_seed = run_epoch(url, args, "chunk", 64 * footprint, 1, 0, seed=2)
+    finally:
+        nginx.stop()
+    ref = rows["chunk, cache unlimited, W=1"]["samples_per_s"]
+    main_row = rows["chunk, cache 64 footprints, W=1"]
+    summary = {
+        "store": "%.2f GB of chunks (%d steps, grid %s, one step per chunk)" % (need / 1e9, args.steps, args.grid),
+        "footprint": "%.1f MB (6 steps)" % (footprint / 1e6),
+        "egress, 64 footprints": ", ".join("%s %.3f" % (k.split(", ", 2)[2], v["egress"]) for k, v in rows.items()
+                                           if "64 footprints" in k and k.startswith("chunk")) + " (target <= 1.10)",
+        "egress, 16 footprints": ", ".join("%s %.3f" % (k.split(", ", 2)[2], v["egress"]) for k, v in rows.items()
+                                           if "16 footprints" in k) + " (target <= 1.5)",
+        "egress, random shuffle": "%.3f" % rows["random, cache 64 footprints, W=1"]["egress"],
+        "shuffle quality": "spearman %+.3f, median batch span %.2f, seeds 1 and 2 give different orders: %s" % (
+            main_row["spearman"], main_row["median_batch_span"],
+            [s for r in other_seed for b in r["order"] for s in b] != orders["chunk, cache 64 footprints, W=1"]),
+        "samples/s, 64 footprints / unlimited": "%.2f (target >= 0.8)" % (main_row["samples_per_s"] / ref),
+        "load average": "%.1f" % load[0],
+    }
+    emit_report({"rows": rows, "summary": summary}, args, markdown, print_report)
+
+
+def markdown(report):
+    lines = ["| row | egress | requests | samples/s | spearman | median batch span |", "|---|---:|---:|---:|---:|---:|"]
+    for name, r in report["rows"].items():
+        lines.append("| %s | %.3f | %d | %.0f | %+.3f | %.2f |" % (name, r["egress"], r["requests"], r["samples_per_s"],
+                                                                 r["spearman"], r["median_batch_span"]))
+    lines += ["", *("- %s: %s" % kv for kv in report["summary"].items())]
+    return "\n".join(lines) + "\n"
+
+
+def print_report(report):
+    print(markdown(report))
+
+
+if __name__ == "__main__":
+    main()
