@@ -133,8 +133,9 @@ BlockPlan plan_blocks(const SampleFootprint& fp, std::uint64_t cache_bytes, std:
   }
   const std::uint64_t block = units_to_samples(L);
   const std::uint64_t units = samples_to_units(std::min(block, shard));
-  // (a shard whose every unit fits the cache fetches each once, however short its blocks)
-  if (units < 4 * span && samples_to_units(shard) + span > usable)
+  // (one process whose every unit fits its cache fetches each once, however short its blocks;
+  // several fetch the units their pieces share at the edges again)
+  if (units < 4 * span && (shard < N || samples_to_units(shard) + span > usable))
     warn("each shard (rank x data-loader worker) holds " + std::to_string(shard) + " samples: blocks of " +
          std::to_string(std::min(block, shard)) + " samples read about " + std::to_string(units) +
          " time chunks against a footprint of " + std::to_string(span) + ", so an epoch fetches about " +

@@ -207,6 +207,7 @@ int run_bench(const BenchArgs& args) {
                 {"bytes_fetched", cs.bytes_fetched}, {"bytes_delivered", cs.bytes_delivered},
                 {"bytes_unique", cs.bytes_unique},   {"peak_bytes_cached", cs.peak_bytes_cached},
                 {"fetched_ahead", cs.fetched_ahead}, {"fetched_ahead_unused", cs.fetched_ahead_unused}};
+  j["fetched"] = fetched_json(cs);
 
   if (args.json) {
     add_warnings(j);
@@ -253,6 +254,7 @@ int run_bench(const BenchArgs& args) {
                   static_cast<unsigned long long>(cs.fetched_ahead_unused));
     out << line;
   }
+  if (args.cache_mb > 0) out << fetched_line(cs);
   std::snprintf(line, sizeof line, "  peak RSS       %.0f MiB\n", rss);
   out << line;
   return 0;

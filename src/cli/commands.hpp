@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lazycube/cache/chunk_cache.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/dataset/selection.hpp"
 #include "lazycube/icechunk/repository.hpp"
@@ -151,6 +152,11 @@ std::vector<std::string> node_path_variables(const std::string& url, const std::
 // Moves the library's pending warnings (util/diagnostics.hpp) into `out["warnings"]`, when there
 // are any: --json output carries them instead of stderr.
 void add_warnings(nlohmann::ordered_json& out);
+
+// What the chunk cache fetched, for bench's --json ("fetched": requests, bytes, bytes_needed,
+// egress_ratio) and its report line (fetch_report.cpp).
+nlohmann::ordered_json fetched_json(const CacheStats& cs);
+std::string fetched_line(const CacheStats& cs);
 
 // Prints a warning on stderr: "lazycube: warning: TEXT".
 void print_warning(const std::string& text);

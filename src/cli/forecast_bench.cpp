@@ -150,8 +150,7 @@ int run_forecast_bench(const BenchArgs& args) {
   // What the epochs cost (docs/forecast.md "What an epoch costs"): chunks fetched and decoded
   // (each a request to the store, or one read of a shard's inner chunk), their bytes, and the
   // egress ratio: bytes fetched / bytes of the distinct chunks the samples need.
-  j["fetched"] = {{"requests", cs.misses}, {"bytes", cs.bytes_fetched}, {"bytes_needed", cs.bytes_unique},
-                  {"egress_ratio", cs.read_amplification()}};
+  j["fetched"] = fetched_json(cs);
   j["plan"] = {{"block_samples", blocks.block_samples}, {"active_blocks", blocks.active_blocks}};
   j["spec"] = spec.to_json();
   if (args.json) {
@@ -182,10 +181,7 @@ int run_forecast_bench(const BenchArgs& args) {
   std::snprintf(line, sizeof line, "  bytes read     %.1f MB decoded (%.1f MB delivered)\n", double(cs.bytes_fetched) / 1e6,
                 double(bytes) / 1e6);
   out << line;
-  std::snprintf(line, sizeof line, "  fetched        %llu chunks, %.1f MB decoded for %.1f MB of distinct chunks needed: egress %.2fx\n",
-                static_cast<unsigned long long>(cs.misses), double(cs.bytes_fetched) / 1e6,
-                double(cs.bytes_unique) / 1e6, cs.read_amplification());
-  out << line;
+  out << fetched_line(cs);
   if (blocks.active_blocks > 0) {
     std::snprintf(line, sizeof line, "  epoch plan     blocks of %llu samples, %llu active at once\n",
                   static_cast<unsigned long long>(blocks.block_samples),

@@ -16,6 +16,9 @@ Rows (each rank its own process):
   chunk, cache C footprints, W ranks x K workers   egress = bytes served / bytes needed
   random, cache 64 footprints, W = 1              for contrast
   chunk, unlimited cache, W = 1                   the throughput reference
+  CLI <build>, cache 64 footprints               `lazycube bench URL --forecast` of this build and
+                                                  of --baseline-cli (the previous main) in the
+                                                  same run: egress and samples/s, like for like
 The shuffle quality (Spearman of position and anchor, median batch span, two seeds) is computed
 from the order itself. Targets: egress <= 1.10 at 64 footprints (<= 1.5 at 16), W = 1 and 8, also
 with 2 workers; |Spearman| <= 0.1; median batch span >= 50 %; 64-footprint samples/s >= 80 % of
@@ -172,6 +175,10 @@ def main():
     p.add_argument("--steps", type=int, default=2904)
     p.add_argument("--grid", default="121x240")
     p.add_argument("--latency-ms", type=int, default=50)
+    p.add_argument("--cli", default=os.path.join(REPO, "build-release", "lazycube"),
+                   help="this build's CLI (default build-release/lazycube, else build/lazycube)")
+    p.add_argument("--baseline-cli", help="the previous main's CLI (a Release build), for the A/B rows")
+    p.add_argument("--skip-processes", action="store_true", help="only the CLI rows")
     p.add_argument("--json")
     p.add_argument("--markdown")
     p.add_argument("--row", action="store_true", help=argparse.SUPPRESS)
@@ -195,8 +202,34 @@ def main():
     try:
         url = nginx.base + "/era5.zarr"
         # the validity index once (missing="keep" needs none; this warms nothing else)
-        cases = [("chunk", 64, 1, 0), ("chunk", 64, 8, 0), ("chunk", 64, 8, 2), ("chunk", 16, 1, 0),
-                 ("chunk", 16, 8, 0), ("random", 64, 1, 0), ("chunk", None, 1, 0)]
+        spec_path = os.path.join(args.cache, "spec.json")
+        json.dump(SPEC, open(spec_path, "w"))
+        clis = [("this build", args.cli if os.path.exists(args.cli) else os.path.join(REPO, "build", "lazycube"))]
+        if args.baseline_cli:
+            clis.append(("previous main", args.baseline_cli))
+        for _ in range(2):  # alternating, twice
+            for label, cli in clis:
+                name = "CLI %s, chunk, cache 64 footprints" % label
+                offset = nginx.log_offset()
+                out = subprocess.run([cli, "bench", url, "--forecast", spec_path, "--batch-size", str(BATCH),
+                                      "--shuffle", "chunk", "--seed", "1", "--epochs", "1", "--json",
+                                      "--cache-mb", str(max(1, round(64 * footprint / 2**20)))],
+                                     capture_output=True, text=True, timeout=3600)
+                if out.returncode != 0:
+                    raise SystemExit("%s failed: %s" % (cli, out.stderr))
+                got = json.loads(out.stdout.strip().splitlines()[-1])
+                time.sleep(0.5)
+                requests, bytes_served = served(nginx.log, offset)
+                row = rows.setdefault(name, {"egress": [], "requests": [], "samples_per_s": []})
+                row["egress"].append(bytes_served / need)
+                row["requests"].append(requests)
+                row["samples_per_s"].append(got["samples_per_s"])
+                print("%-45s egress %.3f (%d requests), %.1f samples/s" % (name, bytes_served / need, requests,
+                                                                           got["samples_per_s"]),
+                      file=sys.stderr, flush=True)
+        cases = [] if args.skip_processes else [
+            ("chunk", 64, 1, 0), ("chunk", 64, 8, 0), ("chunk", 64, 8, 2), ("chunk", 16, 1, 0),
+            ("chunk", 16, 8, 0), ("random", 64, 1, 0), ("chunk", None, 1, 0)]
         for shuffle, fps, world, workers in cases:
             cache = int(fps * footprint) if fps else 64 << 30
             name = "%s, cache %s, W=%d%s" % (shuffle, "%d footprints" % fps if fps else "unlimited", world,
@@ -216,14 +249,24 @@ def main():
             print("%-45s egress %.3f (%d requests), %.0f samples/s, spearman %+.3f, median span %.2f"
                   % (name, rows[name]["egress"], requests, rows[name]["samples_per_s"], rows[name]["spearman"],
                      rows[name]["median_batch_span"]), file=sys.stderr, flush=True)
-        other_seed = run_epoch(url, args, "chunk", 64 * footprint, 1, 0, seed=2)
+        other_seed = [] if args.skip_processes else run_epoch(url, args, "chunk", 64 * footprint, 1, 0, seed=2)
     finally:
         nginx.stop()
+    summary = {"store": "%.2f GB of chunks (%d steps, grid %s, one step per chunk)" % (need / 1e9, args.steps, args.grid),
+               "footprint": "%.1f MB (6 steps)" % (footprint / 1e6), "load average": "%.1f" % load[0]}
+    cli_rows = {k: v for k, v in rows.items() if k.startswith("CLI")}
+    if len(cli_rows) == 2:
+        new_row, old_row = cli_rows["CLI this build, chunk, cache 64 footprints"], cli_rows[
+            "CLI previous main, chunk, cache 64 footprints"]
+        summary["CLI A/B (this build / previous main)"] = "egress %s vs %s; samples/s %.2fx (best of 2 each)" % (
+            "/".join("%.3f" % e for e in new_row["egress"]), "/".join("%.3f" % e for e in old_row["egress"]),
+            max(new_row["samples_per_s"]) / max(old_row["samples_per_s"]))
+    if args.skip_processes:
+        emit_report({"rows": rows, "summary": summary}, args, markdown, print_report)
+        return
     ref = rows["chunk, cache unlimited, W=1"]["samples_per_s"]
     main_row = rows["chunk, cache 64 footprints, W=1"]
-    summary = {
-        "store": "%.2f GB of chunks (%d steps, grid %s, one step per chunk)" % (need / 1e9, args.steps, args.grid),
-        "footprint": "%.1f MB (6 steps)" % (footprint / 1e6),
+    summary.update({
         "egress, 64 footprints": ", ".join("%s %.3f" % (k.split(", ", 2)[2], v["egress"]) for k, v in rows.items()
                                            if "64 footprints" in k and k.startswith("chunk")) + " (target <= 1.10)",
         "egress, 16 footprints": ", ".join("%s %.3f" % (k.split(", ", 2)[2], v["egress"]) for k, v in rows.items()
@@ -233,14 +276,18 @@ def main():
             main_row["spearman"], main_row["median_batch_span"],
             [s for r in other_seed for b in r["order"] for s in b] != orders["chunk, cache 64 footprints, W=1"]),
         "samples/s, 64 footprints / unlimited": "%.2f (target >= 0.8)" % (main_row["samples_per_s"] / ref),
-        "load average": "%.1f" % load[0],
-    }
+    })
     emit_report({"rows": rows, "summary": summary}, args, markdown, print_report)
 
 
 def markdown(report):
     lines = ["| row | egress | requests | samples/s | spearman | median batch span |", "|---|---:|---:|---:|---:|---:|"]
     for name, r in report["rows"].items():
+        if name.startswith("CLI"):
+            lines.append("| %s | %s | %s | %s | | |" % (name, "/".join("%.3f" % e for e in r["egress"]),
+                                                       "/".join(str(n) for n in r["requests"]),
+                                                       "/".join("%.1f" % x for x in r["samples_per_s"])))
+            continue
         lines.append("| %s | %.3f | %d | %.0f | %+.3f | %.2f |" % (name, r["egress"], r["requests"], r["samples_per_s"],
                                                                  r["spearman"], r["median_batch_span"]))
     lines += ["", *("- %s: %s" % kv for kv in report["summary"].items())]
