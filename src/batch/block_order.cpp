@@ -140,7 +140,8 @@ BlockPlan plan_blocks(const SampleFootprint& fp, std::uint64_t cache_bytes, std:
          std::to_string(std::min(block, shard)) + " samples read about " + std::to_string(units) +
          " time chunks against a footprint of " + std::to_string(span) + ", so an epoch fetches about " +
          std::to_string(static_cast<int>(std::lround(100.0 * static_cast<double>(units + span - 1) / static_cast<double>(units)))) +
-         "% of the bytes its samples need; fewer ranks or workers, or larger data, keep it near 100%");
+         "% of the bytes its samples need; a larger cache_bytes (longer blocks), fewer ranks or workers, or more "
+         "data per shard keep it near 100%");
   return {block, K};
 }
 
