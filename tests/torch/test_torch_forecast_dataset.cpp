@@ -113,3 +113,36 @@ TEST(TorchForecastDataset, StateOfTwoRanksResumesInThree) {
   ASSERT_EQ(seen.size(), s->size());
   for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<std::int64_t>(i));
 }
+
+TEST(TorchForecastDataset, AStateOfAnotherVersionOrShapeIsNamed) {
+  auto s = sampler();
+  lazycube::torch::ForecastDatasetOptions o;
+  o.batch_size = 4;
+  lazycube::torch::ForecastDataset data(s, o);
+  auto load = [&](const std::string& text) {
+    ::torch::serialize::OutputArchive out;
+    out.write("lazycube_forecast_state", c10::IValue(text));
+    std::ostringstream bytes;
+    out.save_to(bytes);
+    std::istringstream in(bytes.str());
+    ::torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    data.load(archive);
+  };
+  auto message = [&](const std::string& text) {
+    try {
+      load(text);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // a state of lazycube before the epoch planner (an epoch position)
+  EXPECT_NE(message(R"({"format": "lazycube-forecast-state", "epoch": 1, "position": 8, "samples": 3})")
+                .find("older lazycube"),
+            std::string::npos);
+  EXPECT_NE(message("not json").find("not JSON"), std::string::npos);
+  EXPECT_NE(message(R"({"format": "lazycube-forecast-state", "version": 2, "remaining": [[0, 1]]})")
+                .find("lacks a field"),
+            std::string::npos);
+}

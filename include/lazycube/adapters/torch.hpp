@@ -143,6 +143,7 @@ class ForecastDataset
  private:
   struct Shared;
   std::shared_ptr<Shared> shared_;
+  void load_state(const nlohmann::json& state);
 };
 
 }  // namespace lazycube::torch

@@ -152,7 +152,21 @@ void ForecastDataset::load(::torch::serialize::InputArchive& archive) {
   c10::IValue value;
   if (!archive.try_read(kForecastStateKey, value) || !value.isString())
     throw UsageError(std::string("the archive holds no ") + kForecastStateKey + " entry");
-  const nlohmann::json j = nlohmann::json::parse(value.toStringRef());
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(value.toStringRef());
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(std::string("the ") + kForecastStateKey + " entry is not JSON: " + e.what());
+  }
+  try {
+    load_state(j);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(std::string("the ") + kForecastStateKey + " entry lacks a field or has one of the wrong type: " +
+                     e.what());
+  }
+}
+
+void ForecastDataset::load_state(const nlohmann::json& j) {
   std::lock_guard lock(shared_->mutex);
   const auto& o = shared_->options;
   if (!j.contains("version") || j.at("version") != 2 || !j.contains("remaining"))
