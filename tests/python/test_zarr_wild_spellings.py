@@ -407,3 +407,24 @@ def test_optional_errors_are_clear(tmp_path):
     with pytest.raises(Exception, match="optional codec"):
         read(root, "v")
     assert arr.exists()
+
+
+def test_convert_writes_struct_as_zarr_python_3_does(tmp_path):
+    # A big-endian struct store converted: `bytes` without endian, the fields little-endian (the
+    # layout zarr-python 3 writes), the fill value an object of field values; read back the same.
+    records = _records(5)
+    src = tmp_path / "src"
+    write_array(src, "rec", STRUCT, [5], [5], [{"name": "bytes", "configuration": {"endian": "big"}}],
+                {(0,): records.astype(RECORD.newbyteorder(">")).tobytes()},
+                fill_value={"id": -1, "value": "NaN", "flag": 0})
+    dst = tmp_path / "dst"
+    lazycube.convert(str(src), str(dst), codec="none")
+    meta = json.loads((dst / "rec" / "zarr.json").read_text())
+    assert meta["codecs"] == [{"name": "bytes"}]
+    assert meta["data_type"] == STRUCT
+    # convert takes a fill value from _FillValue, which records have none of: the zero record.
+    assert meta["fill_value"] == {"id": 0, "value": 0.0, "flag": 0}
+    assert (dst / "rec" / "c" / "0").read_bytes() == records.tobytes()
+    got = read(dst, "rec")
+    for f in RECORD.names:
+        np.testing.assert_array_equal(got[f], records[f])
