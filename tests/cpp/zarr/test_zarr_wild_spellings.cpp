@@ -4,11 +4,13 @@
 //   - every checksum codec (crc32c, numcodecs.crc32 / adler32 / fletcher32) in every spelling
 //     (short-hand string, object, object with configuration, numcodecs.* alias), sharded too:
 //     every single-byte change of a stored chunk is a CodecError, never values;
-//   - codec configurations take a dtype however NumPy spells it (parse_numpy_dtype);
+//   - codec configurations take a dtype however NumPy spells it (parse_numpy_dtype), kerchunk's
+//     GRIB references ("dtype": "float32") read end to end;
 //   - reshape with lists of axes on a stored array (its fill value checked on the real chunk
 //     shape), inside sharding, written through the parsed pipeline;
 //   - struct with `bytes` and no endian: little-endian fields (zarr-python 3), and the writer
-//     writes struct arrays that way.
+//     writes struct arrays that way;
+//   - zarrs' optional data type and codec: null as NaN, integers widened to float64, sharded too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +19,9 @@
 
 #include "lazycube/codec/codec.hpp"
 #include "lazycube/dtype.hpp"
+#include "grib_test_messages.hpp"
 #include "lazycube/error.hpp"
+#include "lazycube/refs/references.hpp"
 #include "lazycube/store/store.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 #include "lazycube/zarr/writer.hpp"
@@ -199,6 +203,35 @@ TEST(ZarrWildSpellings, KerchunkGribFilterDtypeByName) {
   EXPECT_NE(e.find("'dtype'"), std::string::npos) << e;
 #else
   GTEST_SKIP() << "built without ecCodes: the grib codec is refused naming the library";
+#endif
+}
+
+// The whole kerchunk path: a references file as scan_grib writes it, the filter's dtype as
+// str(data.dtype), its chunk one GRIB2 message; the values as ecCodes decodes them (float32).
+TEST(ZarrWildSpellings, KerchunkGribReferencesRead) {
+#ifdef LAZYCUBE_HAVE_ECCODES
+  TempDir tmp;
+  const auto message = test::grib::sample_message("GRIB2", [](std::size_t i) { return 250.0 + 0.5 * static_cast<double>(i % 37); });
+  const auto want = test::grib::decode(message);
+  write_file(tmp.path() / "t.grib2", std::string(reinterpret_cast<const char*>(message.data()), message.size()));
+  const json zarray = {{"zarr_format", 2},  {"shape", {want.size()}},   {"chunks", {want.size()}},
+                       {"dtype", "<f4"},     {"compressor", nullptr},    {"fill_value", nullptr},
+                       {"order", "C"},
+                       {"filters", json::array({{{"id", "grib"}, {"var", "t2m"}, {"dtype", "float32"}}})}};
+  const json refs = {{"version", 1},
+                     {"refs",
+                      {{".zgroup", json{{"zarr_format", 2}}.dump()},
+                       {"t2m/.zarray", zarray.dump()},
+                       {"t2m/.zattrs", json{{"_ARRAY_DIMENSIONS", {"x"}}}.dump()},
+                       {"t2m/0", json::array({(tmp.path() / "t.grib2").string(), 0, message.size()})}}}};
+  write_file(tmp.path() / "refs.json", refs.dump());
+  const NDArray r = zarr::Hierarchy::open(refs::open_references((tmp.path() / "refs.json").string())).array("t2m")->read_all();
+  ASSERT_EQ(r.dtype, DataType::float_(4));
+  const auto got = r.values<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], static_cast<float>(want[i])) << i;
+#else
+  GTEST_SKIP() << "built without ecCodes";
 #endif
 }
 
