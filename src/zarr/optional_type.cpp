@@ -39,7 +39,7 @@ bool widened(const DataType& inner) {
   return inner.kind == DTypeKind::Bool || inner.kind == DTypeKind::Int || inner.kind == DTypeKind::UInt;
 }
 
-// Copies element `from` of `values` (inner type) to `out` (read type).
+// Writes one element of the inner type as the read type (bool and integers as float64).
 class ElementWriter {
  public:
   explicit ElementWriter(const DataType& inner) : inner_(inner) {}
