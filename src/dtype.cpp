@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <optional>
+#include <utility>
 #include <set>
 
 #include "lazycube/error.hpp"
@@ -114,12 +116,58 @@ std::string DataType::name() const {
   return "?";
 }
 
+namespace {
+
+// NumPy's names for types (np.dtype("float32").str == "<f4"), and its one-letter codes that take
+// no size ("f" is float32, "b" int8, "B" uint8): the type string each one stands for. A name may
+// carry a byte-order prefix ("=float32" is not NumPy, but "=f4" is; both are taken).
+std::optional<std::string_view> numpy_type_name(std::string_view s) {
+  static constexpr std::pair<std::string_view, std::string_view> names[] = {
+      {"bool", "b1"},        {"bool_", "b1"},        {"bool8", "b1"},       {"int8", "i1"},
+      {"int16", "i2"},       {"int32", "i4"},        {"int64", "i8"},       {"uint8", "u1"},
+      {"uint16", "u2"},      {"uint32", "u4"},       {"uint64", "u8"},      {"float16", "f2"},
+      {"float32", "f4"},     {"float64", "f8"},      {"complex64", "c8"},   {"complex128", "c16"},
+      {"half", "f2"},        {"single", "f4"},       {"double", "f8"},      {"float", "f8"},
+      {"float_", "f8"},      {"int", "i8"},          {"int_", "i8"},        {"intp", "i8"},
+      {"uint", "u8"},        {"uintp", "u8"},        {"byte", "i1"},        {"ubyte", "u1"},
+      {"short", "i2"},       {"ushort", "u2"},       {"intc", "i4"},        {"uintc", "u4"},
+      {"longlong", "i8"},    {"ulonglong", "u8"},    {"complex", "c16"},    {"csingle", "c8"},
+      {"cdouble", "c16"},    {"cfloat", "c16"},      {"f", "f4"},           {"d", "f8"},
+      {"e", "f2"},           {"b", "i1"},            {"B", "u1"},           {"h", "i2"},
+      {"H", "u2"},           {"i", "i4"},            {"I", "u4"},           {"l", "i8"},
+      {"L", "u8"},           {"q", "i8"},            {"Q", "u8"},           {"F", "c8"},
+      {"D", "c16"}};
+  for (const auto& [name, code] : names)
+    if (name == s) return code;
+  return std::nullopt;
+}
+
+}  // namespace
+
 ParsedNumpyDType parse_numpy_dtype(std::string_view s) {
   const std::string original(s);
   auto bad = [&](const std::string& why) -> MetadataError {
     return MetadataError("unsupported numpy dtype '" + original + "': " + why);
   };
   if (s.empty()) throw bad("empty");
+  // The spellings of a type by name: "float32", "datetime64[ns]", "timedelta64".
+  std::string spelled;
+  {
+    std::string_view body = s;
+    std::string prefix;
+    if (body.front() == '<' || body.front() == '>' || body.front() == '=' || body.front() == '|') {
+      prefix = std::string(1, body.front());
+      body.remove_prefix(1);
+    }
+    if (auto code = numpy_type_name(body)) {
+      spelled = prefix + std::string(*code);
+    } else if (body.starts_with("datetime64")) {
+      spelled = prefix + "M8" + std::string(body.substr(10));
+    } else if (body.starts_with("timedelta64")) {
+      spelled = prefix + "m8" + std::string(body.substr(11));
+    }
+    if (!spelled.empty()) s = spelled;
+  }
   ByteOrder order = ByteOrder::NotApplicable;
   switch (s.front()) {
     case '<': order = ByteOrder::Little; s.remove_prefix(1); break;

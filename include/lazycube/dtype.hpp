@@ -91,7 +91,11 @@ struct ParsedNumpyDType {
   ByteOrder order;  // as written in the type string ('|' -> NotApplicable)
 };
 
-// Parses a numpy type string as used in Zarr v2 ('<f4', '>i8', '|b1', '<M8[ns]', '|S5', '<U3', '|O').
+// Parses a numpy type string as used in Zarr v2 ('<f4', '>i8', '|b1', '<M8[ns]', '|S5', '<U3', '|O'),
+// and the other spellings np.dtype() takes for the same types: without the byte-order prefix
+// ('f4', '=f4'), by name ('float32', 'int16', 'bool', 'double', 'datetime64[ns]') and by
+// one-letter code ('f', 'd', 'i', 'B'); '=' is the native (little-endian) order. The one parser
+// of dtype strings: Zarr v2 metadata and every codec configuration's dtype key go through it.
 // Throws MetadataError naming the string when it is not understood.
 ParsedNumpyDType parse_numpy_dtype(std::string_view typestr);
 

@@ -62,6 +62,9 @@ ArrayToBytesCodecPtr make_bytes_codec_v3(const std::string& name, const nlohmann
                                           const ChunkSpec& decoded) {
   ConfigReader cfg(name, config);
   if (!cfg.has("endian")) {
+    // struct / legacy structured: zarr-python 3 does not count them as endian-aware types and
+    // writes `bytes` without an endian, the fields little-endian.
+    if (decoded.dtype.kind == DTypeKind::Record) return std::make_shared<EndianCodec>(ByteOrder::Little, false);
     if (!decoded.dtype.is_variable_length() && decoded.dtype.swap_unit() > 1)
       cfg.bad("endian", "required for " + decoded.dtype.name());
     return std::make_shared<EndianCodec>(ByteOrder::NotApplicable, false);

@@ -38,6 +38,9 @@ struct V3DataType {
   Fill fill = Fill::Default;
   // struct / structured: the fields (`dtype` is then the packed record as bytes).
   std::shared_ptr<const StructLayout> layout;
+  // zarrs' `optional`: the elements are of this type or null; `dtype` is what they read as
+  // (optional_type.hpp: null as NaN, bool and integers widened to float64).
+  std::optional<DataType> optional_inner;
 };
 
 struct ArrayMetadata {
@@ -90,8 +93,11 @@ nlohmann::json v3_data_type_json(const DataType& dtype, const std::string& where
 // Builds a v3 codec chain for chunks of `decoded` (used for sharding's inner/index chains).
 // With `narrow`, the elements are stored in that format and `decoded` is float32: the innermost
 // array->bytes codec (through sharding) reads the stored elements and widens them.
+// With `optional_inner`, the array has zarrs' optional data type of that inner type (`decoded` is
+// its read type): the array->bytes codec must be the optional codec.
 codec::CodecPipeline parse_v3_codecs(const nlohmann::json& codecs, const codec::ChunkSpec& decoded,
-                                     const std::string& where, const NarrowFloatFormat* narrow = nullptr);
+                                     const std::string& where, const NarrowFloatFormat* narrow = nullptr,
+                                     const DataType* optional_inner = nullptr);
 
 // Fill values.
 FillValue parse_v2_fill_value(const nlohmann::json& value, const DataType& dtype,

@@ -9,6 +9,7 @@
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
 #include "narrow_float.hpp"
+#include "optional_type.hpp"
 #include "struct_type.hpp"
 
 namespace lazycube::zarr {
@@ -153,6 +154,19 @@ V3DataType parse_v3_data_type(const json& v, const std::string& where) {
     return {parse_time_type(r, name == "numpy.datetime64", false)};
   if (name == "datetime64" || name == "timedelta64") return {parse_time_type(r, name == "datetime64", true)};
   if (auto t = parse_fixed_text(r)) return *t;
+  if (name == "optional") {
+    r.only({"name", "configuration"});
+    const json& config = r.config();
+    if (!config.contains("name")) throw r.bad("missing configuration.name (the inner data type)");
+    json inner_json{{"name", config["name"]}};
+    if (config.contains("configuration")) inner_json["configuration"] = config["configuration"];
+    const V3DataType inner = parse_v3_data_type(inner_json, where);
+    if (inner.layout || inner.narrow != nullptr || inner.optional_inner)
+      throw r.bad("an optional " + inner_json.dump() + " is not supported");
+    V3DataType t{optional_read_type(inner.dtype, where)};
+    t.optional_inner = inner.dtype;
+    return t;
+  }
   if (name == "struct" || name == "structured") {
     V3DataType t;
     t.layout = parse_v3_struct(r.config(), name == "structured", where);

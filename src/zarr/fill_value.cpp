@@ -391,7 +391,18 @@ json fill_value_json(const FillValue& f, const DataType& t, int zarr_format, con
     case DTypeKind::VlenBytes:
       if (zarr_format == 2) throw MetadataError(where + ": the writer has no Zarr v2 fill value for " + t.name());
       return f.string;
-    case DTypeKind::Record: break;
+    case DTypeKind::Record: {
+      // v3 struct: an object of the fields' fill values, nested records as objects.
+      if (zarr_format != 3 || !t.fields) break;
+      json out = json::object();
+      for (const RecordField& field : *t.fields) {
+        FillValue part;
+        part.specified = true;
+        part.bytes = Buffer::copy_of(f.bytes.view().subspan(field.offset, field.dtype.itemsize));
+        out[field.name] = fill_value_json(part, field.dtype, 3, where);
+      }
+      return out;
+    }
   }
   throw MetadataError(where + ": no fill value encoding for " + t.name());
 }

@@ -8,6 +8,7 @@
 #include "array_metadata.hpp"
 #include "lazycube/error.hpp"
 #include "narrow_float.hpp"
+#include "optional_type.hpp"
 #include "sharding_codec.hpp"
 #include "struct_type.hpp"
 
@@ -62,12 +63,20 @@ bool same_fill(const Buffer& a, const Buffer& b, const DataType& t) {
 // cast_value: the fill value must come back from encode then decode, as a writer pads chunks
 // with it and readers give it for absent ones. MetadataError naming the codec and the value when
 // it does not (or cannot be encoded at all). The fill passes through the array codecs before it.
+// The fill element passes through the codecs as a one-element chunk; the codecs that relabel
+// shapes (reshape, transpose) learn the chunk's types from the chunk shape the array has.
 void check_fill_round_trips(const ArrayMetadata& m, const json& fill_json, const std::string& where) {
   if (m.dtype.is_variable_length()) return;
+  const auto& codecs = m.codecs.array_codecs;
+  std::size_t end = 0;  // past the last cast_value: the codecs after it do not matter here
+  for (std::size_t i = 0; i < codecs.size(); ++i)
+    if (codecs[i]->name() == "cast_value") end = i + 1;
+  codec::ChunkSpec chunk{m.dtype, m.chunk_shape};
   codec::ChunkSpec spec{m.dtype, {1}};
   codec::ChunkData fill;
   fill.bytes = m.fill.bytes;
-  for (const auto& c : m.codecs.array_codecs) {
+  for (std::size_t i = 0; i < end; ++i) {
+    const auto& c = codecs[i];
     const bool cast = c->name() == "cast_value";
     codec::ChunkData encoded, decoded;
     try {
@@ -80,7 +89,8 @@ void check_fill_round_trips(const ArrayMetadata& m, const json& fill_json, const
     if (cast && !same_fill(fill.bytes, decoded.bytes, spec.dtype))
       throw MetadataError(where + ": fill_value " + fill_json.dump() + " does not survive codec cast_value " +
                           c->to_json().dump() + ": encoded then decoded it is another value");
-    spec = c->encoded_spec(spec);
+    chunk = c->encoded_spec(chunk);
+    spec = {chunk.dtype, {1}};
     fill = std::move(encoded);
   }
 }
@@ -88,7 +98,8 @@ void check_fill_round_trips(const ArrayMetadata& m, const json& fill_json, const
 }  // namespace
 
 codec::CodecPipeline parse_v3_codecs(const json& codecs, const codec::ChunkSpec& decoded,
-                                     const std::string& where, const NarrowFloatFormat* narrow) {
+                                     const std::string& where, const NarrowFloatFormat* narrow,
+                                     const DataType* optional_inner) {
   if (!codecs.is_array() || codecs.empty())
     throw MetadataError(where + ": 'codecs' must be a non-empty list");
   codec::CodecPipeline p;
@@ -98,17 +109,29 @@ codec::CodecPipeline parse_v3_codecs(const json& codecs, const codec::ChunkSpec&
     json config;
     if (!codec::parse_v3_codec_entry(c, name, config))
       throw MetadataError(where + ": codec entry " + c.dump() + " has no 'name'");
+    if (is_optional_array_codec(name, config) || (optional_inner != nullptr && name == "optional")) {
+      if (optional_inner == nullptr)
+        throw MetadataError(where + ": codec 'optional' (mask_codecs, data_codecs) needs the optional data type, the array has " +
+                            decoded.dtype.name());
+      if (p.array_to_bytes) throw MetadataError(where + ": more than one array->bytes codec ('optional')");
+      if (!p.array_codecs.empty())
+        throw MetadataError(where + ": array->array codecs before the optional codec are not supported");
+      p.array_to_bytes = make_optional_array_codec(config, spec, *optional_inner, where);
+      continue;
+    }
     auto kind = codec::v3_codec_kind(name);
     if (!kind) throw CodecError(where + ": unknown codec '" + name + "'");
     try {
       if (*kind == codec::CodecKind::ArrayToBytes) {
         if (p.array_to_bytes)
           throw MetadataError(where + ": more than one array->bytes codec ('" + name + "')");
+        if (optional_inner != nullptr && name != "sharding_indexed")
+          throw MetadataError(where + ": the optional data type is read through the optional codec, not '" + name + "'");
         if (name == "sharding_indexed") {
           if (!p.array_codecs.empty())
             throw MetadataError(where + ": array->array codecs before sharding_indexed are not "
                                         "supported");
-          p.array_to_bytes = std::make_shared<ShardingCodec>(config, spec, where, narrow);
+          p.array_to_bytes = std::make_shared<ShardingCodec>(config, spec, where, narrow, optional_inner);
         } else if (narrow != nullptr) {
           // bfloat16 / float8_*: the codec reads the stored elements, the chain above sees float32.
           const codec::ChunkSpec stored{DataType::uint(narrow->bytes), spec.shape};
@@ -190,8 +213,12 @@ ArrayMetadata parse_v3_array(const json& doc, const std::string& where) {
   if (auto it = doc.find("storage_transformers"); it != doc.end() && it->is_array() && !it->empty())
     throw MetadataError(where + ": storage_transformers are not supported: " + it->dump());
 
-  m.codecs = parse_v3_codecs(require(doc, "codecs", where), {m.dtype, m.chunk_shape}, where, data_type.narrow);
-  if (data_type.layout) {
+  m.codecs = parse_v3_codecs(require(doc, "codecs", where), {m.dtype, m.chunk_shape}, where, data_type.narrow,
+                             data_type.optional_inner ? &*data_type.optional_inner : nullptr);
+  if (data_type.optional_inner) {
+    m.fill.bytes = optional_fill_bytes(require(doc, "fill_value", where), *data_type.optional_inner, where);
+    m.fill.specified = true;
+  } else if (data_type.layout) {
     // struct: an object of field fill values (legacy `structured`: base64 of the record), read
     // into one native record.
     const json& fill = require(doc, "fill_value", where);

@@ -21,8 +21,9 @@ constexpr std::uint64_t kEmpty = std::numeric_limits<std::uint64_t>::max();
 }
 
 ShardingCodec::ShardingCodec(const json& config, const codec::ChunkSpec& shard,
-                             const std::string& where, const NarrowFloatFormat* narrow)
+                             const std::string& where, const NarrowFloatFormat* narrow, const DataType* optional_inner)
     : shard_(shard), where_(where), narrow_(narrow), config_(config) {
+  if (optional_inner != nullptr) optional_inner_ = *optional_inner;
   const std::string ctx = where + " (sharding_indexed)";
   inner_shape_ = parse_shape(require(config, "chunk_shape", ctx), "chunk_shape", ctx, false);
   if (inner_shape_.size() != shard.shape.size())
@@ -36,7 +37,7 @@ ShardingCodec::ShardingCodec(const json& config, const codec::ChunkSpec& shard,
     per_shard_.push_back(shard.shape[d] / inner_shape_[d]);
     num_inner_ *= per_shard_.back();
   }
-  inner_ = parse_v3_codecs(require(config, "codecs", ctx), {shard.dtype, inner_shape_}, ctx, narrow);
+  inner_ = parse_v3_codecs(require(config, "codecs", ctx), {shard.dtype, inner_shape_}, ctx, narrow, optional_inner);
 
   index_spec_ = {DataType::uint(8), per_shard_};
   index_spec_.shape.push_back(2);
@@ -57,7 +58,8 @@ ShardingCodec::ShardingCodec(const json& config, const codec::ChunkSpec& shard,
 }
 
 std::shared_ptr<const ShardingCodec> ShardingCodec::for_shard_shape(const Shape& shard_shape) const {
-  return std::make_shared<ShardingCodec>(config_, codec::ChunkSpec{shard_.dtype, shard_shape}, where_, narrow_);
+  return std::make_shared<ShardingCodec>(config_, codec::ChunkSpec{shard_.dtype, shard_shape}, where_, narrow_,
+                                         optional_inner_ ? &*optional_inner_ : nullptr);
 }
 
 std::vector<std::optional<ShardEntry>> ShardingCodec::decode_index(ByteView encoded,

@@ -28,8 +28,9 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
  public:
   // `shard` is the spec of a whole shard (the outer chunk).
   // `narrow`: the inner chunks' elements are stored in that format (see parse_v3_codecs).
+  // `optional_inner`: the array has the optional data type of that inner type.
   ShardingCodec(const nlohmann::json& config, const codec::ChunkSpec& shard, const std::string& where,
-                const NarrowFloatFormat* narrow = nullptr);
+                const NarrowFloatFormat* narrow = nullptr, const DataType* optional_inner = nullptr);
 
   std::string name() const override { return "sharding_indexed"; }
   void decode(ByteView in, const codec::ChunkSpec& spec, codec::ChunkData& out) const override;
@@ -78,6 +79,7 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   codec::ChunkSpec shard_;
   std::string where_;
   const NarrowFloatFormat* narrow_ = nullptr;
+  std::optional<DataType> optional_inner_;
   Shape inner_shape_;
   Shape per_shard_;
   std::uint64_t num_inner_ = 0;

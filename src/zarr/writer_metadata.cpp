@@ -69,6 +69,12 @@ void check_shapes(const ArraySpec& spec, const std::string& where) {
 
 json bytes_codec_json() { return {{"name", "bytes"}, {"configuration", {{"endian", "little"}}}}; }
 
+// The array's `bytes` codec: little-endian; records (struct) as zarr-python 3 writes them, with
+// no endian (their fields little-endian), as it does not count them as endian-aware types.
+json array_bytes_codec_json(const DataType& t) {
+  return t.kind == DTypeKind::Record ? json{{"name", "bytes"}} : bytes_codec_json();
+}
+
 // Variable-length types: the object codec (v3 array->bytes, v2 filter) that holds them.
 const char* vlen_codec(const DataType& t) { return t.kind == DTypeKind::String ? "vlen-utf8" : "vlen-bytes"; }
 
@@ -80,7 +86,7 @@ json v3_codecs(const ArraySpec& spec, const json& compressors) {
     if (codec::v3_codec_kind(c["name"].get<std::string>()) == codec::CodecKind::ArrayToArray) chain.push_back(c);
   chain.push_back(spec.dtype.is_variable_length()
                       ? json{{"name", vlen_codec(spec.dtype)}, {"configuration", json::object()}}
-                      : bytes_codec_json());
+                      : array_bytes_codec_json(spec.dtype));
   for (const auto& c : compressors)
     if (codec::v3_codec_kind(c["name"].get<std::string>()) != codec::CodecKind::ArrayToArray) chain.push_back(c);
   if (spec.shard_shape.empty()) return chain;
@@ -177,6 +183,8 @@ std::string json_text(const json& doc, int zarr_format) {
 
 BuiltArray build_array(const ArraySpec& spec, const std::string& where) {
   check_shapes(spec, where);
+  if (spec.dtype.kind == DTypeKind::Record && spec.zarr_format != 3)
+    throw MetadataError(where + ": the writer writes records (" + spec.dtype.name() + ") in Zarr v3 only, as `struct`");
   json compressors;
   try {
     compressors = codec::parse_codec_spec(spec.codecs, spec.zarr_format, spec.dtype);
