@@ -61,6 +61,22 @@ def _open_for_engine(source, stacklevel=4):
     return core
 
 
+def _scale_dtype_rule():
+    """The unpacked type rule of the running xarray's CFScaleOffsetCoder: "stored" before
+    2024.02 (``_choose_float_dtype(dtype, has_offset)``: the stored type alone), "attributes"
+    since (``_choose_float_dtype(dtype, mapping)``: the type of scale_factor/add_offset). Read
+    from the function itself: distributions patch the version number (Debian's 2023.01 says
+    999)."""
+    import inspect
+
+    from xarray.coding import variables
+    try:
+        params = inspect.signature(variables._choose_float_dtype).parameters
+    except (AttributeError, TypeError, ValueError):
+        return "attributes"
+    return "stored" if "has_offset" in params else "attributes"
+
+
 def _strip_url(url: str) -> str:
     return url[:-1] if url.endswith("/") and len(url) > 1 else url
 
@@ -113,7 +129,8 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
                         snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers,
                         concat_characters=concat_characters is not False,
                         decode_coords=decode_coords if decode else False,
-                        missing_chunks=missing_chunks, struct_fields=struct_fields)
+                        missing_chunks=missing_chunks, struct_fields=struct_fields,
+                        drop_variables=drop_variables, scale_dtype_rule=_scale_dtype_rule())
         ds = to_xarray(Dataset(_open_for_engine(source), source), drop_variables=drop_variables,
                        decode_coords=decode_coords is not False and decode, decode=decode,
                        use_cftime=use_cftime)

@@ -155,7 +155,9 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
         if (!meta.is_object()) throw MetadataError(where + ": consolidated entry '" + name + "' is not an object");
         const std::string child_type = string_member(meta, "node_type", where + ": consolidated entry '" + name + "'");
         if (child_type == "array")
-          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(meta, store->describe(join_node_path(path, name))), options);
+          open_or_record(h.unreadable_, name, [&] {
+            arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(meta, store->describe(join_node_path(path, name))), options);
+          });
         else if (child_type == "group")
           groups.push_back(name);
       }
@@ -166,7 +168,9 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
         const std::string child_type =
             string_member(*child, "node_type", store->describe(join_node_path(join_node_path(path, name), "zarr.json")));
         if (child_type == "array")
-          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(*child, store->describe(join_node_path(path, name))), options);
+          open_or_record(h.unreadable_, name, [&] {
+            arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(*child, store->describe(join_node_path(path, name))), options);
+          });
         else if (child_type == "group")
           groups.push_back(name);
       }
@@ -201,7 +205,9 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
         const std::string leaf = key.substr(slash + 1);
         if (leaf == ".zarray") {
           auto attrs_it = md.find(name + "/.zattrs");
-          arrays[name] = v2_array_from(store, join_node_path(path, name), value, attrs_it != md.end() ? *attrs_it : json(), options);
+          open_or_record(h.unreadable_, name, [&] {
+            arrays[name] = v2_array_from(store, join_node_path(path, name), value, attrs_it != md.end() ? *attrs_it : json(), options);
+          });
         } else if (leaf == ".zgroup") {
           groups.push_back(name);
         }
@@ -214,12 +220,17 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
       for (const auto& name : store->list_dir(path)) {
         if (!name.empty() && name[0] == '.') continue;
         const std::string child = join_node_path(path, name);
-        if (auto za = read_json(*store, join_node_path(child, ".zarray"))) {
+        bool array = false;  // a .zarray there (read, or recorded as unreadable)
+        const std::size_t recorded = h.unreadable_.size();
+        open_or_record(h.unreadable_, name, [&] {
+          auto za = read_json(*store, join_node_path(child, ".zarray"));
+          if (!za) return;
+          array = true;
           auto zattrs = read_json(*store, join_node_path(child, ".zattrs"));
           arrays[name] = v2_array_from(store, child, *za, zattrs ? *zattrs : json(), options);
-        } else if (store->exists(join_node_path(child, ".zgroup"))) {
+        });
+        if (!array && h.unreadable_.size() == recorded && store->exists(join_node_path(child, ".zgroup")))
           groups.push_back(name);
-        }
       }
     }
   }
@@ -229,6 +240,8 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
   }
   std::sort(groups.begin(), groups.end());
   h.group_names_ = groups;
+  std::sort(h.unreadable_.begin(), h.unreadable_.end(),
+            [](const UnreadableArray& a, const UnreadableArray& b) { return a.name < b.name; });
   return h;
 }
 

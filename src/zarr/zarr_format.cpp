@@ -32,6 +32,7 @@ format::Opened open_node(const format::Sniff& sniff, const format::Request& requ
   } else {
     for (const auto& name : hierarchy.array_names()) out.arrays.emplace_back(name, hierarchy.array(name));
   }
+  out.unreadable = hierarchy.unreadable();
   out.attrs = hierarchy.attrs();
   out.zarr_format = hierarchy.zarr_format();
   return {std::move(out), std::nullopt};

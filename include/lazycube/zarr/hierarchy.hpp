@@ -12,6 +12,7 @@
 
 #include "lazycube/array.hpp"
 #include "lazycube/store/store.hpp"
+#include "lazycube/unreadable_array.hpp"
 
 namespace lazycube::zarr {
 
@@ -57,6 +58,9 @@ class Hierarchy {
   const std::vector<std::string>& group_names() const { return group_names_; }
   // The array with that name (as listed in array_names()); NotFound otherwise.
   ArrayPtr array(const std::string& name) const;
+  // The arrays of the group whose metadata lazycube cannot read (an unknown codec or data type,
+  // a malformed document), sorted by name: left out of array_names(), listed with the reason.
+  const std::vector<UnreadableArray>& unreadable() const { return unreadable_; }
   const Location& location() const { return location_; }
   bool used_consolidated() const { return used_consolidated_; }
 
@@ -69,6 +73,7 @@ class Hierarchy {
   std::vector<std::string> array_names_;
   std::vector<std::string> group_names_;
   std::vector<ArrayPtr> arrays_;  // parallel to array_names_
+  std::vector<UnreadableArray> unreadable_;
 };
 
 // Opens one array given its metadata location (no consolidated metadata involved).
