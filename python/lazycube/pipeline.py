@@ -191,14 +191,15 @@ def _virtual_chunk_containers(containers):
 # entry point taking a URL (torch datasets, ...) passes through to Source.
 OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine", "group", "branch", "tag",
              "snapshot", "virtual_chunk_containers", "concat_characters", "decode_coords", "missing_chunks",
-             "struct_fields", "drop_variables")
+             "struct_fields", "drop_variables", "chunk_store")
 
 # Open arguments that name something (group path, Icechunk version): None or a str.
 _NAME_ARGS = ("group", "branch", "tag", "snapshot")
 
 # The open arguments that are formats' own options: they cross into C++ as one document (the
 # format registry hands each format its keys, docs/formats.md).
-FORMAT_ARGS = ("consolidated", "branch", "tag", "snapshot", "virtual_chunk_containers", "missing_chunks")
+FORMAT_ARGS = ("consolidated", "branch", "tag", "snapshot", "virtual_chunk_containers", "missing_chunks",
+               "chunk_store")
 
 
 class _Recipe:
@@ -256,12 +257,14 @@ class Source(_Recipe):
     __slots__ = ("url", "storage_options", "decode_cf", "mask_valid_range", "consolidated", "engine",
                  "group", "branch", "tag", "snapshot", "virtual_chunk_containers", "concat_characters",
                  "decode_coords", "missing_chunks", "struct_fields", "drop_variables", "scale_dtype_rule",
+                 "chunk_store",
                  "selection", "variables")
 
     def __init__(self, url, storage_options=None, decode_cf=True, mask_valid_range=False,
                  consolidated=None, engine=None, group=None, branch=None, tag=None, snapshot=None,
                  virtual_chunk_containers=None, concat_characters=True, decode_coords=True,
                  missing_chunks=None, struct_fields=False, drop_variables=None, scale_dtype_rule="attributes",
+                 chunk_store=None,
                  selection=(), variables=None):
         self.url = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
         self.storage_options = StorageOptions(storage_options)
@@ -301,6 +304,13 @@ class Source(_Recipe):
         if scale_dtype_rule not in ("attributes", "stored"):
             raise ValueError("scale_dtype_rule takes 'attributes' or 'stored', not %r" % (scale_dtype_rule,))
         self.scale_dtype_rule = scale_dtype_rule
+        # Zarr's chunk_store: the URL or path of the store holding the chunks (a format option).
+        if isinstance(chunk_store, os.PathLike):
+            chunk_store = os.fspath(chunk_store)
+        if chunk_store is not None and not isinstance(chunk_store, str):
+            raise TypeError("chunk_store takes the URL or path of a store, not %s (lazycube reads "
+                            "stores by URL)" % type(chunk_store).__name__)
+        self.chunk_store = chunk_store
         self.selection = tuple({str(d): _indexer_value(v) for d, v in step.items()}
                                for step in selection if step)
         self.variables = None if variables is None else tuple(variables)
@@ -358,7 +368,8 @@ class Source(_Recipe):
             parts.append("drop_variables=%r" % (list(self.drop_variables),))
         if self.scale_dtype_rule != "attributes":
             parts.append("scale_dtype_rule=%r" % (self.scale_dtype_rule,))
-        for key in ("consolidated", "engine") + _NAME_ARGS + ("virtual_chunk_containers", "missing_chunks"):
+        for key in ("consolidated", "engine") + _NAME_ARGS + ("virtual_chunk_containers", "missing_chunks",
+                                                               "chunk_store"):
             if getattr(self, key) is not None:
                 parts.append("%s=%r" % (key, getattr(self, key)))
         if self.selection:

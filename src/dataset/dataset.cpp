@@ -170,7 +170,9 @@ Dataset decode_dataset(const std::vector<std::pair<std::string, ArrayPtr>>& arra
     }
     variables.push_back(std::move(v));
   }
-  return Dataset(std::move(variables), std::move(attrs), coords.global);
+  Dataset ds(std::move(variables), std::move(attrs), coords.global);
+  ds.set_cf_warnings(coords.warnings);
+  return ds;
 }
 
 Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs, const std::vector<std::string>& coords) {

@@ -303,6 +303,8 @@ PYBIND11_MODULE(_core, m) {
                                return out;
                              },
                              "[(name, reason)] of the arrays lazycube cannot read (not variables of the dataset).")
+      .def_property_readonly("cf_warnings", &Dataset::cf_warnings,
+                             "What xarray's decode_cf would warn about this dataset (its words).")
       .def("require_readable", &Dataset::require_readable, py::arg("advice") = "",
            "Raises the first unreadable array's error (naming every one and its reason, then `advice`).")
       .def("coord_names", &Dataset::coord_names)

@@ -101,6 +101,11 @@ ZarrOptions ZarrOptions::from_document(const json& document) {
       throw UsageError("format option 'missing_chunks' takes \"fill\" or \"error\", not " + it->dump());
     out.missing_chunks_error = *it == "error";
   }
+  if (auto it = document.find("chunk_store"); it != document.end() && !it->is_null()) {
+    if (!it->is_string() || it->get<std::string>().empty())
+      throw UsageError("format option 'chunk_store' takes the URL or path of a store, not " + it->dump());
+    out.chunk_store = it->get<std::string>();
+  }
   return out;
 }
 

@@ -103,6 +103,12 @@ class Dataset {
   // array and its reason, then `advice`) when there is one.
   void require_readable(const std::string& advice = {}) const;
 
+  // What xarray's decode_cf would warn about this dataset, in its words (decode_coords "all":
+  // CF references naming variables the dataset lacks, malformed role lists); the xarray engine
+  // gives them as UserWarnings.
+  const std::vector<std::string>& cf_warnings() const { return cf_warnings_; }
+  void set_cf_warnings(std::vector<std::string> warnings) { cf_warnings_ = std::move(warnings); }
+
  private:
   std::vector<std::string> order_;
   std::map<std::string, Variable> variables_;
@@ -110,6 +116,7 @@ class Dataset {
   std::vector<std::pair<std::string, std::uint64_t>> dims_;
   nlohmann::json attrs_ = nlohmann::json::object();
   std::vector<UnreadableArray> unreadable_;
+  std::vector<std::string> cf_warnings_;
 
   void build();
 };

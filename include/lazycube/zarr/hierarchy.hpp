@@ -30,6 +30,10 @@ struct ZarrOptions {
   // MissingDataError naming the chunk and the array, as zarr-python's read_missing_chunks=False):
   // a training job can refuse fill values standing in for lost data.
   bool missing_chunks_error = false;
+  // "chunk_store": the URL or path of a separate store holding the chunks (zarr-python's and
+  // xarray's chunk_store), under the same keys; the metadata documents come from the store
+  // opened. Opened with the same storage options.
+  std::optional<std::string> chunk_store;
   // UsageError naming a key of the wrong type or value.
   static ZarrOptions from_document(const nlohmann::json& document);
 };
