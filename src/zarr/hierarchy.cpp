@@ -253,6 +253,8 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
 ArrayPtr Hierarchy::array(const std::string& name) const {
   for (std::size_t i = 0; i < array_names_.size(); ++i)
     if (array_names_[i] == name) return arrays_[i];
+  for (const auto& u : unreadable_)
+    if (u.name == name) rethrow_unreadable(u);
   const std::string known = join_names(array_names_);
   throw NotFound("no array '" + name + "' in " + location_.store->describe(location_.path) +
                  " (arrays: " + (known.empty() ? "none" : known) + ")");

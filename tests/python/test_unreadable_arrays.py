@@ -6,6 +6,7 @@ value for value as xarray's zarr engine reads the same store without that array.
 written by hand from the Zarr v2 and v3 specifications."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,11 +53,27 @@ def _v3_store(root):
     return str(root)
 
 
-@pytest.fixture(params=["v2 codec", "v2 dtype", "v3 codec"])
+def _consolidate(root):
+    """Consolidated metadata written by hand: v2 .zmetadata, v3 zarr.json's consolidated_metadata."""
+    root = Path(root)
+    if (root / "zarr.json").exists():
+        group = json.loads((root / "zarr.json").read_text())
+        group["consolidated_metadata"] = {"kind": "inline", "must_understand": False, "metadata": {
+            name: json.loads((root / name / "zarr.json").read_text()) for name in ("good", "bad")}}
+        (root / "zarr.json").write_text(json.dumps(group))
+    else:
+        docs = {str(f.relative_to(root)): json.loads(f.read_text()) for f in root.rglob(".z*")}
+        (root / ".zmetadata").write_text(json.dumps({"zarr_consolidated_format": 1, "metadata": docs}))
+    return str(root)
+
+
+@pytest.fixture(params=["v2 codec", "v2 dtype", "v3 codec", "v2 consolidated", "v3 consolidated"])
 def store(request, tmp_path):
-    if request.param == "v3 codec":
-        return _v3_store(tmp_path / "g3.zarr")
-    return _v2_store(tmp_path / "g2.zarr", bad_codec=request.param == "v2 codec")
+    if request.param.startswith("v3"):
+        path = _v3_store(tmp_path / "g3.zarr")
+    else:
+        path = _v2_store(tmp_path / "g2.zarr", bad_codec=request.param != "v2 dtype")
+    return _consolidate(path) if request.param.endswith("consolidated") else path
 
 
 def test_cli_reads_and_lists_the_others(lazycube_cli, store, tmp_path):

@@ -60,7 +60,8 @@ class Hierarchy {
   const std::vector<std::string>& array_names() const { return array_names_; }
   // Names of the sub-groups directly under the opened group, sorted.
   const std::vector<std::string>& group_names() const { return group_names_; }
-  // The array with that name (as listed in array_names()); NotFound otherwise.
+  // The array with that name (as listed in array_names()); an unreadable one's own error
+  // (unreadable()), naming it; NotFound otherwise.
   ArrayPtr array(const std::string& name) const;
   // The arrays of the group whose metadata lazycube cannot read (an unknown codec or data type,
   // a malformed document), sorted by name: left out of array_names(), listed with the reason.
