@@ -266,7 +266,8 @@ class Dataset:
 
 def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, engine=None,
                  mask_valid_range=False, group=None, branch=None, tag=None, snapshot=None,
-                 virtual_chunk_containers=None, cache_dir=None, missing_chunks=None, struct_fields=False):
+                 virtual_chunk_containers=None, cache_dir=None, missing_chunks=None, struct_fields=False,
+                 drop_variables=None):
     """Opens a Zarr v2/v3 store, a kerchunk reference set or a NetCDF/HDF5/GRIB file (local
     path, file://, http(s)://, s3://, gs:// or gcs://, az:// (abfs[s]://), reference://) lazily:
     only metadata is read.
@@ -305,13 +306,19 @@ def open_dataset(url, storage_options=None, decode_cf=True, consolidated=None, e
     one variable of NumPy structured dtype (field names, offsets and itemsize of the records), as
     xarray's zarr engine shows a structured array; ``struct_fields=True`` replaces each by one
     variable per field named ``"<array>.<field>"`` (``"rec.point.x"`` for a nested struct), with
-    the array's dims and attributes, which batches and torch datasets can take."""
+    the array's dims and attributes, which batches and torch datasets can take.
+
+    ``drop_variables``: a name or list of names left out, as xarray's ``drop_variables``. An
+    array of the store that lazycube cannot read (an unknown codec or data type, malformed
+    metadata) fails the open with its own error (``CodecError``, ``MetadataError``) naming it,
+    its reason and the ``drop_variables`` that opens the other variables without it."""
     if cache_dir is not None:
         storage_options = dict(storage_options or {}, cache_dir=str(cache_dir))
     source = Source(url, storage_options, decode_cf=decode_cf, consolidated=consolidated,
                     engine=engine, mask_valid_range=mask_valid_range, group=group, branch=branch,
                     tag=tag, snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers,
-                    missing_chunks=missing_chunks, struct_fields=struct_fields)
+                    missing_chunks=missing_chunks, struct_fields=struct_fields,
+                    drop_variables=drop_variables)
     return Dataset(source.open(), source)
 
 

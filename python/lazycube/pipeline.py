@@ -191,14 +191,15 @@ def _virtual_chunk_containers(containers):
 # entry point taking a URL (torch datasets, ...) passes through to Source.
 OPEN_ARGS = ("decode_cf", "mask_valid_range", "consolidated", "engine", "group", "branch", "tag",
              "snapshot", "virtual_chunk_containers", "concat_characters", "decode_coords", "missing_chunks",
-             "struct_fields")
+             "struct_fields", "drop_variables", "chunk_store")
 
 # Open arguments that name something (group path, Icechunk version): None or a str.
 _NAME_ARGS = ("group", "branch", "tag", "snapshot")
 
 # The open arguments that are formats' own options: they cross into C++ as one document (the
 # format registry hands each format its keys, docs/formats.md).
-FORMAT_ARGS = ("consolidated", "branch", "tag", "snapshot", "virtual_chunk_containers", "missing_chunks")
+FORMAT_ARGS = ("consolidated", "branch", "tag", "snapshot", "virtual_chunk_containers", "missing_chunks",
+               "chunk_store")
 
 
 class _Recipe:
@@ -218,12 +219,18 @@ class _Recipe:
         """This source restricted to some data variables."""
         return self.replace(variables=None if variables is None else list(variables))
 
-    def _opened(self, open_core):
+    def _opened(self, open_core, readable=False):
         """``open_core()`` with the selection applied; errors never show a secret (the scrubbed
         error is raised outside the handler, so not even its ``__context__`` holds the
-        original)."""
+        original). `readable`: an array lazycube cannot read fails it, naming the array, its
+        reason and the drop_variables that skips it (as xarray fails on a variable it cannot
+        decode)."""
         try:
             core = open_core()
+            if readable and core.unreadable:
+                names = [name for name, _ in core.unreadable]
+                core.require_readable("; open_dataset(..., drop_variables=%r) opens the other variables "
+                                      "without %s" % (names, "it" if len(names) == 1 else "them"))
             for step in self.selection:
                 core = core.isel(step)
             return core
@@ -249,12 +256,16 @@ class Source(_Recipe):
 
     __slots__ = ("url", "storage_options", "decode_cf", "mask_valid_range", "consolidated", "engine",
                  "group", "branch", "tag", "snapshot", "virtual_chunk_containers", "concat_characters",
-                 "decode_coords", "missing_chunks", "struct_fields", "selection", "variables")
+                 "decode_coords", "missing_chunks", "struct_fields", "drop_variables", "scale_dtype_rule",
+                 "chunk_store",
+                 "selection", "variables")
 
     def __init__(self, url, storage_options=None, decode_cf=True, mask_valid_range=False,
                  consolidated=None, engine=None, group=None, branch=None, tag=None, snapshot=None,
                  virtual_chunk_containers=None, concat_characters=True, decode_coords=True,
-                 missing_chunks=None, struct_fields=False, selection=(), variables=None):
+                 missing_chunks=None, struct_fields=False, drop_variables=None, scale_dtype_rule="attributes",
+                 chunk_store=None,
+                 selection=(), variables=None):
         self.url = os.fspath(url) if isinstance(url, os.PathLike) else str(url)
         self.storage_options = StorageOptions(storage_options)
         # group: a node path inside the hierarchy; branch/tag/snapshot: an Icechunk version.
@@ -283,6 +294,23 @@ class Source(_Recipe):
         # Arrays of records (Zarr v3 struct): one variable of records (False) or one variable
         # per field, "<array>.<field>" (True).
         self.struct_fields = bool(struct_fields)
+        # Variables left out by name (xarray's drop_variables: a str or an iterable of str),
+        # arrays lazycube cannot read included; any other unreadable array fails open().
+        if isinstance(drop_variables, str):
+            drop_variables = (drop_variables,)
+        self.drop_variables = None if drop_variables is None else tuple(str(v) for v in drop_variables)
+        # The unpacked type of packed variables: "attributes" (xarray >= 2024.02) or "stored"
+        # (the xarray engine under an older xarray).
+        if scale_dtype_rule not in ("attributes", "stored"):
+            raise ValueError("scale_dtype_rule takes 'attributes' or 'stored', not %r" % (scale_dtype_rule,))
+        self.scale_dtype_rule = scale_dtype_rule
+        # Zarr's chunk_store: the URL or path of the store holding the chunks (a format option).
+        if isinstance(chunk_store, os.PathLike):
+            chunk_store = os.fspath(chunk_store)
+        if chunk_store is not None and not isinstance(chunk_store, str):
+            raise TypeError("chunk_store takes the URL or path of a store, not %s (lazycube reads "
+                            "stores by URL)" % type(chunk_store).__name__)
+        self.chunk_store = chunk_store
         self.selection = tuple({str(d): _indexer_value(v) for d, v in step.items()}
                                for step in selection if step)
         self.variables = None if variables is None else tuple(variables)
@@ -315,7 +343,9 @@ class Source(_Recipe):
             self.url, self.storage_options.core(), decode_cf=self.decode_cf, engine=self.engine,
             mask_valid_range=self.mask_valid_range, group=self.group,
             concat_characters=self.concat_characters, decode_coords=self.decode_coords,
-            format_options=document, struct_fields=self.struct_fields))
+            format_options=document, struct_fields=self.struct_fields,
+            drop_variables=list(self.drop_variables or ()), scale_dtype_rule=self.scale_dtype_rule),
+            readable=True)
 
     def __reduce__(self):
         return (_source_from_fields, (self._fields(),))
@@ -334,7 +364,12 @@ class Source(_Recipe):
             parts.append("decode_coords=%r" % (self.decode_coords,))
         if self.struct_fields:
             parts.append("struct_fields=True")
-        for key in ("consolidated", "engine") + _NAME_ARGS + ("virtual_chunk_containers", "missing_chunks"):
+        if self.drop_variables:
+            parts.append("drop_variables=%r" % (list(self.drop_variables),))
+        if self.scale_dtype_rule != "attributes":
+            parts.append("scale_dtype_rule=%r" % (self.scale_dtype_rule,))
+        for key in ("consolidated", "engine") + _NAME_ARGS + ("virtual_chunk_containers", "missing_chunks",
+                                                               "chunk_store"):
             if getattr(self, key) is not None:
                 parts.append("%s=%r" % (key, getattr(self, key)))
         if self.selection:

@@ -61,6 +61,44 @@ def _open_for_engine(source, stacklevel=4):
     return core
 
 
+def _scale_dtype_rule():
+    """The unpacked type rule of the running xarray's CFScaleOffsetCoder: "stored" before
+    2024.02 (``_choose_float_dtype(dtype, has_offset)``: the stored type alone), "attributes"
+    since (``_choose_float_dtype(dtype, mapping)``: the type of scale_factor/add_offset). Read
+    from the function itself: distributions patch the version number (Debian's 2023.01 says
+    999)."""
+    import inspect
+
+    from xarray.coding import variables
+    try:
+        params = inspect.signature(variables._choose_float_dtype).parameters
+    except (AttributeError, TypeError, ValueError):
+        return "attributes"
+    return "stored" if "has_offset" in params else "attributes"
+
+
+# xarray's name for a variable named None in a store (xarray/backends/common.py NONE_VAR_NAME):
+# its engines read it back as None.
+_NONE_VAR_NAME = "__values__"
+
+
+def _as_xarray_names(ds):
+    """`ds` with the variable xarray stored for a None name named None again."""
+    if _NONE_VAR_NAME in ds.variables:
+        ds = ds.rename({_NONE_VAR_NAME: None})
+    return ds
+
+
+def _warn_as_xarray(core, stacklevel):
+    """The UserWarnings xarray's decode_cf_variables gives under decode_coords="all", in its
+    words (the core finds them while decoding: lazycube/dataset/dataset.hpp cf_warnings): an
+    attribute of CF_RELATED_DATA (bounds, grid_mapping, ...) naming variables the dataset lacks
+    ("Variable(s) referenced in bounds not in variables: ['x_bnds']"), and a "role: name" list
+    with an odd number of words ("Attribute cell_measures malformed")."""
+    for message in core.cf_warnings:
+        warnings.warn(message, UserWarning, stacklevel=stacklevel)
+
+
 def _strip_url(url: str) -> str:
     return url[:-1] if url.endswith("/") and len(url) > 1 else url
 
@@ -70,7 +108,10 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
     local disk, HTTP(S), S3, GCS and Azure, read lazily by lazycube (only the chunks an indexing
     operation touches). ``group=`` opens a node below the root; ``branch=`` / ``tag=`` /
     ``snapshot=`` and ``virtual_chunk_containers=`` choose an Icechunk repository's version and
-    authorise its virtual chunk containers (see ``lazycube.open_dataset``)."""
+    authorise its virtual chunk containers (see ``lazycube.open_dataset``). As xarray's zarr
+    engine: ``drop_variables=`` (arrays lazycube cannot read included: any other fails the open,
+    naming it), ``chunk_store=`` (the URL or path of a store holding the chunks), and packed
+    variables decode to the type the running xarray's CF rule gives (it changed in 2024.02)."""
 
     description = ("Open Zarr v2/v3 data cubes (local, HTTP, S3, GCS) lazily with lazycube's "
                    "C++ reader")
@@ -79,7 +120,7 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
         "filename_or_obj", "drop_variables", "storage_options", "decode_cf", "consolidated",
         "group", "mask_and_scale", "decode_times", "decode_timedelta", "use_cftime",
         "concat_characters", "decode_coords", "mask_valid_range", "branch", "tag", "snapshot",
-        "virtual_chunk_containers", "missing_chunks", "struct_fields",
+        "virtual_chunk_containers", "missing_chunks", "struct_fields", "chunk_store",
     )
 
     def open_dataset(self, filename_or_obj, *, drop_variables=None, storage_options=None,
@@ -87,7 +128,7 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
                      decode_times=None, decode_timedelta=None, use_cftime=None,
                      concat_characters=None, decode_coords=None, mask_valid_range=False,
                      branch=None, tag=None, snapshot=None, virtual_chunk_containers=None,
-                     missing_chunks=None, struct_fields=False):
+                     missing_chunks=None, struct_fields=False, chunk_store=None):
         if isinstance(filename_or_obj, os.PathLike):
             filename_or_obj = os.fspath(filename_or_obj)
         if not isinstance(filename_or_obj, str):
@@ -113,10 +154,15 @@ class LazycubeBackendEntrypoint(BackendEntrypoint):
                         snapshot=snapshot, virtual_chunk_containers=virtual_chunk_containers,
                         concat_characters=concat_characters is not False,
                         decode_coords=decode_coords if decode else False,
-                        missing_chunks=missing_chunks, struct_fields=struct_fields)
-        ds = to_xarray(Dataset(_open_for_engine(source), source), drop_variables=drop_variables,
+                        missing_chunks=missing_chunks, struct_fields=struct_fields,
+                        drop_variables=drop_variables, scale_dtype_rule=_scale_dtype_rule(),
+                        chunk_store=chunk_store)
+        core = _open_for_engine(source)
+        _warn_as_xarray(core, stacklevel=4)
+        ds = to_xarray(Dataset(core, source), drop_variables=drop_variables,
                        decode_coords=decode_coords is not False and decode, decode=decode,
                        use_cftime=use_cftime)
+        ds = _as_xarray_names(ds)
         ds.encoding["source"] = filename_or_obj
         ds.set_close(_SourceCloser(source))
         return ds

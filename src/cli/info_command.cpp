@@ -75,6 +75,11 @@ ordered_json to_json(const Dataset& ds) {
     j["attrs"] = ordered_json::parse(v.attrs().dump());
     out["variables"][name] = std::move(j);
   }
+  // Arrays lazycube cannot read: name -> the reason (the other variables read as usual).
+  if (!ds.unreadable().empty()) {
+    out["unreadable"] = ordered_json::object();
+    for (const auto& u : ds.unreadable()) out["unreadable"][u.name] = u.reason;
+  }
   out["attrs"] = ordered_json::parse(ds.attrs().dump());
   return out;
 }
@@ -100,6 +105,10 @@ void print_text(const Dataset& ds, std::ostream& out) {
   }
   out << "Data variables:\n";
   for (const auto& name : ds.data_var_names()) line(name, false);
+  if (!ds.unreadable().empty()) {
+    out << "Unreadable arrays:\n";
+    for (const auto& u : ds.unreadable()) out << "    " << pad(u.name) << u.reason << "\n";
+  }
   if (!ds.attrs().empty()) {
     out << "Attributes:\n";
     for (const auto& [key, value] : ds.attrs().items())

@@ -1,7 +1,8 @@
 // Virtual GRIB: a chunk is one GRIB1 or GRIB2 message (a byte range of a GRIB file that a
 // virtual chunk reference points at), decoded with ecCodes to its field of float32/float64
-// values; points the message's bitmap (or complex packing's missing-value management) marks
-// missing become NaN. Registered under the names the repositories that point into GRIB files
+// values; points the message marks missing become NaN: its bitmap, or complex packing's
+// missing-value management (templates 5.2/5.3: primary and secondary missing values coded in
+// the data, no bitmap). Registered under the names the repositories that point into GRIB files
 // use:
 //   - v3 `gribberish` (array->bytes; VirtualiZarr's GRIB parser and gribberish's zarr codec),
 //     configuration {var, adjust_longitude_range, north_up}, all optional;
@@ -351,12 +352,12 @@ class GribMessage {
         fail(name_ + ": corrupt GRIB message (" + count + " = " + std::to_string(v) + " for " + std::to_string(points_) + " points)");
     }
     if (field == GribField::Values) {
-      // Missing points take missingValue when ecCodes applies the bitmap (or complex
-      // packing's missing-value codes): set to NaN, they come out as NaN whatever real values
-      // the field holds.
-      long bitmap = 0;
-      if (codes_get_long(h_.get(), "bitmapPresent", &bitmap) == 0 && bitmap != 0)
-        codes_set_double(h_.get(), "missingValue", std::numeric_limits<double>::quiet_NaN());
+      // Missing points take missingValue (9999 by default) wherever ecCodes marks them: the
+      // bitmap, complex packing's missing-value management (templates 5.2/5.3, primary and
+      // secondary missing values, no bitmap: NCEP's WAVEWATCH fields), any packing's own
+      // codes. Set to NaN for every message, they come out as NaN whatever real values the
+      // field holds (a field of no missing points is unaffected).
+      codes_set_double(h_.get(), "missingValue", std::numeric_limits<double>::quiet_NaN());
     }
   }
 

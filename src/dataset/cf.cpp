@@ -145,6 +145,16 @@ DataType scaled_dtype(const DataType& stored, const nlohmann::json& scale, const
   return DataType::float_(scale32 ? 4 : 8);
 }
 
+// xarray < 2024.02's _choose_float_dtype(dtype, has_offset), after CFMaskCoder promoted a
+// masked integer (maybe_promote: <= 2 bytes -> float32, else float64).
+DataType stored_rule_scaled_dtype(const DataType& view, bool has_offset, bool masked) {
+  DataType in = view;
+  if (masked && view.kind != DTypeKind::Float) in = DataType::float_(view.itemsize <= 2 ? 4 : 8);
+  if (in.kind == DTypeKind::Float && in.itemsize <= 4) return DataType::float_(4);
+  if (in.kind != DTypeKind::Float && in.itemsize <= 2 && !has_offset) return DataType::float_(4);
+  return DataType::float_(8);
+}
+
 // The fill value bytes as JSON, for the encoding.
 nlohmann::json fill_bytes_json(const Buffer& bytes, const DataType& t) {
   if (bytes.size() != t.itemsize) return nullptr;
@@ -421,7 +431,9 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
   const nlohmann::json scale_attr = attr_or_null("scale_factor"), offset_attr = attr_or_null("add_offset");
   const bool scaled = (is_real_numeric(view) || view.kind == DTypeKind::Bool) &&
                       (attrs.contains("scale_factor") || attrs.contains("add_offset"));
-  const DataType unpacked = scaled ? scaled_dtype(view, scale_attr, offset_attr) : view;
+  if (inputs.scale_dtype_rule != "attributes" && inputs.scale_dtype_rule != "stored")
+    throw UsageError("scale_dtype_rule takes \"attributes\" or \"stored\", not \"" + inputs.scale_dtype_rule + "\"");
+  DataType unpacked = scaled ? scaled_dtype(view, scale_attr, offset_attr) : view;
 
   // Strings (xarray's EncodedStringCoder, then CFMaskCoder): `_Encoding` decodes fixed-length
   // bytes to text (numpy 'U'; a bytes _FillValue then equals no value); otherwise a _FillValue of
@@ -494,6 +506,8 @@ CfDecoding CfDecoding::plan(const DataType& stored, const nlohmann::json& attrs_
   }
   for (double f : fills)
     if (!std::isnan(f)) d.fill_values_.push_back(f);
+  if (scaled && inputs.scale_dtype_rule == "stored")
+    unpacked = stored_rule_scaled_dtype(view, !offset_attr.is_null(), !d.fill_values_.empty() || !d.complex_fill_.empty());
   if (view.kind == DTypeKind::DateTime || view.kind == DTypeKind::TimeDelta) {
     for (double f : d.fill_values_)  // a fill value past int64 equals no stored value: it masks nothing
       if (f >= -0x1p63 && f < 0x1p63) d.fill_ints_.push_back(static_cast<std::int64_t>(f));

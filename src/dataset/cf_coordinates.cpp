@@ -58,8 +58,21 @@ CfCoordinates decode_cf_coordinates(const std::map<std::string, nlohmann::json>&
     for (const auto& key : keys) {
       auto it = a.find(key);
       if (it == a.end() || !it->is_string()) continue;
-      if (all_exist(referenced(key, it->get<std::string>()))) out.moved[name].push_back(key);
-      else if (key != "coordinates") out.dropped[name].push_back(key);
+      const std::vector<std::string> names = referenced(key, it->get<std::string>());
+      if (key != "coordinates" && needs_parsing(key)) {
+        std::string spaced = it->get<std::string>();
+        std::replace(spaced.begin(), spaced.end(), ':', ' ');
+        if (words(spaced).size() % 2 == 1) out.warnings.push_back("Attribute " + key + " malformed");
+      }
+      if (all_exist(names)) {
+        out.moved[name].push_back(key);
+      } else if (key != "coordinates") {
+        out.dropped[name].push_back(key);
+        std::string missing;
+        for (const auto& n : names)
+          if (attrs.count(n) == 0) missing += (missing.empty() ? "'" : ", '") + n + "'";
+        out.warnings.push_back("Variable(s) referenced in " + key + " not in variables: [" + missing + "]");
+      }
     }
   }
   if (global_attrs.is_object()) {

@@ -23,6 +23,10 @@ struct CfCoordinates {
   std::map<std::string, std::vector<std::string>> moved, dropped;
   // Names the dataset's global `coordinates` attribute lists (the attribute is dropped).
   std::vector<std::string> global;
+  // The UserWarnings xarray's decode_cf_variables gives (with "all"), in its words and order:
+  // "Attribute cell_measures malformed" (an odd number of words in a role list) and
+  // "Variable(s) referenced in bounds not in variables: ['x_bnds']".
+  std::vector<std::string> warnings;
 };
 
 // `attrs`: each variable's attributes by name; `global_attrs` loses its `coordinates` when

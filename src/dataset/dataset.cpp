@@ -148,6 +148,7 @@ Dataset decode_dataset(const std::vector<std::pair<std::string, ArrayPtr>>& arra
     std::vector<std::string> vdims = dims[name];
     CfInputs inputs;
     inputs.mask_valid_range = options.mask_valid_range;
+    inputs.scale_dtype_rule = options.scale_dtype_rule;
     inputs.decode_text = options.concat_characters;
     inputs.name = name;
     auto moved = coords.moved.find(name);
@@ -169,7 +170,9 @@ Dataset decode_dataset(const std::vector<std::pair<std::string, ArrayPtr>>& arra
     }
     variables.push_back(std::move(v));
   }
-  return Dataset(std::move(variables), std::move(attrs), coords.global);
+  Dataset ds(std::move(variables), std::move(attrs), coords.global);
+  ds.set_cf_warnings(coords.warnings);
+  return ds;
 }
 
 Dataset::Dataset(std::vector<Variable> variables, nlohmann::json attrs, const std::vector<std::string>& coords) {
@@ -255,11 +258,22 @@ bool Dataset::is_coord(const std::string& name) const {
   return std::find(coord_names_.begin(), coord_names_.end(), name) != coord_names_.end();
 }
 
+void Dataset::require_readable(const std::string& advice) const {
+  if (unreadable_.empty()) return;
+  UnreadableArray first = unreadable_.front();
+  if (unreadable_.size() > 1) {
+    std::vector<UnreadableArray> rest(unreadable_.begin() + 1, unreadable_.end());
+    first.reason += " (also unreadable: " + unreadable_list(rest) + ")";
+  }
+  rethrow_unreadable(first, advice);
+}
+
 const Variable& Dataset::variable(const std::string& name) const {
   auto it = variables_.find(name);
-  if (it == variables_.end())
-    throw NotFound("no variable named '" + name + "' (available: " + join(order_) + ")");
-  return it->second;
+  if (it != variables_.end()) return it->second;
+  for (const auto& u : unreadable_)
+    if (u.name == name) rethrow_unreadable(u);
+  throw NotFound("no variable named '" + name + "' (available: " + join(order_) + ")");
 }
 
 Dataset Dataset::subset(const std::vector<std::string>& names) const {

@@ -1,6 +1,8 @@
 // lazycube::open: the format registry (lazycube/format/registry.hpp) turns the URL or location
 // into named arrays and attributes; the Variables (CF decoding) are made here, so the format
 // layer never depends on this one.
+#include <algorithm>
+
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/format/registry.hpp"
 #include "lazycube/record_field_array.hpp"
@@ -34,7 +36,14 @@ std::vector<std::pair<std::string, ArrayPtr>> split_records(std::vector<std::pai
 
 Dataset decode(format::Contents contents, const OpenOptions& options) {
   if (options.struct_fields) contents.arrays = split_records(std::move(contents.arrays));
-  return decode_dataset(contents.arrays, std::move(contents.attrs), contents.zarr_format, options);
+  const auto dropped = [&](const std::string& name) {
+    return std::find(options.drop_variables.begin(), options.drop_variables.end(), name) != options.drop_variables.end();
+  };
+  std::erase_if(contents.arrays, [&](const auto& named) { return dropped(named.first); });
+  std::erase_if(contents.unreadable, [&](const UnreadableArray& u) { return dropped(u.name); });
+  Dataset ds = decode_dataset(contents.arrays, std::move(contents.attrs), contents.zarr_format, options);
+  ds.set_unreadable(std::move(contents.unreadable));
+  return ds;
 }
 
 }  // namespace

@@ -178,9 +178,11 @@ PYBIND11_MODULE(_core, m) {
       [](const std::string& url, std::optional<std::map<std::string, std::string>> storage_options,
          bool decode_cf, std::optional<std::string> engine, bool mask_valid_range, std::optional<std::string> group,
          bool concat_characters, const py::object& decode_coords, const py::object& format_options,
-         bool struct_fields) {
+         bool struct_fields, std::vector<std::string> drop_variables, std::string scale_dtype_rule) {
         OpenOptions o;
         o.struct_fields = struct_fields;
+        o.drop_variables = std::move(drop_variables);
+        o.scale_dtype_rule = std::move(scale_dtype_rule);
         o.concat_characters = concat_characters;
         // xarray's decode_coords: True / "coordinates", "all", False / None (off).
         if (decode_coords.is_none() || (py::isinstance<py::bool_>(decode_coords) && !decode_coords.cast<bool>()))
@@ -206,12 +208,16 @@ PYBIND11_MODULE(_core, m) {
       py::arg("url"), py::arg("storage_options") = py::none(), py::arg("decode_cf") = true,
       py::arg("engine") = py::none(), py::arg("mask_valid_range") = false, py::arg("group") = py::none(),
       py::arg("concat_characters") = true, py::arg("decode_coords") = true, py::arg("format_options") = py::none(),
-      py::arg("struct_fields") = false,
+      py::arg("struct_fields") = false, py::arg("drop_variables") = std::vector<std::string>{},
+      py::arg("scale_dtype_rule") = "attributes",
       "Opens what the format registry recognises at `url` (or the format `engine` names): a Zarr v2/v3\n"
       "group or array (`group`: a node path below the URL), an Icechunk repository, a kerchunk reference\n"
       "set, or a NetCDF/HDF5/GRIB file through GDAL. `format_options`: the formats' own options, one\n"
       "dict (consolidated; branch, tag, snapshot, virtual_chunk_containers: docs/formats.md).\n"
-      "`struct_fields`: each array of records (Zarr v3 struct) as one variable per field, \"<array>.<field>\".");
+      "`struct_fields`: each array of records (Zarr v3 struct) as one variable per field, \"<array>.<field>\".\n"
+      "`drop_variables`: names left out (xarray's drop_variables), arrays lazycube cannot read included\n"
+      "(the others: Dataset.unreadable). `scale_dtype_rule`: \"attributes\" (xarray >= 2024.02) or \"stored\"\n"
+      "(xarray < 2024.02), the unpacked type of scale_factor/add_offset variables.");
 
   m.def("unconsolidated_fallbacks", &zarr::unconsolidated_fallbacks_on_this_thread,
         "How many Zarr v2 groups this thread has opened with consolidated=None that had no .zmetadata\n"
@@ -290,6 +296,17 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("dims", [](const Dataset& d) { return dims_list(d.dims()); })
       .def_property_readonly("attrs", [](const Dataset& d) { return json_to_py(d.attrs()); })
       .def("variable_names", &Dataset::variable_names)
+      .def_property_readonly("unreadable",
+                             [](const Dataset& d) {
+                               std::vector<std::pair<std::string, std::string>> out;
+                               for (const auto& u : d.unreadable()) out.emplace_back(u.name, u.reason);
+                               return out;
+                             },
+                             "[(name, reason)] of the arrays lazycube cannot read (not variables of the dataset).")
+      .def_property_readonly("cf_warnings", &Dataset::cf_warnings,
+                             "What xarray's decode_cf would warn about this dataset (its words).")
+      .def("require_readable", &Dataset::require_readable, py::arg("advice") = "",
+           "Raises the first unreadable array's error (naming every one and its reason, then `advice`).")
       .def("coord_names", &Dataset::coord_names)
       .def("data_var_names", &Dataset::data_var_names)
       .def("__getitem__", [](const Dataset& d, const std::string& name) { return d.variable(name); })

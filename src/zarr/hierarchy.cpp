@@ -101,6 +101,11 @@ ZarrOptions ZarrOptions::from_document(const json& document) {
       throw UsageError("format option 'missing_chunks' takes \"fill\" or \"error\", not " + it->dump());
     out.missing_chunks_error = *it == "error";
   }
+  if (auto it = document.find("chunk_store"); it != document.end() && !it->is_null()) {
+    if (!it->is_string() || it->get<std::string>().empty())
+      throw UsageError("format option 'chunk_store' takes the URL or path of a store, not " + it->dump());
+    out.chunk_store = it->get<std::string>();
+  }
   return out;
 }
 
@@ -155,7 +160,9 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
         if (!meta.is_object()) throw MetadataError(where + ": consolidated entry '" + name + "' is not an object");
         const std::string child_type = string_member(meta, "node_type", where + ": consolidated entry '" + name + "'");
         if (child_type == "array")
-          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(meta, store->describe(join_node_path(path, name))), options);
+          open_or_record(h.unreadable_, name, [&] {
+            arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(meta, store->describe(join_node_path(path, name))), options);
+          });
         else if (child_type == "group")
           groups.push_back(name);
       }
@@ -166,7 +173,9 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
         const std::string child_type =
             string_member(*child, "node_type", store->describe(join_node_path(join_node_path(path, name), "zarr.json")));
         if (child_type == "array")
-          arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(*child, store->describe(join_node_path(path, name))), options);
+          open_or_record(h.unreadable_, name, [&] {
+            arrays[name] = make_array(store, join_node_path(path, name), parse_v3_array(*child, store->describe(join_node_path(path, name))), options);
+          });
         else if (child_type == "group")
           groups.push_back(name);
       }
@@ -201,7 +210,9 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
         const std::string leaf = key.substr(slash + 1);
         if (leaf == ".zarray") {
           auto attrs_it = md.find(name + "/.zattrs");
-          arrays[name] = v2_array_from(store, join_node_path(path, name), value, attrs_it != md.end() ? *attrs_it : json(), options);
+          open_or_record(h.unreadable_, name, [&] {
+            arrays[name] = v2_array_from(store, join_node_path(path, name), value, attrs_it != md.end() ? *attrs_it : json(), options);
+          });
         } else if (leaf == ".zgroup") {
           groups.push_back(name);
         }
@@ -214,12 +225,17 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
       for (const auto& name : store->list_dir(path)) {
         if (!name.empty() && name[0] == '.') continue;
         const std::string child = join_node_path(path, name);
-        if (auto za = read_json(*store, join_node_path(child, ".zarray"))) {
+        bool array = false;  // a .zarray there (read, or recorded as unreadable)
+        const std::size_t recorded = h.unreadable_.size();
+        open_or_record(h.unreadable_, name, [&] {
+          auto za = read_json(*store, join_node_path(child, ".zarray"));
+          if (!za) return;
+          array = true;
           auto zattrs = read_json(*store, join_node_path(child, ".zattrs"));
           arrays[name] = v2_array_from(store, child, *za, zattrs ? *zattrs : json(), options);
-        } else if (store->exists(join_node_path(child, ".zgroup"))) {
+        });
+        if (!array && h.unreadable_.size() == recorded && store->exists(join_node_path(child, ".zgroup")))
           groups.push_back(name);
-        }
       }
     }
   }
@@ -229,12 +245,16 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
   }
   std::sort(groups.begin(), groups.end());
   h.group_names_ = groups;
+  std::sort(h.unreadable_.begin(), h.unreadable_.end(),
+            [](const UnreadableArray& a, const UnreadableArray& b) { return a.name < b.name; });
   return h;
 }
 
 ArrayPtr Hierarchy::array(const std::string& name) const {
   for (std::size_t i = 0; i < array_names_.size(); ++i)
     if (array_names_[i] == name) return arrays_[i];
+  for (const auto& u : unreadable_)
+    if (u.name == name) rethrow_unreadable(u);
   const std::string known = join_names(array_names_);
   throw NotFound("no array '" + name + "' in " + location_.store->describe(location_.path) +
                  " (arrays: " + (known.empty() ? "none" : known) + ")");

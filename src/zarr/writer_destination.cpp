@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lazycube/error.hpp"
+#include "metadata_keys.hpp"
 #include "util/thread_pool.hpp"
 #include "writer_internal.hpp"
 
@@ -11,11 +12,7 @@ namespace lazycube::zarr::writer {
 
 namespace {
 
-bool is_metadata_key(const std::string& key) {
-  const auto slash = key.rfind('/');
-  const std::string name = slash == std::string::npos ? key : key.substr(slash + 1);
-  return name == "zarr.json" || name == ".zarray" || name == ".zgroup" || name == ".zattrs" || name == ".zmetadata";
-}
+bool is_metadata_key(const std::string& key) { return zarr::is_metadata_key(key); }
 
 // Rethrows `e` as the same type with the key named, unless its message names it already.
 template <class E>

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "lazycube/format/registry.hpp"
+#include "chunk_store.hpp"
+#include "lazycube/error.hpp"
 #include "lazycube/zarr/hierarchy.hpp"
 
 namespace lazycube::zarr {
@@ -18,8 +20,14 @@ std::string last_component(std::string_view path) {
 }
 
 format::Opened open_node(const format::Sniff& sniff, const format::Request& request) {
-  const Location node{sniff.root.store, sniff.node};
+  Location node{sniff.root.store, sniff.node};
   const ZarrOptions options = ZarrOptions::from_document(request.format_options);
+  if (options.chunk_store) {
+    Location chunks = open_location(*options.chunk_store, request.storage_options);
+    if (!chunks.path.empty())
+      throw UsageError("format option 'chunk_store': " + *options.chunk_store + " names a path inside a store, not a store");
+    node.store = split_chunk_store(node.store, std::move(chunks.store));
+  }
   // The round's answers when it fetched this node's documents (a failed round fetched none).
   const bool prefetched = sniff.answer(metadata_probes(sniff.node, options.consolidated).front().key) != nullptr;
   const auto hierarchy = Hierarchy::open(node, options, prefetched ? &sniff.answers : nullptr);
@@ -32,6 +40,7 @@ format::Opened open_node(const format::Sniff& sniff, const format::Request& requ
   } else {
     for (const auto& name : hierarchy.array_names()) out.arrays.emplace_back(name, hierarchy.array(name));
   }
+  out.unreadable = hierarchy.unreadable();
   out.attrs = hierarchy.attrs();
   out.zarr_format = hierarchy.zarr_format();
   return {std::move(out), std::nullopt};
@@ -46,7 +55,9 @@ LAZYCUBE_REGISTER_FORMAT(zarr) {
   registry.add({.engine = "zarr",
                 .describe = "Zarr stores",
                 .order = 1000,
-                .option_keys = {{"consolidated", "true, false or null"}, {"missing_chunks", "\"fill\" or \"error\""}},
+                .option_keys = {{"consolidated", "true, false or null"},
+                                {"missing_chunks", "\"fill\" or \"error\""},
+                                {"chunk_store", "a URL or path"}},
                 // Absent chunks read as the fill value: what every format does.
                 .neutral_values = {{"missing_chunks", "\"fill\""}},
                 .check_options = [](const nlohmann::json& d) { (void)zarr::ZarrOptions::from_document(d); },

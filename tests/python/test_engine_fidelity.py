@@ -327,12 +327,17 @@ def test_randomized_cf_round_trip_matches_zarr_engine(tmp_path, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ds.to_zarr(path)
-    # Packed variables follow xarray >= 2024.02's dtype rule (conftest.redecode_packed, from the
-    # undecoded store with _Unsigned applied as xarray applies it).
-    theirs, mine = check_identical(path, redecode=True)
+    # The engine follows the running xarray's dtype rule for packed variables, value for value;
+    # lazycube's own API follows xarray >= 2024.02's (conftest.redecode_packed, from the undecoded
+    # store with _Unsigned applied as xarray applies it).
+    theirs, mine = check_identical(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want_native = redecode_packed(theirs, _raw_unsigned_applied(path))
     native = lazycube.open_dataset(path)
     for name in theirs.data_vars:
-        np.testing.assert_array_equal(native[name].values, theirs[name].values)
+        assert native[name].dtype == want_native[name].dtype, name
+        np.testing.assert_array_equal(native[name].values, want_native[name].values)
 
 
 # ---- NetCDF through GDAL, and the torch dataset ----------------------------------------------
@@ -412,3 +417,44 @@ def test_batch_dataset_gives_the_engines_unsigned_values(unsigned_store):
     expected = np.stack([theirs.v.values, theirs.plain.values.astype("f8")])
     rows = got.reshape(-1)
     np.testing.assert_array_equal(np.sort(rows[~np.isnan(rows)]), np.sort(expected[~np.isnan(expected)]))
+
+
+# ---- packed variables: the running xarray's dtype rule (issue 48, item 8) --------------------
+
+PACKED_CASES = [
+    # stored dtype, attributes (float32 attributes as numpy float32 scalars), _FillValue
+    ("i2", {"scale_factor": 0.01, "add_offset": 273.15}, None),
+    ("i2", {"scale_factor": 0.01, "add_offset": 273.15}, -32767),
+    ("i2", {"scale_factor": 0.01}, None),
+    ("i2", {"scale_factor": np.float32(0.01), "add_offset": np.float32(5.0)}, None),
+    ("i4", {"scale_factor": np.float32(0.5)}, None),
+    ("i4", {"scale_factor": 0.5, "add_offset": 1.0}, -1),
+    ("u1", {"scale_factor": 0.2}, 255),
+    ("f4", {"scale_factor": 2.0, "add_offset": 1.0}, None),
+    ("f8", {"scale_factor": np.float32(2.0)}, None),
+]
+
+
+@pytest.mark.parametrize("case", range(len(PACKED_CASES)))
+def test_packed_dtype_follows_the_running_xarray(tmp_path, case):
+    """xarray changed how it picks the unpacked type in 2024.02 (from the stored dtype alone to
+    the attributes' type); engine="lazycube" gives what the running xarray's zarr engine gives,
+    dtype and values (2023.01 here: int16 with add_offset -> float64, int32 with a float32 scale
+    -> float64, masked int16 -> float32 ...), while lazycube.open_dataset keeps its one rule
+    (the attributes', conftest.redecode_packed)."""
+    stored, attrs, fill = PACKED_CASES[case]
+    values = (np.arange(24) % 11).astype(stored)
+    attrs = dict(attrs)
+    if fill is not None:
+        values[::5] = fill
+        attrs["_FillValue"] = np.array(fill, dtype=stored)[()]
+    path = str(tmp_path / "p.zarr")
+    xr.Dataset({"v": xr.Variable(("x",), values, attrs)}).to_zarr(path, consolidated=False)
+    theirs, mine = check_identical(path, consolidated=False)
+    assert mine["v"].dtype == theirs["v"].dtype
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want_native = redecode_packed(theirs, xr.open_dataset(path, engine="zarr", mask_and_scale=False))
+    native = lazycube.open_dataset(path)
+    assert native["v"].dtype == want_native["v"].dtype
+    np.testing.assert_array_equal(native["v"].values, want_native["v"].values)

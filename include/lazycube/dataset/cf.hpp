@@ -46,6 +46,11 @@ struct CfInputs {
   std::uint64_t char_dim_chunk = 0;  // the stored chunk length along it (encoding "chunks")
   // `_Encoding` decodes bytes to text (xarray does it under concat_characters only).
   bool decode_text = true;
+  // The unpacked type of scale_factor/add_offset: "attributes" (xarray >= 2024.02, the type of
+  // the attributes) or "stored" (xarray < 2024.02: from the stored type, promoted by masking,
+  // alone: float32 for floats of <= 4 bytes and, without add_offset, integers of <= 2 bytes;
+  // float64 otherwise). UsageError for anything else.
+  std::string scale_dtype_rule = "attributes";
 };
 
 // The plan is also the element conversion of a decoded read (Array::read_converted): each

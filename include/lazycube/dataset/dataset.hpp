@@ -15,6 +15,7 @@
 #include "lazycube/dataset/selection.hpp"
 #include "lazycube/dataset/variable.hpp"
 #include "lazycube/store/store.hpp"
+#include "lazycube/unreadable_array.hpp"
 
 namespace lazycube {
 
@@ -52,6 +53,13 @@ struct OpenOptions {
   // nested records), with the array's dims and attributes: what numeric consumers (CF decoding
   // of a field, batches, torch) need.
   bool struct_fields = false;
+  // Variables left out, by name, as xarray's drop_variables: readable arrays and arrays
+  // lazycube cannot read alike (Dataset::unreadable()).
+  std::vector<std::string> drop_variables;
+  // The unpacked type of scale_factor/add_offset variables (CF decoding, cf.hpp): "attributes"
+  // (the default: xarray >= 2024.02, the type of the attributes) or "stored" (xarray < 2024.02:
+  // the stored type alone; the xarray engine passes what the running xarray does).
+  std::string scale_dtype_rule = "attributes";
 };
 
 class Dataset {
@@ -87,12 +95,28 @@ class Dataset {
   Dataset isel(const Indexers& indexers) const;
   Dataset sel(const LabelIndexers& labels, const SelOptions& options = {}) const;
 
+  // The arrays of the store that lazycube cannot read (lazycube/unreadable_array.hpp), not
+  // variables of the dataset: variable() of one throws its error naming it. Kept by isel/sel.
+  const std::vector<UnreadableArray>& unreadable() const { return unreadable_; }
+  void set_unreadable(std::vector<UnreadableArray> unreadable) { unreadable_ = std::move(unreadable); }
+  // Throws the first unreadable array's error (its type; the message names every unreadable
+  // array and its reason, then `advice`) when there is one.
+  void require_readable(const std::string& advice = {}) const;
+
+  // What xarray's decode_cf would warn about this dataset, in its words (decode_coords "all":
+  // CF references naming variables the dataset lacks, malformed role lists); the xarray engine
+  // gives them as UserWarnings.
+  const std::vector<std::string>& cf_warnings() const { return cf_warnings_; }
+  void set_cf_warnings(std::vector<std::string> warnings) { cf_warnings_ = std::move(warnings); }
+
  private:
   std::vector<std::string> order_;
   std::map<std::string, Variable> variables_;
   std::vector<std::string> coord_names_;
   std::vector<std::pair<std::string, std::uint64_t>> dims_;
   nlohmann::json attrs_ = nlohmann::json::object();
+  std::vector<UnreadableArray> unreadable_;
+  std::vector<std::string> cf_warnings_;
 
   void build();
 };

@@ -25,6 +25,7 @@
 
 #include "lazycube/array.hpp"
 #include "lazycube/store/store.hpp"
+#include "lazycube/unreadable_array.hpp"
 
 namespace lazycube::format {
 
@@ -63,6 +64,8 @@ struct Contents {
   std::vector<std::pair<std::string, ArrayPtr>> arrays;
   nlohmann::json attrs = nlohmann::json::object();
   int zarr_format = 0;  // 2 or 3 for Zarr (CF decoding differs), 0 otherwise
+  // Arrays of the group the format cannot read (lazycube/unreadable_array.hpp): not in `arrays`.
+  std::vector<UnreadableArray> unreadable;
 };
 struct Opened {
   std::optional<Contents> contents;

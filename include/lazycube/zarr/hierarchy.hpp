@@ -12,6 +12,7 @@
 
 #include "lazycube/array.hpp"
 #include "lazycube/store/store.hpp"
+#include "lazycube/unreadable_array.hpp"
 
 namespace lazycube::zarr {
 
@@ -29,6 +30,10 @@ struct ZarrOptions {
   // MissingDataError naming the chunk and the array, as zarr-python's read_missing_chunks=False):
   // a training job can refuse fill values standing in for lost data.
   bool missing_chunks_error = false;
+  // "chunk_store": the URL or path of a separate store holding the chunks (zarr-python's and
+  // xarray's chunk_store), under the same keys; the metadata documents come from the store
+  // opened. Opened with the same storage options.
+  std::optional<std::string> chunk_store;
   // UsageError naming a key of the wrong type or value.
   static ZarrOptions from_document(const nlohmann::json& document);
 };
@@ -55,8 +60,12 @@ class Hierarchy {
   const std::vector<std::string>& array_names() const { return array_names_; }
   // Names of the sub-groups directly under the opened group, sorted.
   const std::vector<std::string>& group_names() const { return group_names_; }
-  // The array with that name (as listed in array_names()); NotFound otherwise.
+  // The array with that name (as listed in array_names()); an unreadable one's own error
+  // (unreadable()), naming it; NotFound otherwise.
   ArrayPtr array(const std::string& name) const;
+  // The arrays of the group whose metadata lazycube cannot read (an unknown codec or data type,
+  // a malformed document), sorted by name: left out of array_names(), listed with the reason.
+  const std::vector<UnreadableArray>& unreadable() const { return unreadable_; }
   const Location& location() const { return location_; }
   bool used_consolidated() const { return used_consolidated_; }
 
@@ -69,6 +78,7 @@ class Hierarchy {
   std::vector<std::string> array_names_;
   std::vector<std::string> group_names_;
   std::vector<ArrayPtr> arrays_;  // parallel to array_names_
+  std::vector<UnreadableArray> unreadable_;
 };
 
 // Opens one array given its metadata location (no consolidated metadata involved).

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gdal_test_files.hpp"
+#include "grib_complex_messages.hpp"
 #include "grib_test_messages.hpp"
 #include "test_codec_helpers.hpp"
 #include "test_support.hpp"
@@ -104,8 +105,14 @@ INSTANTIATE_TEST_SUITE_P(Eccodes, GribSamples,
 TEST(GribCodec, EveryPackingDecodesAsEccodes) {
   const auto with_gaps = [](std::size_t i) { return i % 5 == 1 ? std::nan("") : smooth(i); };
   for (const char* sample : {"GRIB1", "GRIB2"}) {
-    for (const char* packing : {"grid_simple", "grid_ieee", "grid_complex_spatial_differencing", "grid_ccsds"}) {
-      if (std::string(sample) == "GRIB1" && std::string(packing) != "grid_simple") continue;
+    // Data representation templates 5.0, 5.4, 5.3, 5.42, 5.2, 5.40, 5.41, 5.50001, 5.61 (GRIB2);
+    // GRIB1's simple and second-order packing. With gaps: the bitmap's points NaN.
+    for (const char* packing : {"grid_simple", "grid_ieee", "grid_complex_spatial_differencing", "grid_ccsds",
+                                "grid_complex", "grid_jpeg", "grid_png", "grid_second_order",
+                                "grid_simple_log_preprocessing"}) {
+      if (std::string(sample) == "GRIB1" && std::string(packing) != "grid_simple" &&
+          std::string(packing) != "grid_second_order")
+        continue;
       SCOPED_TRACE(std::string(sample) + " " + packing);
       std::vector<std::vector<std::byte>> messages = {grib::sample_message(sample, smooth, packing),
                                                       grib::sample_message(sample, with_gaps, packing)};
@@ -117,6 +124,41 @@ TEST(GribCodec, EveryPackingDecodesAsEccodes) {
         expect_same_field(decode_v3(message, {want.size()}), want);
       }
     }
+  }
+}
+
+// Complex packing's missing-value management (templates 5.2 and 5.3, primary and secondary
+// missing values, as NCEP's WAVEWATCH fields use it): no bitmap, the missing points coded in the
+// data. ecCodes decodes them to its missingValue (9999 by default); the codec gives NaN there,
+// every other point ecCodes' value bit for bit, in float64 and float32, v3 and v2.
+TEST(GribCodec, ComplexPackingMissingValuesAreNaN) {
+  struct Case {
+    int template_number, management, order;
+  };
+  for (const Case c : {Case{2, 1, 0}, Case{2, 2, 0}, Case{3, 1, 1}, Case{3, 2, 1}, Case{3, 1, 2}, Case{3, 2, 2}}) {
+    SCOPED_TRACE("template 5." + std::to_string(c.template_number) + ", missing-value management " +
+                 std::to_string(c.management) + ", order " + std::to_string(c.order));
+    const auto message = grib::complex_missing_message(c.template_number, c.management, c.order);
+    const auto raw = grib::decode(message.bytes);
+    ASSERT_EQ(raw.size(), message.missing.size());
+    std::size_t missing = 0;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      ASSERT_EQ(raw[i] == 9999.0, message.missing[i]) << "ecCodes and the construction disagree at point " << i;
+      missing += message.missing[i];
+    }
+    ASSERT_GT(missing, raw.size() / 5);
+    std::vector<double> want = raw;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      if (message.missing[i]) want[i] = std::nan("");
+    expect_same_field(decode_v3(message.bytes, {want.size()}), want);
+    for (const char* id : {"grib", "gribberish"}) {
+      SCOPED_TRACE(id);
+      expect_same_field(decode_v2(message.bytes, id), want);
+    }
+    const auto narrow = decode_v3(message.bytes, {want.size()}, DataType::float_(4));
+    for (std::size_t i = 0; i < want.size(); ++i)
+      if (message.missing[i]) ASSERT_TRUE(std::isnan(narrow[i])) << i;
+      else ASSERT_EQ(narrow[i], static_cast<double>(static_cast<float>(want[i]))) << i;
   }
 }
 
