@@ -249,9 +249,8 @@ std::vector<std::vector<std::uint64_t>> ConcatArray::read_units(std::span<const 
   return out;
 }
 
-std::vector<std::shared_ptr<const Buffer>> ConcatArray::load_units(const std::vector<std::vector<std::uint64_t>>& units,
-                                                                   ChunkCache& cache,
-                                                                   const std::atomic<bool>* cancel) const {
+std::vector<std::vector<std::vector<std::uint64_t>>> ConcatArray::units_by_part(
+    const std::vector<std::vector<std::uint64_t>>& units) const {
   std::vector<std::vector<std::vector<std::uint64_t>>> by_part(parts_.size());
   for (auto unit : units) {
     if (axis_ >= unit.size())
@@ -261,6 +260,28 @@ std::vector<std::shared_ptr<const Buffer>> ConcatArray::load_units(const std::ve
     unit[axis_] -= unit_offsets_[part];
     by_part[part].push_back(std::move(unit));
   }
+  return by_part;
+}
+
+std::vector<std::shared_ptr<const Buffer>> ConcatArray::pin_cached(const std::vector<std::vector<std::uint64_t>>& units,
+                                                                   ChunkCache& cache,
+                                                                   std::vector<std::vector<std::uint64_t>>& missing) const {
+  const auto by_part = units_by_part(units);
+  std::vector<std::shared_ptr<const Buffer>> out;
+  for (std::size_t p = 0; p < parts_.size(); ++p) {
+    if (by_part[p].empty()) continue;
+    const std::size_t first_missing = missing.size();
+    auto held = parts_[p]->pin_cached(by_part[p], cache, missing);
+    out.insert(out.end(), held.begin(), held.end());
+    for (std::size_t k = first_missing; k < missing.size(); ++k) missing[k][axis_] += unit_offsets_[p];
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<const Buffer>> ConcatArray::load_units(const std::vector<std::vector<std::uint64_t>>& units,
+                                                                   ChunkCache& cache,
+                                                                   const std::atomic<bool>* cancel) const {
+  const auto by_part = units_by_part(units);
   std::vector<std::shared_ptr<const Buffer>> out;
   for (std::size_t p = 0; p < parts_.size(); ++p) {
     if (by_part[p].empty()) continue;

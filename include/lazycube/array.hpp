@@ -123,6 +123,13 @@ class Array {
   virtual std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
                                                                 ChunkCache& cache,
                                                                 const std::atomic<bool>* cancel = nullptr) const;
+  // Fetch-ahead's look before it loads: the handles of those of `units` that `cache` holds now
+  // (pinned while held, as load_units' are; nothing loaded, claimed or waited on, no hit
+  // counted), and the others appended to `missing`, for load_units. The default, for backends
+  // without chunk access: every unit missing.
+  virtual std::vector<std::shared_ptr<const Buffer>> pin_cached(const std::vector<std::vector<std::uint64_t>>& units,
+                                                                ChunkCache& cache,
+                                                                std::vector<std::vector<std::uint64_t>>& missing) const;
   // Identity of the array's data for cache keys: the store's URL and the array path.
   virtual std::string cache_id() const { return describe(); }
   // The version of the array's data, for caches of what is computed from it (the forecast

@@ -47,13 +47,17 @@ class ConcatArray final : public Array {
   void read_cached(std::span<const ArraySelection> selections, std::span<const MutableByteView> dests,
                    ChunkCache& cache) const override;
   // Units are the parts' units with the axis index shifted by the read units of the parts
-  // before (so units of different parts never collide); load_units hands them back to the parts.
+  // before (so units of different parts never collide); load_units and pin_cached hand them back
+  // to the parts.
   // Along the axis, every part's chunk starts shifted by its offset (each part begins a chunk).
   std::vector<std::uint64_t> chunk_starts(std::size_t dim) const override;
   std::vector<std::vector<std::uint64_t>> read_units(std::span<const ArraySelection> selections) const override;
   std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
                                                         ChunkCache& cache,
                                                         const std::atomic<bool>* cancel = nullptr) const override;
+  std::vector<std::shared_ptr<const Buffer>> pin_cached(const std::vector<std::vector<std::uint64_t>>& units,
+                                                        ChunkCache& cache,
+                                                        std::vector<std::vector<std::uint64_t>>& missing) const override;
   std::string cache_id() const override;
   std::string data_version() const override;
 
@@ -74,6 +78,9 @@ class ConcatArray final : public Array {
   std::vector<std::uint64_t> unit_offsets_;  // read units along the axis before each part
 
   void check(const ArraySelection& selection) const;
+  // `units` (this array's) split by part, each in its part's numbering.
+  std::vector<std::vector<std::vector<std::uint64_t>>> units_by_part(
+      const std::vector<std::vector<std::uint64_t>>& units) const;
 };
 
 }  // namespace lazycube

@@ -57,6 +57,11 @@ class RecordFieldArray final : public Array {
                                                         const std::atomic<bool>* cancel = nullptr) const override {
     return records_->load_units(units, cache, cancel);
   }
+  std::vector<std::shared_ptr<const Buffer>> pin_cached(const std::vector<std::vector<std::uint64_t>>& units,
+                                                        ChunkCache& cache,
+                                                        std::vector<std::vector<std::uint64_t>>& missing) const override {
+    return records_->pin_cached(units, cache, missing);
+  }
   std::string cache_id() const override { return records_->cache_id(); }
   std::string data_version() const override { return records_->data_version(); }
 

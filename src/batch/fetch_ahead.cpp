@@ -53,7 +53,13 @@ void FetchAhead::start(const EpochOrder& order, std::uint64_t from) {
   budget_ = start_budget_;
   first_release_.reset();
   released_since_first_ = 0;
-  walker_ = std::thread([this, &order, from] { walk(order, from); });
+  walking_ = true;
+  try {
+    walker_ = std::thread([this, &order, from] { walk(order, from); });
+  } catch (...) {
+    walking_ = false;
+    throw;
+  }
 }
 
 std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& order, std::uint64_t from,
@@ -84,33 +90,59 @@ std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& orde
   return round;
 }
 
-void FetchAhead::load_round(Round& r, ChunkCache& cache, const std::atomic<bool>& cancel) {
-  // The arrays of a round load at once, each its own read: one slow request (a retry waiting
-  // out Retry-After or a backoff) then delays its own array's read only, where loading them
-  // one after another made every array of the round wait behind it in turn.
-  std::vector<std::vector<std::shared_ptr<const Buffer>>> got(r.units.size());
-  auto load = [&](std::size_t a) {
+void FetchAhead::finish(Round& r, std::vector<std::shared_ptr<const Buffer>> chunks) {
+  std::lock_guard lock(r.mutex);
+  try {
+    r.held.insert(r.held.end(), std::make_move_iterator(chunks.begin()), std::make_move_iterator(chunks.end()));
+  } catch (...) {  // not held: the readers find them in the cache or load them again
+  }
+  if (--r.loading == 0) r.loaded.notify_all();
+}
+
+void FetchAhead::load_array(Round& r, std::size_t a, std::vector<std::vector<std::uint64_t>> missing,
+                            ChunkCache& cache) {
+  std::vector<std::shared_ptr<const Buffer>> got;
+  try {
+    got = r.units[a].first->load_units(missing, cache, &cancel_);
+  } catch (...) {
+    // A failed load reaches the readers waiting on it through the cache, and a reader that
+    // comes later loads (and reports) it itself: nothing to do here. A cancelled one is
+    // loaded by whoever waited on it.
+  }
+  finish(r, std::move(got));
+}
+
+void FetchAhead::start_round(Round& r, ChunkCache& cache) {
+  // What the cache holds is pinned here, without a load: a warm epoch's rounds start nothing.
+  // The arrays with units to load load at once, each its own task (its own read): one slow
+  // request (a retry waiting out Retry-After or a backoff) then delays its own array's read
+  // only, where loading them one after another made every array of the round wait behind it in
+  // turn. The tasks run on threads kept from round to round, not one started per array.
+  std::vector<std::shared_ptr<const Buffer>> pinned;
+  for (std::size_t a = 0; a < r.units.size(); ++a) {
     try {
-      got[a] = r.units[a].first->load_units(r.units[a].second, cache, &cancel);
-    } catch (...) {
-      // A failed load reaches the readers waiting on it through the cache, and a reader that
-      // comes later loads (and reports) it itself: nothing to do here. A cancelled one is
-      // loaded by whoever waited on it.
-    }
-  };
-  std::vector<std::thread> others;
-  for (std::size_t a = 1; a < r.units.size(); ++a) {
-    if (r.units[a].second.empty()) continue;
-    try {
-      others.emplace_back(load, a);
-    } catch (...) {  // no thread: load it here
-      load(a);
+      std::vector<std::vector<std::uint64_t>> missing;
+      try {
+        auto held = r.units[a].first->pin_cached(r.units[a].second, cache, missing);
+        pinned.insert(pinned.end(), std::make_move_iterator(held.begin()), std::make_move_iterator(held.end()));
+      } catch (...) {  // load them all (and leave what is wrong to the readers: see load_array)
+        missing = r.units[a].second;
+      }
+      if (missing.empty()) continue;
+      {
+        std::lock_guard lock(r.mutex);
+        ++r.loading;
+      }
+      try {
+        loaders_.run([this, &r, a, &cache, m = std::move(missing)]() mutable { load_array(r, a, std::move(m), cache); });
+        ++loads_started_;
+      } catch (...) {
+        finish(r, {});  // not started: the readers load these units themselves
+      }
+    } catch (...) {  // out of memory listing them: the readers load them
     }
   }
-  if (!r.units.empty()) load(0);
-  for (auto& t : others) t.join();
-  for (auto& chunks : got)
-    r.held.insert(r.held.end(), std::make_move_iterator(chunks.begin()), std::make_move_iterator(chunks.end()));
+  finish(r, std::move(pinned));  // the walker's own share (r.loading started at 1)
 }
 
 void FetchAhead::walk(const EpochOrder& order, std::uint64_t from) {
@@ -120,6 +152,7 @@ void FetchAhead::walk(const EpochOrder& order, std::uint64_t from) {
     walk_rounds(order, from);
   } catch (...) {
   }
+  walking_ = false;
 }
 
 void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
@@ -146,14 +179,18 @@ void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
     pos = round->end;
     held_ += round->bytes;
     Round* r = round.get();
+    r->loading = 1;  // the walker's setup below: a release waits for it
     rounds_.push_back(std::move(round));
-    r->loader = std::thread([this, r, cache] { load_round(*r, *cache, cancel_); });
+    lock.unlock();
+    start_round(*r, *cache);
   }
 }
 
 void FetchAhead::release(std::deque<std::unique_ptr<Round>>& rounds) {
-  for (auto& r : rounds)
-    if (r->loader.joinable()) r->loader.join();
+  for (auto& r : rounds) {
+    std::unique_lock lock(r->mutex);
+    r->loaded.wait(lock, [&] { return r->loading == 0; });
+  }
   rounds.clear();
 }
 

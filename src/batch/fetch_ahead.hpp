@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "batch_source.hpp"
+#include "load_threads.hpp"
 
 namespace lazycube::batch {
 
@@ -36,6 +37,13 @@ class FetchAhead {
 
   // The budget in effect now.
   std::uint64_t budget() const;
+  // Array loads the walks have started (an array's units of one round that the cache did not
+  // hold when the round was planned): none over an epoch whose chunks are all cached.
+  std::uint64_t loads_started() const { return loads_started_.load(); }
+  // Threads started for those loads so far (reused from round to round).
+  std::size_t load_threads() const { return loaders_.threads(); }
+  // Whether a walk is under way: false once it has planned its last round (or stopped).
+  bool walking() const { return walking_.load(); }
   // Starts walking `order` (which must outlive the walk: stop() before changing it) from shard
   // position `from`. Stops a previous walk first.
   void start(const EpochOrder& order, std::uint64_t from);
@@ -48,18 +56,26 @@ class FetchAhead {
   void stop();
 
  private:
-  // The loads of a stretch [begin, end) of shard positions, on their own thread.
+  // The units of a stretch [begin, end) of shard positions, held (pinned in the cache) until
+  // the consumer has assembled the stretch. The units the cache holds already are pinned by the
+  // walker; each array with units to load loads them as a task of its own on `loaders_`.
   struct Round {
     std::uint64_t begin = 0, end = 0;
     std::uint64_t bytes = 0;  // decoded bytes of its distinct units
     std::vector<std::pair<ArrayPtr, std::vector<std::vector<std::uint64_t>>>> units;  // per array
-    std::vector<std::shared_ptr<const Buffer>> held;
-    std::thread loader;
+    std::mutex mutex;
+    std::condition_variable loaded;
+    std::vector<std::shared_ptr<const Buffer>> held;  // under mutex
+    std::size_t loading = 0;  // loads (and the walker's setup) not yet done, under mutex
   };
   void walk(const EpochOrder& order, std::uint64_t from);
   void walk_rounds(const EpochOrder& order, std::uint64_t from);
   std::unique_ptr<Round> plan_round(const EpochOrder& order, std::uint64_t from, std::uint64_t bytes) const;
-  static void load_round(Round& r, ChunkCache& cache, const std::atomic<bool>& cancel);
+  // Pins what the cache holds of round `r` and starts the loads of the rest.
+  void start_round(Round& r, ChunkCache& cache);
+  // Loads array `a`'s missing units of round `r` (a task on loaders_).
+  void load_array(Round& r, std::size_t a, std::vector<std::vector<std::uint64_t>> missing, ChunkCache& cache);
+  static void finish(Round& r, std::vector<std::shared_ptr<const Buffer>> chunks);
   void release(std::deque<std::unique_ptr<Round>>& rounds);
 
   // Grows budget_ towards what the batches consumed over `elapsed` seconds since the first
@@ -83,6 +99,10 @@ class FetchAhead {
   std::uint64_t held_ = 0;      // bytes of the rounds in `rounds_`
   std::deque<std::unique_ptr<Round>> rounds_;  // in position order
   std::atomic<bool> cancel_{false};  // stop(): the rounds' loads give up what is not delivered
+  std::atomic<std::uint64_t> loads_started_{0};
+  std::atomic<bool> walking_{false};
+  // Threads of the rounds' loads, reused from round to round (destroyed last: after stop()).
+  LoadThreads loaders_;
 };
 
 }  // namespace lazycube::batch

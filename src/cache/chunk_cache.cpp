@@ -190,6 +190,17 @@ ChunkCache::Lookup ChunkCache::lookup(const ChunkKey& key, Purpose purpose) {
   return out;
 }
 
+std::vector<ChunkCache::Chunk> ChunkCache::resident(std::span<const ChunkKey> keys) {
+  std::vector<Chunk> out(keys.size());
+  std::lock_guard lock(impl_->mutex);
+  for (std::size_t k = 0; k < keys.size(); ++k)
+    if (auto it = impl_->entries.find(keys[k]); it != impl_->entries.end()) {
+      impl_->lru.splice(impl_->lru.begin(), impl_->lru, it->second.lru);
+      out[k] = it->second.chunk;
+    }
+  return out;
+}
+
 ChunkCache::Chunk ChunkCache::fulfill(Claim& claim, Buffer decoded) {
   if (claim.owner_ != impl_) throw UsageError("fulfill: the claim on " + describe_key(claim.key_) + " belongs to another cache");
   if (claim.done_) throw UsageError("fulfill: the claim on " + describe_key(claim.key_) + " was already resolved");

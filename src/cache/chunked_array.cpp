@@ -218,4 +218,27 @@ std::vector<std::shared_ptr<const Buffer>> ChunkedArray::load_units(const std::v
   return cached_units(units, cache, ChunkCache::Purpose::FetchAhead, cancel);
 }
 
+std::vector<std::shared_ptr<const Buffer>> ChunkedArray::pin_cached(const std::vector<std::vector<std::uint64_t>>& units,
+                                                                    ChunkCache& cache,
+                                                                    std::vector<std::vector<std::uint64_t>>& missing) const {
+  if (!cache.enabled()) {
+    missing.insert(missing.end(), units.begin(), units.end());
+    return {};
+  }
+  const std::string id = cache_id();
+  std::vector<ChunkKey> keys;
+  keys.reserve(units.size());
+  for (const auto& u : units) keys.push_back(ChunkKey{id, u});
+  std::vector<ChunkCache::Chunk> found = cache.resident(keys);
+  std::vector<std::shared_ptr<const Buffer>> held;
+  held.reserve(found.size());
+  for (std::size_t k = 0; k < found.size(); ++k) {
+    if (found[k])
+      held.push_back(std::move(found[k]));
+    else
+      missing.push_back(units[k]);
+  }
+  return held;
+}
+
 }  // namespace lazycube

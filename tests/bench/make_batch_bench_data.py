@@ -7,7 +7,9 @@ seeded small-scale noise, quantised like GRIB-packed reanalysis data. Chunks (8,
 (2.1 MB decoded), Blosc lz4 clevel 5 + byte shuffle; CF time coordinate ("hours since
 2019-01-01", int64), latitude / longitude coordinates, `_ARRAY_DIMENSIONS` for xarray and
 consolidated metadata. 534 MB decoded. Generated one chunk of time steps at a time, so memory
-stays at a few chunks.
+stays at a few chunks. `--steps N` (ensure(cache, nt=N)) writes the same fields over the first N
+time steps to a store of its own (era5_like_tN.zarr): 128 steps is the warm-epoch workload of
+run_ab_bench.py (133 MB decoded, ~94 MB on disk: every chunk fits the default cache).
 
 Run with Debian's /usr/bin/python3 (numpy, zarr 2.13, numcodecs).
 """
@@ -58,24 +60,27 @@ def fields(t0, steps):
     }
 
 
-def store_path(cache):
-    return os.path.join(cache, "batch", "era5_like.zarr")
+def store_path(cache, nt=NT):
+    name = "era5_like.zarr" if nt == NT else f"era5_like_t{nt}.zarr"
+    return os.path.join(cache, "batch", name)
 
 
-def marker():
-    return {"format_version": FORMAT_VERSION, "seed": SEED, "shape": [NT, NY, NX], "chunks": [CT, NY, NX],
+def marker(nt=NT):
+    return {"format_version": FORMAT_VERSION, "seed": SEED, "shape": [nt, NY, NX], "chunks": [CT, NY, NX],
             "variables": list(VARIABLES), "compressor": "blosc-lz4-shuffle"}
 
 
-def is_valid(path):
+def is_valid(path, nt=NT):
     try:
         with open(os.path.join(path, "bench-complete.json")) as f:
-            return json.load(f) == marker()
+            return json.load(f) == marker(nt)
     except (OSError, ValueError):
         return False
 
 
-def write_store(path):
+def write_store(path, nt=NT):
+    if nt <= 0 or nt % CT:
+        raise ValueError(f"--steps must be a positive multiple of {CT}, got {nt}")
     import zarr
     from numcodecs import Blosc
     shutil.rmtree(path, ignore_errors=True)
@@ -83,7 +88,7 @@ def write_store(path):
     g.attrs.update({"Conventions": "CF-1.6",
                     "source": "lazycube batch benchmark: synthetic ERA5-like fields "
                               "(tests/bench/make_batch_bench_data.py)"})
-    time = g.create_dataset("time", data=np.arange(NT, dtype=np.int64), chunks=(NT,), compressor=None,
+    time = g.create_dataset("time", data=np.arange(nt, dtype=np.int64), chunks=(nt,), compressor=None,
                          fill_value=None)
     time.attrs.update({"_ARRAY_DIMENSIONS": ["time"], "units": "hours since 2019-01-01 00:00:00",
                        "calendar": "proleptic_gregorian", "standard_name": "time"})
@@ -95,34 +100,37 @@ def write_store(path):
     lon.attrs.update({"_ARRAY_DIMENSIONS": ["longitude"], "units": "degrees_east", "standard_name": "longitude"})
     arrays = {}
     for name in VARIABLES:
-        a = g.create_dataset(name, shape=(NT, NY, NX), chunks=(CT, NY, NX), dtype="<f4",
+        a = g.create_dataset(name, shape=(nt, NY, NX), chunks=(CT, NY, NX), dtype="<f4",
                              compressor=Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE),
                              fill_value=None)
         a.attrs.update(dict(ATTRS[name], _ARRAY_DIMENSIONS=["time", "latitude", "longitude"]))
         arrays[name] = a
-    for t0 in range(0, NT, CT):
+    for t0 in range(0, nt, CT):
         for name, values in fields(t0, CT).items():
             arrays[name][t0:t0 + CT] = values
     zarr.consolidate_metadata(path)
     # Written last: a store without it (interrupted run) is regenerated.
     with open(os.path.join(path, "bench-complete.json"), "w") as f:
-        json.dump(marker(), f)
+        json.dump(marker(nt), f)
 
 
-def ensure(cache, verbose=True):
-    """Makes the store under `cache` unless already valid; returns its path."""
-    path = store_path(cache)
-    if not is_valid(path):
+def ensure(cache, verbose=True, nt=NT):
+    """Makes the store of `nt` time steps under `cache` unless already valid; returns its path."""
+    path = store_path(cache, nt)
+    if not is_valid(path, nt):
         if verbose:
-            print(f"writing {path} (4 x {NT}x{NY}x{NX} float32, ~20 s) ...", file=sys.stderr, flush=True)
-        write_store(path)
+            print(f"writing {path} (4 x {nt}x{NY}x{NX} float32, ~{max(1, 20 * nt // NT)} s) ...", file=sys.stderr,
+                  flush=True)
+        write_store(path, nt)
     return path
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", default="build/bench-data", help="bench data dir (default %(default)s)")
-    print(ensure(ap.parse_args().cache))
+    ap.add_argument("--steps", type=int, default=NT, help=f"time steps, a multiple of {CT} (default %(default)s)")
+    args = ap.parse_args()
+    print(ensure(args.cache, nt=args.steps))
 
 
 if __name__ == "__main__":

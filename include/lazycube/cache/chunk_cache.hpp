@@ -9,6 +9,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,10 @@ class ChunkCache {
   // reader looks it up.
   enum class Purpose { Read, FetchAhead };
   Lookup lookup(const ChunkKey& key, Purpose purpose = Purpose::Read);
+  // The chunks of `keys` the cache holds now (null for the others: neither loaded, claimed nor
+  // joined), under one lock; looked up as by Purpose::FetchAhead (moved to the front of the
+  // LRU, no hit counted). What fetch-ahead pins without loading anything.
+  std::vector<Chunk> resident(std::span<const ChunkKey> keys);
   Chunk fulfill(Claim& claim, Buffer decoded);
   void fail(Claim& claim, std::exception_ptr error);
 

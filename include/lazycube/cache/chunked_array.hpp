@@ -30,6 +30,9 @@ class ChunkedArray : public Array {
   std::vector<std::shared_ptr<const Buffer>> load_units(const std::vector<std::vector<std::uint64_t>>& units,
                                                         ChunkCache& cache,
                                                         const std::atomic<bool>* cancel = nullptr) const final;
+  std::vector<std::shared_ptr<const Buffer>> pin_cached(const std::vector<std::vector<std::uint64_t>>& units,
+                                                        ChunkCache& cache,
+                                                        std::vector<std::vector<std::uint64_t>>& missing) const final;
 
   // A read unit: its index in read_grid().
   using Unit = std::vector<std::uint64_t>;

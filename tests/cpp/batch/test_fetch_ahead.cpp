@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "batch/fetch_ahead.hpp"
+#include "batch/load_threads.hpp"
 #include "lazycube/batch/batch_generator.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/store/store.hpp"
@@ -454,6 +456,115 @@ TEST(FetchAhead, StopGivesUpTheLoadsNotYetDelivered) {
   // of 8 chunks).
   EXPECT_LT(stopped, 0.55 * kBuildSlowdown);
   EXPECT_LT(f.store->chunk_reads().size(), kT);
+}
+
+// Waits (polling) until `done()` holds; false after 20 s. A wait for an event, never a timing.
+template <class Done>
+bool eventually(Done&& done) {
+  for (int k = 0; k < 2000 && !done(); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return done();
+}
+
+std::size_t total_chunk_reads(const LatencyStore& store) {
+  std::size_t n = 0;
+  for (const auto& [key, reads] : store.chunk_reads()) n += static_cast<std::size_t>(reads);
+  return n;
+}
+
+TEST(FetchAhead, AWalkOverCachedChunksStartsNoLoad) {
+  // Issue 47: a warm epoch's rounds started a thread per array per round (and the round's own)
+  // to look up chunks the cache held. They are pinned by the walker now: no load, no thread.
+  Fixture f(1);
+  const BatchOptions o = options(Shuffle::Random, 64 << 20, std::nullopt);
+  const BatchSource source(f.ds, o);
+  const EpochOrder order = epoch_zero(source);
+  FetchAhead fetch(source, std::uint64_t{1} << 30, std::uint64_t{1} << 30);  // the whole epoch at once
+  fetch.start(order, 0);
+  ASSERT_TRUE(eventually([&] { return !fetch.walking(); }));
+  // Every chunk decoded into the cache (stop() gives up what is not delivered yet).
+  ASSERT_TRUE(eventually([&] { return source.cache()->stats().entries == kT; }));
+  fetch.consumed(order.size());
+  fetch.stop();
+  const std::uint64_t cold_loads = fetch.loads_started();
+  const std::size_t threads = fetch.load_threads(), reads = total_chunk_reads(*f.store);
+  EXPECT_GT(cold_loads, 0u);
+  EXPECT_EQ(reads, kT);
+  const CacheStats cold = source.cache()->stats();
+
+  // The same walk again, every chunk cached: the rounds pin them and start nothing.
+  fetch.start(order, 0);
+  ASSERT_TRUE(eventually([&] { return !fetch.walking(); }));
+  // Every chunk is pinned by a round now: a budget of 0 evicts nothing held.
+  source.cache()->set_budget(0);
+  EXPECT_EQ(source.cache()->stats().entries, kT);
+  fetch.consumed(order.size());
+  fetch.stop();
+  source.cache()->set_budget(0);
+  EXPECT_EQ(source.cache()->stats().entries, 0u) << "released with the rounds";
+  EXPECT_EQ(fetch.loads_started(), cold_loads);
+  EXPECT_EQ(fetch.load_threads(), threads);
+  EXPECT_EQ(total_chunk_reads(*f.store), reads);
+  const CacheStats warm = source.cache()->stats();
+  EXPECT_EQ(warm.hits, cold.hits) << "a fetch-ahead pin is no reader's hit";
+  EXPECT_EQ(warm.misses, cold.misses);
+}
+
+TEST(FetchAhead, RoundsReuseTheirLoadThreads) {
+  Fixture f(1);
+  const BatchOptions o = options(Shuffle::None, 64 << 20, std::nullopt);
+  const BatchSource source(f.ds, o);
+  const EpochOrder order = epoch_zero(source);
+  // Rounds of 2 chunks within a budget of 16: at most 16 rounds (each at least a chunk) hold
+  // loads at once, and the walk makes 32 or more (a thread per load before issue 47). The
+  // consumer follows the loads (chunk c is consumed once c chunks are cached), so that the walk
+  // does not skip rounds.
+  FetchAhead fetch(source, 16 * kChunkBytes, 16 * kChunkBytes);
+  fetch.start(order, 0);
+  for (std::uint64_t c = 1; c <= kT; ++c) {
+    ASSERT_TRUE(eventually([&] { return source.cache()->stats().entries >= c; })) << "chunk " << c;
+    fetch.consumed(16 * c);
+  }
+  fetch.stop();
+  const std::uint64_t loads = fetch.loads_started();
+  const std::size_t threads = fetch.load_threads();
+  EXPECT_GE(loads, kT / 2);
+  EXPECT_LE(threads, 24u);  // 16, and a few where a thread ending its load was not back yet
+  EXPECT_LT(threads, loads) << "a thread per load";
+
+  // The next epoch over the same (now cached) chunks, consumed as fast as it goes: its rounds
+  // start no load and no thread.
+  const std::size_t reads = total_chunk_reads(*f.store);
+  fetch.start(order, 0);
+  for (std::uint64_t c = 1; c <= kT; ++c) fetch.consumed(16 * c);
+  fetch.stop();
+  EXPECT_EQ(fetch.loads_started(), loads);
+  EXPECT_EQ(fetch.load_threads(), threads);
+  EXPECT_EQ(total_chunk_reads(*f.store), reads);
+}
+
+TEST(LoadThreads, ATaskStartsWhileAnotherBlocksAndIdleThreadsAreReused) {
+  LoadThreads threads;
+  std::promise<void> release_first;
+  std::shared_future<void> released = release_first.get_future().share();
+  std::promise<void> first_running, second_done;
+  threads.run([&, released] {
+    first_running.set_value();
+    released.wait();
+  });
+  first_running.get_future().wait();
+  threads.run([&] { second_done.set_value(); });
+  // The second task ran although the first still blocks its thread (a queue behind it would
+  // wait here for ever).
+  EXPECT_EQ(second_done.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  release_first.set_value();
+  EXPECT_EQ(threads.threads(), 2u);
+  // One task at a time from now on: the idle threads take them, none is started.
+  for (int k = 0; k < 20; ++k) {
+    std::promise<void> done;
+    threads.run([&] { done.set_value(); });
+    done.get_future().wait();
+  }
+  EXPECT_EQ(threads.threads(), 2u);
 }
 
 TEST(FetchAhead, AReaderThatJoinedACancelledLoadLoadsTheChunkItself) {
