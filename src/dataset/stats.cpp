@@ -101,69 +101,116 @@ Partial sub_run_partial(const T* x, std::size_t count) {
   return p;
 }
 
-// The same for float32/float64 with four double lanes (GCC vector extensions; SSE2 by default,
-// AVX2 where the CPU has it, chosen at run time by target_clones: no -march needed). The NaN mask
-// of sums is applied with bitwise operations. Lane-wise IEEE operations
-// without FMA contraction, so both clones give the same bits.
+// The same for float32/float64 in one pass (GCC vector extensions; SSE2 by default, AVX2 where
+// the CPU has it, chosen at run time by target_clones: no -march needed): sums of the deviations
+// from a shift, the sub-run's first non-NaN value, so m2 = Q - S^2/n. With the shift inside the
+// sub-run's range, Q <= 2 n m2 (m2 >= range^2 / 2), so the subtraction loses at most
+// log2(2 * kSubRun) = 13 of double's 53 bits: the 1e-12 of the two-pass reference holds.
+// NaN lanes are replaced by the shift (deviation 0, not counted) before the float64 conversion;
+// min/max and the NaN test run in the input type (8 float32 lanes per step). Lane-wise IEEE
+// operations without FMA contraction (the avx2 clone has no FMA), so both clones give the same bits.
 using V4d = double __attribute__((vector_size(32)));
 using V4f = float __attribute__((vector_size(16)));
+using V8f = float __attribute__((vector_size(32)));
+using V8i = std::int32_t __attribute__((vector_size(32)));
 using V4l = std::int64_t __attribute__((vector_size(32)));
 
-// (Out-parameters: a 32-byte vector returned by value would change the ABI without AVX.)
-[[gnu::always_inline]] inline void load4(const double* x, V4d& out) { std::memcpy(&out, x, sizeof out); }
-[[gnu::always_inline]] inline void load4(const float* x, V4d& out) {
-  V4f v;
-  std::memcpy(&v, x, sizeof v);
-  out = __builtin_convertvector(v, V4d);
+// Partial of a sub-run from its shifted sums.
+Partial shifted_partial(std::uint64_t n, std::uint64_t count, double shift, double s, double q, double lo,
+                        double hi) {
+  Partial p;
+  p.n = n;
+  p.nan = count - n;
+  if (n == 0) return p;
+  const double dn = static_cast<double>(n);
+  p.mean = shift + s / dn;
+  p.m2 = std::max(0.0, q - s * (s / dn));
+  p.min = lo;
+  p.max = hi;
+  return p;
 }
 
+// The shift of a sub-run: its first non-NaN value (0 when that is infinite: the sums are then
+// infinite or NaN, as NumPy's mean and std are). Sets `all_nan` when there is none.
 template <class T>
-[[gnu::always_inline]] inline Partial simd_sub_run(const T* x, std::size_t count) {
+T shift_of(const T* x, std::size_t count, bool& all_nan) {
+  std::size_t i = 0;
+  while (i < count && std::isnan(x[i])) ++i;
+  all_nan = i == count;
+  return all_nan || !std::isfinite(x[i]) ? T(0) : x[i];
+}
+
+[[gnu::always_inline]] inline Partial simd_sub_run_f32(const float* x, std::size_t count) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  bool all_nan = false;
+  const float shift = shift_of(x, count, all_nan);
+  if (all_nan) return shifted_partial(0, count, 0, 0, 0, 0, 0);
+  const V8f zero = {};
+  const V8f vshift = zero + shift;
+  const V4d dshift = V4d{} + static_cast<double>(shift);
+  V8f lo = zero + inf, hi = zero - inf;
+  V8i n = {};
+  V4d s0 = {}, s1 = {}, q0 = {}, q1 = {};
+  const std::size_t whole = count - count % 8;
+  for (std::size_t i = 0; i < whole; i += 8) {
+    V8f v;
+    std::memcpy(&v, x + i, sizeof v);
+    const V8i ok = v == v;  // -1 where not NaN
+    n -= ok;
+    lo = v < lo ? v : lo;  // NaN keeps lo / hi
+    hi = v > hi ? v : hi;
+    const V8f w = ok ? v : vshift;
+    const V4d a = __builtin_convertvector(__builtin_shufflevector(w, w, 0, 1, 2, 3), V4d) - dshift;
+    const V4d b = __builtin_convertvector(__builtin_shufflevector(w, w, 4, 5, 6, 7), V4d) - dshift;
+    s0 += a, s1 += b;
+    q0 += a * a, q1 += b * b;
+  }
+  std::uint64_t count_ok = 0;
+  float l = inf, h = -inf;
+  for (int j = 0; j < 8; ++j) count_ok += static_cast<std::uint64_t>(n[j]), l = std::min(l, lo[j]), h = std::max(h, hi[j]);
+  const V4d s4 = s0 + s1, q4 = q0 + q1;
+  double s = (s4[0] + s4[1]) + (s4[2] + s4[3]), q = (q4[0] + q4[1]) + (q4[2] + q4[3]);
+  for (std::size_t i = whole; i < count; ++i) {
+    const float v = x[i];
+    if (std::isnan(v)) continue;
+    const double d = static_cast<double>(v) - static_cast<double>(shift);
+    ++count_ok, s += d, q += d * d, l = std::min(l, v), h = std::max(h, v);
+  }
+  return shifted_partial(count_ok, count, shift, s, q, l, h);
+}
+
+[[gnu::always_inline]] inline Partial simd_sub_run_f64(const double* x, std::size_t count) {
   constexpr double inf = std::numeric_limits<double>::infinity();
+  bool all_nan = false;
+  const double shift = shift_of(x, count, all_nan);
+  if (all_nan) return shifted_partial(0, count, 0, 0, 0, 0, 0);
   const V4d zero = {};
-  V4d sum = {}, lo = zero + inf, hi = zero - inf;
+  const V4d vshift = zero + shift;
+  V4d lo = zero + inf, hi = zero - inf, s0 = {}, q0 = {};
   V4l n = {};
   const std::size_t whole = count - count % 4;
   for (std::size_t i = 0; i < whole; i += 4) {
     V4d v;
-    load4(x + i, v);
-    const V4l ok = v == v;  // -1 where not NaN
+    std::memcpy(&v, x + i, sizeof v);
+    const V4l ok = v == v;
     n -= ok;
-    sum += reinterpret_cast<V4d>(reinterpret_cast<V4l>(v) & ok);
-    lo = v < lo ? v : lo;  // minpd / maxpd under AVX2 (NaN keeps lo / hi)
+    lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
+    const V4d d = (ok ? v : vshift) - vshift;
+    s0 += d;
+    q0 += d * d;
   }
-  Partial p;
-  double total = 0.0;
-  for (int j = 0; j < 4; ++j) {
-    p.n += static_cast<std::uint64_t>(n[j]);
-    total += sum[j];
-    p.min = std::min(p.min, lo[j]);
-    p.max = std::max(p.max, hi[j]);
-  }
+  std::uint64_t count_ok = 0;
+  double l = inf, h = -inf;
+  for (int j = 0; j < 4; ++j) count_ok += static_cast<std::uint64_t>(n[j]), l = std::min(l, lo[j]), h = std::max(h, hi[j]);
+  double s = (s0[0] + s0[1]) + (s0[2] + s0[3]), q = (q0[0] + q0[1]) + (q0[2] + q0[3]);
   for (std::size_t i = whole; i < count; ++i) {
     const double v = x[i];
     if (std::isnan(v)) continue;
-    ++p.n, total += v, p.min = std::min(p.min, v), p.max = std::max(p.max, v);
+    const double d = v - shift;
+    ++count_ok, s += d, q += d * d, l = std::min(l, v), h = std::max(h, v);
   }
-  p.nan = count - p.n;
-  if (p.n == 0) return p;
-  p.mean = total / static_cast<double>(p.n);
-  V4d m2 = {};
-  const V4d mean = zero + p.mean;
-  for (std::size_t i = 0; i < whole; i += 4) {
-    V4d v;
-    load4(x + i, v);
-    const V4d d = v - mean;
-    m2 += reinterpret_cast<V4d>(reinterpret_cast<V4l>(d * d) & (v == v));
-  }
-  double m2_total = (m2[0] + m2[1]) + (m2[2] + m2[3]);
-  for (std::size_t i = whole; i < count; ++i) {
-    const double v = x[i];
-    if (!std::isnan(v)) m2_total += (v - p.mean) * (v - p.mean);
-  }
-  p.m2 = m2_total;
-  return p;
+  return shifted_partial(count_ok, count, shift, s, q, l, h);
 }
 
 // ThreadSanitizer instruments target_clones' ifunc resolver, which the dynamic loader runs before
@@ -174,10 +221,10 @@ template <class T>
 #define LAZYCUBE_SIMD_CLONES [[gnu::target_clones("avx2", "default")]]
 #endif
 LAZYCUBE_SIMD_CLONES Partial sub_run_partial_simd(const float* x, std::size_t count) {
-  return simd_sub_run(x, count);
+  return simd_sub_run_f32(x, count);
 }
 LAZYCUBE_SIMD_CLONES Partial sub_run_partial_simd(const double* x, std::size_t count) {
-  return simd_sub_run(x, count);
+  return simd_sub_run_f64(x, count);
 }
 
 // Partial of `count` contiguous elements: sub-runs merged with Chan's formula.
