@@ -36,6 +36,14 @@ class Stats(Mapping):
         self.document = document
 
     @classmethod
+    def _computed(cls, document):
+        """A document _core.compute_stats wrote: already in the schema, not checked again (for
+        per-pixel statistics the check cost several times the pass itself)."""
+        self = cls.__new__(cls)
+        self.document = document
+        return self
+
+    @classmethod
     def from_json(cls, path):
         """Reads a stats JSON file (``lazycube stats -o``, :meth:`to_json`)."""
         with open(os.fspath(path)) as f:
@@ -115,7 +123,7 @@ def stats(ds, variables=None, dims=None, keep=None, **open_args):
     text = _core.compute_stats(core, None if variables is None else list(variables),
                                None if keep is None else list(keep),
                                None if dims is None else list(dims))
-    return Stats(json.loads(text))
+    return Stats._computed(json.loads(text))
 
 
 def is_stats_argument(normalize):

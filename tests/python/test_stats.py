@@ -82,7 +82,8 @@ def test_sample_v2_equals_xarray(era5):
 
 
 @pytest.mark.parametrize("keep, axis", [(None, None), (["level"], (0, 2, 3)), (["x"], (0, 1, 2)),
-                                        (["time", "level"], (2, 3)), (["level", "x"], (0, 2))])
+                                        (["time", "level"], (2, 3)), (["level", "x"], (0, 2)),
+                                        (["y", "x"], (0, 1)), (["level", "y", "x"], (0,))])
 def test_random_with_nans_equals_numpy(cube, keep, axis):
     path, ds = cube
     s = lazycube.stats(path, keep=keep)
@@ -265,3 +266,20 @@ def test_multi_store_dataset_equals_numpy(cube, tmp_path):
     s = lazycube.stats(joined, keep="level")
     for v in ("t", "q"):
         assert_stats_equal(s[v], numpy_stats(ds[v].values, (0, 2, 3)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_per_pixel_stats_over_many_keys_equal_numpy(tmp_path, dtype):
+    """Kept trailing dims with more keys than one reduction task takes (the tiled path): several
+    chunks per dim, NaNs (whole pixels NaN at the first step, one pixel NaN throughout)."""
+    rng = np.random.default_rng(47)
+    a = (rng.normal(280.0, 12.0, (7, 150, 130)) + np.linspace(0, 50, 130)).astype(dtype)
+    a[rng.random(a.shape) < 0.05] = np.nan
+    a[0, :10] = np.nan
+    a[:, 3, 4] = np.nan
+    path = str(tmp_path / "pixels.zarr")
+    xr.Dataset({"v": (("time", "y", "x"), a)}).to_zarr(path, encoding={"v": {"chunks": (3, 64, 50)}})
+    s = lazycube.stats(path, keep=["y", "x"])
+    assert s["v"]["dims"] == ("y", "x")
+    assert_stats_equal(s["v"], numpy_stats(a, 0))
+    assert s["v"]["count"][3, 4] == 0 and np.isnan(s["v"]["std"][3, 4])
