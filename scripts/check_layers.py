@@ -42,6 +42,7 @@ TOP_LEVEL_HEADERS = {
     "chunk_grid.hpp": "core",  # chunk boundaries along each dim (regular or rectilinear)
     "concat_array.hpp": "core",  # arrays joined along one axis (multi-store datasets)
     "record_field_array.hpp": "core",  # one field of an array of records (struct data types)
+    "unreadable_array.hpp": "core",  # an array a group lists but cannot read, and its error
     "ndarray.hpp": "core",
     "xtensor.hpp": "dataset",
     # The umbrella header: every library layer, as lazycube::lazycube links them.
