@@ -16,6 +16,11 @@ std::size_t LoadThreads::threads() const {
   return threads_.size();
 }
 
+std::size_t LoadThreads::idle() const {
+  std::lock_guard lock(mutex_);
+  return idle_;
+}
+
 void LoadThreads::run(std::function<void()> task) {
   {
     std::unique_lock lock(mutex_);

@@ -26,6 +26,8 @@ class LoadThreads {
   void run(std::function<void()> task);
   // Threads started so far (idle or busy): the most tasks that ran at once.
   std::size_t threads() const;
+  // Threads waiting for a task now (less the tasks queued).
+  std::size_t idle() const;
 
  private:
   void serve();

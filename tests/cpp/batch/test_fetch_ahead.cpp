@@ -558,11 +558,21 @@ TEST(LoadThreads, ATaskStartsWhileAnotherBlocksAndIdleThreadsAreReused) {
   EXPECT_EQ(second_done.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
   release_first.set_value();
   EXPECT_EQ(threads.threads(), 2u);
+  // A task's thread goes back to waiting just after the task ends: wait until both do, so the
+  // next task finds an idle thread whatever the scheduler's delays (no timing assumed).
+  auto all_idle = [&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (threads.idle() < threads.threads() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return threads.idle() == threads.threads();
+  };
+  ASSERT_TRUE(all_idle());
   // One task at a time from now on: the idle threads take them, none is started.
   for (int k = 0; k < 20; ++k) {
     std::promise<void> done;
     threads.run([&] { done.set_value(); });
     done.get_future().wait();
+    ASSERT_TRUE(all_idle());
   }
   EXPECT_EQ(threads.threads(), 2u);
 }
