@@ -155,7 +155,10 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
       h.used_consolidated_ = true;
       const json& entries = (*cm)["metadata"];
       if (!entries.is_object()) throw MetadataError(where + ": consolidated_metadata.metadata is not an object");
-      for (const auto& [name, meta] : entries.items()) {
+      for (const auto& entry : entries.items()) {
+        // named, not a structured binding: the lambda below captures them (clang 14 refuses that)
+        const std::string& name = entry.key();
+        const json& meta = entry.value();
         if (name.find('/') != std::string::npos) continue;  // deeper nodes belong to sub-groups
         if (!meta.is_object()) throw MetadataError(where + ": consolidated entry '" + name + "' is not an object");
         const std::string child_type = string_member(meta, "node_type", where + ": consolidated entry '" + name + "'");
@@ -203,7 +206,10 @@ Hierarchy Hierarchy::open(const Location& location, const ZarrOptions& options, 
         throw MetadataError("malformed " + store->describe(join_node_path(path, ".zmetadata")) + ": no 'metadata' object");
       const json& md = (*zmeta)["metadata"];
       if (auto it = md.find(".zattrs"); it != md.end() && it->is_object()) h.attrs_ = *it;
-      for (const auto& [key, value] : md.items()) {
+      for (const auto& entry : md.items()) {
+        // named, not a structured binding: the lambda below captures `value` (clang 14 refuses that)
+        const std::string& key = entry.key();
+        const json& value = entry.value();
         const auto slash = key.find('/');
         if (slash == std::string::npos || key.find('/', slash + 1) != std::string::npos) continue;
         const std::string name = key.substr(0, slash);
