@@ -38,7 +38,7 @@ EpochBatches::EpochBatches(std::uint64_t samples, Shuffle shuffle, std::uint64_t
                            const ShardSpec& shard, std::uint64_t batch_size, bool drop_last, OrderPlanning planning,
                            std::shared_ptr<const std::vector<PositionRange>> remaining,
                            std::optional<ShardSpec> planned_for)
-    : shard_(shard), samples_(samples), batch_size_(batch_size), drop_last_(drop_last) {
+    : shard_(shard), samples_(samples), batch_size_(batch_size) {
   shard.validate();
   if (batch_size == 0) throw UsageError("batch_size must be at least 1");
   if (samples == 0) throw UsageError("an epoch of no samples: there is nothing to deal to the ranks");
@@ -66,23 +66,21 @@ EpochBatches::EpochBatches(std::uint64_t samples, Shuffle shuffle, std::uint64_t
   }
   remaining_ = remaining;
   order_ = EpochOrder(grid, shuffle, seed, epoch, planning, PositionRange{0, to_visit}, std::move(remaining));
-  rank_batches_ = BatchLayout::of(order_.remaining_total(), batch_size, drop_last, shard.world_size, shard.num_workers)
-                      .rank_batches;
+  layout_ = BatchLayout::of(order_.remaining_total(), batch_size, drop_last, shard.world_size, shard.num_workers);
 }
 
 std::uint64_t EpochBatches::worker_batches() const {
   const std::uint64_t w = shard_.worker, n = shard_.num_workers;
-  return w < rank_batches_ ? (rank_batches_ - w + n - 1) / n : 0;
+  return w < layout_.rank_batches ? (layout_.rank_batches - w + n - 1) / n : 0;
 }
 
 std::vector<std::uint64_t> EpochBatches::batch(std::uint64_t j) const {
   if (j >= worker_batches())
     throw SelectionError("batch " + std::to_string(j) + " is out of range (this worker has " +
                          std::to_string(worker_batches()) + ")");
-  const BatchLayout layout = BatchLayout::of(order_.size(), batch_size_, drop_last_, shard_.world_size, shard_.num_workers);
   const std::size_t i = static_cast<std::size_t>(shard_.index());
-  const std::uint64_t end = layout.starts[i] + layout.delivered[i];
-  const std::uint64_t begin = std::min(layout.starts[i] + j * batch_size_, end);
+  const std::uint64_t end = layout_.starts[i] + layout_.delivered[i];
+  const std::uint64_t begin = std::min(layout_.starts[i] + j * batch_size_, end);
   std::vector<std::uint64_t> out;
   out.reserve(std::min(batch_size_, end - begin));
   for (std::uint64_t p = begin; p < std::min(begin + batch_size_, end); ++p) out.push_back(order_.window(p));
@@ -90,17 +88,16 @@ std::vector<std::uint64_t> EpochBatches::batch(std::uint64_t j) const {
 }
 
 std::vector<PositionRange> EpochBatches::remaining_after(std::uint64_t received) const {
-  const BatchLayout layout = BatchLayout::of(order_.size(), batch_size_, drop_last_, shard_.world_size, shard_.num_workers);
-  const std::uint64_t n = shard_.num_workers, k = std::min(received, rank_batches_);
+  const std::uint64_t n = shard_.num_workers, k = std::min(received, layout_.rank_batches);
   // What is left in the concatenation: each stretch less the prefix its worker delivered.
   std::vector<PositionRange> left;
-  for (std::size_t i = 0; i + 1 < layout.starts.size(); ++i) {
+  for (std::size_t i = 0; i + 1 < layout_.starts.size(); ++i) {
     const std::uint64_t w = i % n;
     const std::uint64_t got = k > w ? (k - w + n - 1) / n : 0;
-    const std::uint64_t from = layout.starts[i] + std::min(got * batch_size_, layout.delivered[i]);
-    if (from < layout.starts[i + 1]) {
-      if (!left.empty() && left.back().end == from) left.back().end = layout.starts[i + 1];
-      else left.push_back({from, layout.starts[i + 1]});
+    const std::uint64_t from = layout_.starts[i] + std::min(got * batch_size_, layout_.delivered[i]);
+    if (from < layout_.starts[i + 1]) {
+      if (!left.empty() && left.back().end == from) left.back().end = layout_.starts[i + 1];
+      else left.push_back({from, layout_.starts[i + 1]});
     }
   }
   // ... back to positions of the epoch's whole order.

@@ -14,6 +14,7 @@ Environment:
   LAZYCUBE_BUILD_DIR       the CMake build folder (ctest sets it; default: build/)
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -268,3 +269,25 @@ def torchrun(script, nproc, *args, timeout=300, pythonpath=()):
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, "torchrun failed (%d)\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)
     return proc
+
+
+def write_v3_array(root, name, data_type, shape, chunk, codecs, chunks, fill_value=0):
+    """A Zarr v3 array `name` written by hand in the group `root` (created), its chunks given as
+    {(i, ...): bytes} under the default "/" key encoding; returns its folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}))
+    arr = root / name
+    arr.mkdir()
+    meta = {
+        "zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunk)}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": fill_value, "codecs": codecs, "attributes": {},
+        "dimension_names": ["d%d" % i for i in range(len(shape))],
+    }
+    (arr / "zarr.json").write_text(json.dumps(meta))
+    for index, data in chunks.items():
+        path = arr.joinpath("c", *[str(i) for i in index])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return arr

@@ -10,33 +10,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import import_lazycube
+from conftest import import_lazycube, write_v3_array as _write_array
 
 lazycube = import_lazycube()
-
-
-def _write_array(root, name, dtype, shape, chunk, codecs, chunks, fill_value=0):
-    """One v3 array under `root` (a group), its chunks given as {(i, ...): bytes}."""
-    (root / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}))
-    arr = root / name
-    arr.mkdir()
-    meta = {
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": list(shape),
-        "data_type": dtype,
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunk)}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": fill_value,
-        "codecs": codecs,
-        "attributes": {},
-        "dimension_names": ["d%d" % i for i in range(len(shape))],
-    }
-    (arr / "zarr.json").write_text(json.dumps(meta))
-    for index, data in chunks.items():
-        path = arr.joinpath("c", *[str(i) for i in index])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
 
 
 def _check(store, name, want):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import import_lazycube
+from conftest import import_lazycube, write_v3_array as write_array
 
 lazycube = import_lazycube()
 
@@ -42,31 +42,6 @@ def test_crc32c_check_value():
 
 def with_crc32c(payload):
     return payload + crc32c(payload).to_bytes(4, "little")
-
-
-def group(root):
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}))
-
-
-def write_array(root, name, data_type, shape, chunk, codecs, chunks, fill_value=0):
-    """A v3 array `name` in the group `root`, its chunks given as {(i, ...): bytes}."""
-    group(root)
-    arr = root / name
-    arr.mkdir()
-    meta = {
-        "zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": data_type,
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunk)}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": fill_value, "codecs": codecs, "attributes": {},
-        "dimension_names": ["d%d" % i for i in range(len(shape))],
-    }
-    (arr / "zarr.json").write_text(json.dumps(meta))
-    for index, data in chunks.items():
-        path = arr.joinpath("c", *[str(i) for i in index])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    return arr
 
 
 def read(store, name):

@@ -193,6 +193,18 @@ class EpochOrder {
   std::uint64_t begin_ = 0, end_ = 0;  // this shard's block (in the concatenation when resumed)
 };
 
+// The whole-batch layout of EpochBatches: the start of each (rank, worker) stretch in the
+// concatenation of `total` positions, rank-major, and its end last (world_size * num_workers
+// + 1 entries), with the positions each delivers (drop_last leaves a rank's last partial batch
+// undelivered at the end of its stretch).
+struct BatchLayout {
+  std::vector<std::uint64_t> starts;      // world * workers + 1
+  std::vector<std::uint64_t> delivered;   // per shard: positions it yields
+  std::uint64_t rank_batches = 0;
+  static BatchLayout of(std::uint64_t total, std::uint64_t batch_size, bool drop_last, std::uint32_t world_size,
+                        std::uint32_t num_workers);
+};
+
 // One epoch of samples (a 1-D grid) dealt in whole batches to ranks and data-loader workers,
 // each owning a contiguous stretch of the epoch's order (docs/batching.md "The epoch planner"):
 // rank r of W takes the r-th stretch of the positions to visit (the concatenation of
@@ -211,7 +223,7 @@ class EpochBatches {
                std::shared_ptr<const std::vector<PositionRange>> remaining = nullptr,
                std::optional<ShardSpec> planned_for = std::nullopt);
   // Batches each rank receives (all its workers together) and this worker yields.
-  std::uint64_t rank_batches() const { return rank_batches_; }
+  std::uint64_t rank_batches() const { return layout_.rank_batches; }
   std::uint64_t worker_batches() const;
   // Sample numbers of this worker's j-th batch (j < worker_batches()), and its index among the
   // rank's batches.
@@ -230,24 +242,13 @@ class EpochBatches {
 
  private:
   ShardSpec shard_, planned_for_;
-  std::uint64_t samples_ = 0, batch_size_ = 1, rank_batches_ = 0;
-  bool drop_last_ = false;
+  std::uint64_t samples_ = 0, batch_size_ = 1;
   BlockPlan blocks_;
   std::vector<std::string> warnings_;
   std::shared_ptr<const std::vector<PositionRange>> remaining_;
   EpochOrder order_;  // the whole concatenation of `remaining` (one block)
+  BatchLayout layout_;  // this job's stretches of that concatenation
 };
 
-// The whole-batch layout of EpochBatches: the start of each (rank, worker) stretch in the
-// concatenation of `total` positions, rank-major, and its end last (world_size * num_workers
-// + 1 entries), with the positions each delivers (drop_last leaves a rank's last partial batch
-// undelivered at the end of its stretch).
-struct BatchLayout {
-  std::vector<std::uint64_t> starts;      // world * workers + 1
-  std::vector<std::uint64_t> delivered;   // per shard: positions it yields
-  std::uint64_t rank_batches = 0;
-  static BatchLayout of(std::uint64_t total, std::uint64_t batch_size, bool drop_last, std::uint32_t world_size,
-                        std::uint32_t num_workers);
-};
 
 }  // namespace lazycube::batch
