@@ -22,7 +22,6 @@ import datetime as _dt
 import sys
 import warnings
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -248,39 +247,26 @@ class ForecastSamples:
 
     def batches(self, batch_size, shuffle=None, seed=0, epoch=0, rollout=None, drop_last=False, rank=0,
                 world_size=1, start=0, prefetch=4, worker=0, num_workers=1, remaining=None, planned_for=None,
-                block_samples=None, active_blocks=None):
+                block_samples=None, active_blocks=None, fetch_ahead_bytes=None):
         """Iterates the epoch's batches: `shuffle` None (anchor order), "random" or "chunk" (the
         epoch planner's blocks: each time chunk read during one stretch of the epoch, batches
         mixing distant times), for `rank` of `world_size` (and DataLoader `worker` of
         `num_workers`), each owning a stretch of the epoch's order; `start` / `remaining` /
         `planned_for` resume an epoch (see :meth:`schedule`); `rollout` an int or a schedule.
-        Batches are assembled `prefetch` ahead, that many at once, on background threads (the
-        engine releases the GIL)."""
+        Fetch-ahead walks the samples to come in the epoch's order and brings their chunks into
+        the cache, many requests at once (`fetch_ahead_bytes`: what it may hold; None: a quarter
+        of the cache, 0: off), and `prefetch` batches are assembled at once ahead of the loop, on
+        background threads (the engine releases the GIL)."""
         sched = self.schedule(batch_size, shuffle, seed, epoch, rank, world_size, worker, num_workers, start, drop_last,
                               remaining, planned_for, block_samples, active_blocks)
         for text in sched.warnings:
             warnings.warn(text, stacklevel=2)
         k = rollout_at(rollout, epoch, self.leads) if self.leads else 0
         single = self.streams == ("",)
-
-        def make(j):
-            b = self._core.batch(sched.batch(j), k)
-            b["epoch"], b["index"] = int(epoch), int(sched.rank_batch_index(j))
-            return _shape_batch(b, single)
-
-        n = sched.worker_batches
-        if prefetch <= 0:
-            for j in range(n):
-                yield make(j)
-            return
-        # `prefetch` batches assembled at once: over a remote store their round trips overlap
-        with ThreadPoolExecutor(max_workers=prefetch) as pool:
-            pending = [pool.submit(make, j) for j in range(min(prefetch, n))]
-            for j in range(n):
-                batch = pending.pop(0).result()
-                if j + len(pending) + 1 < n:
-                    pending.append(pool.submit(make, j + len(pending) + 1))
-                yield batch
+        batches = _core.ForecastEpoch(self._core, sched, k, max(int(prefetch), 0),
+                                      None if fetch_ahead_bytes is None else int(fetch_ahead_bytes))
+        for b in batches:
+            yield _shape_batch(b, single)
 
     def __reduce__(self):
         missing = [n or "<the source>" for n, s in self._sources.items() if s is None]

@@ -73,11 +73,12 @@ struct BatchGenerator::Impl {
 
   std::uint64_t epoch = 0;
   std::optional<EpochOrder> order;  // empty when there is nothing to visit
+  std::optional<WindowReads> reads;  // what fetch-ahead walks: the windows of `order`
   std::uint64_t position = 0;       // shard position where the next batch starts
   std::uint64_t index = 0;          // number of the next batch
   // Brings the chunks of the coming windows into the cache ahead of the assembly; runs
   // while batches are produced (stopped with the producer, before `order` changes).
-  FetchAhead fetch{source, source.fetch_ahead_bytes(), source.fetch_ahead_most_bytes()};
+  FetchAhead fetch{source.cache(), source.fetch_ahead_bytes(), source.fetch_ahead_most_bytes()};
   bool fetching = false;
   // Used by the one thread that assembles batches at a time (the producer, or the caller
   // with prefetch 0).
@@ -183,7 +184,8 @@ struct BatchGenerator::Impl {
 
   void start_fetch() {
     if (fetching || !order) return;
-    fetch.start(*order, position);
+    reads.emplace(source, *order);
+    fetch.start(*reads, position);
     fetching = true;
   }
 

@@ -17,6 +17,7 @@
 #include "lazycube/batch/batch_generator.hpp"
 #include "nan_filter.hpp"
 #include "normalization.hpp"
+#include "planned_reads.hpp"
 
 namespace lazycube::batch {
 
@@ -108,6 +109,20 @@ class BatchSource {
   // of costing the construction a round trip; the first batch waits for them (and reports a
   // failed read).
   std::shared_future<std::map<std::string, NDArray>> coord_values_;
+};
+
+// The reads of an epoch order's windows of `source`, for fetch-ahead (both must outlive it).
+class WindowReads final : public PlannedReads {
+ public:
+  WindowReads(const BatchSource& source, const EpochOrder& order) : source_(source), order_(order) {}
+  std::uint64_t size() const override { return order_.size(); }
+  void for_each_read(std::uint64_t p, const Visit& visit) const override {
+    source_.for_each_read(order_.window(p), visit);
+  }
+
+ private:
+  const BatchSource& source_;
+  const EpochOrder& order_;
 };
 
 }  // namespace lazycube::batch

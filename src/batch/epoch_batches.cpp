@@ -38,7 +38,7 @@ EpochBatches::EpochBatches(std::uint64_t samples, Shuffle shuffle, std::uint64_t
                            const ShardSpec& shard, std::uint64_t batch_size, bool drop_last, OrderPlanning planning,
                            std::shared_ptr<const std::vector<PositionRange>> remaining,
                            std::optional<ShardSpec> planned_for)
-    : shard_(shard), samples_(samples), batch_size_(batch_size) {
+    : shard_(shard), samples_(samples), batch_size_(batch_size), epoch_(epoch) {
   shard.validate();
   if (batch_size == 0) throw UsageError("batch_size must be at least 1");
   if (samples == 0) throw UsageError("an epoch of no samples: there is nothing to deal to the ranks");
@@ -85,6 +85,18 @@ std::vector<std::uint64_t> EpochBatches::batch(std::uint64_t j) const {
   out.reserve(std::min(batch_size_, end - begin));
   for (std::uint64_t p = begin; p < std::min(begin + batch_size_, end); ++p) out.push_back(order_.window(p));
   return out;
+}
+
+std::uint64_t EpochBatches::worker_samples() const {
+  const auto i = static_cast<std::size_t>(shard_.index());
+  return i < layout_.delivered.size() ? layout_.delivered[i] : 0;
+}
+
+std::uint64_t EpochBatches::sample(std::uint64_t p) const {
+  if (p >= worker_samples())
+    throw SelectionError("sample position " + std::to_string(p) + " is out of range (this worker yields " +
+                         std::to_string(worker_samples()) + ")");
+  return order_.window(layout_.starts[static_cast<std::size_t>(shard_.index())] + p);
 }
 
 std::vector<PositionRange> EpochBatches::remaining_after(std::uint64_t received) const {

@@ -18,9 +18,9 @@ constexpr std::uint64_t kRoundsPerBudget = 8;
 constexpr std::uint64_t kFirstRoundFraction = 16;
 }  // namespace
 
-FetchAhead::FetchAhead(const BatchSource& source, std::uint64_t budget_bytes, std::uint64_t most_bytes,
+FetchAhead::FetchAhead(std::shared_ptr<ChunkCache> cache, std::uint64_t budget_bytes, std::uint64_t most_bytes,
                        double lead_seconds)
-    : source_(source),
+    : cache_(std::move(cache)),
       start_budget_(budget_bytes),
       most_budget_(std::max(budget_bytes, most_bytes)),
       lead_seconds_(lead_seconds),
@@ -45,9 +45,9 @@ void FetchAhead::grow_budget(std::chrono::steady_clock::time_point now) {
 
 FetchAhead::~FetchAhead() { stop(); }
 
-void FetchAhead::start(const EpochOrder& order, std::uint64_t from) {
+void FetchAhead::start(const PlannedReads& reads, std::uint64_t from) {
   stop();
-  if (start_budget_ == 0 || !source_.cache()->enabled() || from >= order.size()) return;
+  if (start_budget_ == 0 || !cache_ || !cache_->enabled() || from >= reads.size()) return;
   std::lock_guard lock(mutex_);
   consumed_ = from;
   budget_ = start_budget_;
@@ -55,22 +55,22 @@ void FetchAhead::start(const EpochOrder& order, std::uint64_t from) {
   released_since_first_ = 0;
   walking_ = true;
   try {
-    walker_ = std::thread([this, &order, from] { walk(order, from); });
+    walker_ = std::thread([this, &reads, from] { walk(reads, from); });
   } catch (...) {
     walking_ = false;
     throw;
   }
 }
 
-std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const EpochOrder& order, std::uint64_t from,
+std::unique_ptr<FetchAhead::Round> FetchAhead::plan_round(const PlannedReads& reads, std::uint64_t from,
                                                           std::uint64_t bytes) const {
   auto round = std::make_unique<Round>();
   round->begin = from;
   std::vector<std::map<std::vector<std::uint64_t>, bool>> seen;  // per entry of round->units
   std::uint64_t p = from;
-  const std::uint64_t last = std::min(order.size(), from + kMaxRoundPositions);
+  const std::uint64_t last = std::min(reads.size(), from + kMaxRoundPositions);
   for (; p < last && round->bytes < bytes; ++p) {
-    source_.for_each_read(order.window(p), [&](const ArrayPtr& array, const ArraySelection& sel) {
+    reads.for_each_read(p, [&](const ArrayPtr& array, const ArraySelection& sel) {
       std::size_t a = 0;
       while (a < round->units.size() && round->units[a].first != array) ++a;
       if (a == round->units.size()) {
@@ -145,28 +145,28 @@ void FetchAhead::start_round(Round& r, ChunkCache& cache) {
   finish(r, std::move(pinned));  // the walker's own share (r.loading started at 1)
 }
 
-void FetchAhead::walk(const EpochOrder& order, std::uint64_t from) {
+void FetchAhead::walk(const PlannedReads& reads, std::uint64_t from) {
   // Fetch-ahead only saves time: whatever fails here (listing units, starting a thread) ends
   // the walk, and the producer reads (and reports) as it would without it.
   try {
-    walk_rounds(order, from);
+    walk_rounds(reads, from);
   } catch (...) {
   }
   walking_ = false;
 }
 
-void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
+void FetchAhead::walk_rounds(const PlannedReads& reads, std::uint64_t from) {
   std::uint64_t pos = from;
   std::uint64_t bytes = std::max<std::uint64_t>(1, round_bytes_ / kFirstRoundFraction);
-  const std::shared_ptr<ChunkCache> cache = source_.cache();
+  ChunkCache& cache = *cache_;
   for (;;) {
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return;
       pos = std::max(pos, consumed_);  // fell behind the consumer: what it read is done
     }
-    if (pos >= order.size()) return;
-    std::unique_ptr<Round> round = plan_round(order, pos, bytes);
+    if (pos >= reads.size()) return;
+    std::unique_ptr<Round> round = plan_round(reads, pos, bytes);
     bytes = std::min(round_bytes_, 2 * bytes);
     if (round->units.empty() ||
         std::all_of(round->units.begin(), round->units.end(), [](const auto& u) { return u.second.empty(); }))
@@ -182,7 +182,7 @@ void FetchAhead::walk_rounds(const EpochOrder& order, std::uint64_t from) {
     r->loading = 1;  // the walker's setup below: a release waits for it
     rounds_.push_back(std::move(round));
     lock.unlock();
-    start_round(*r, *cache);
+    start_round(*r, cache);
   }
 }
 

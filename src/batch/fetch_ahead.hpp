@@ -1,5 +1,6 @@
-// FetchAhead: walks an epoch's order ahead of the batch producer and brings the chunks the
-// coming windows read into the chunk cache, many requests at once, so that assembling a batch
+// FetchAhead: walks an epoch's planned reads (PlannedReads: the windows of an epoch order, or a
+// worker's forecast samples in the planner's order) ahead of the batch producer and brings the
+// chunks the coming positions read into the chunk cache, many requests at once, so that assembling a batch
 // waits only on what is still in flight. Bounded by bytes (BatchOptions::fetch_ahead_bytes):
 // chunks fetched ahead are held (pinned) until the batches that read them have been assembled,
 // so the LRU cannot evict them first and nothing is fetched twice. A budget the caller left
@@ -17,8 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "batch_source.hpp"
+#include "lazycube/cache/chunk_cache.hpp"
 #include "load_threads.hpp"
+#include "planned_reads.hpp"
 
 namespace lazycube::batch {
 
@@ -26,7 +28,7 @@ class FetchAhead {
  public:
   // budget_bytes 0: off (start() does nothing). The budget grows, up to most_bytes, to what
   // the batches consume in lead_seconds (measured over a walk, never shrinking within it).
-  FetchAhead(const BatchSource& source, std::uint64_t budget_bytes, std::uint64_t most_bytes,
+  FetchAhead(std::shared_ptr<ChunkCache> cache, std::uint64_t budget_bytes, std::uint64_t most_bytes,
              double lead_seconds = kLeadSeconds);
   // The lead in time a budget left unset grows to keep: a request waiting out Retry-After (1 s
   // under the fault benchmark's mix) and its backoff must be covered by what is held already.
@@ -44,11 +46,11 @@ class FetchAhead {
   std::size_t load_threads() const { return loaders_.threads(); }
   // Whether a walk is under way: false once it has planned its last round (or stopped).
   bool walking() const { return walking_.load(); }
-  // Starts walking `order` (which must outlive the walk: stop() before changing it) from shard
+  // Starts walking `reads` (which must outlive the walk: stop() before changing it) from
   // position `from`. Stops a previous walk first.
-  void start(const EpochOrder& order, std::uint64_t from);
-  // Every window before shard position `position` has been assembled: holds of the windows
-  // before it are released, and the walk skips ahead to it if it fell behind.
+  void start(const PlannedReads& reads, std::uint64_t from);
+  // Every position before `position` has been assembled: holds of the positions before it are
+  // released, and the walk skips ahead to it if it fell behind.
   void consumed(std::uint64_t position);
   // Stops the walk, gives up the loads not yet delivered (their requests not yet answered;
   // readers that joined them load those chunks themselves), waits for the rest and drops every
@@ -68,9 +70,9 @@ class FetchAhead {
     std::vector<std::shared_ptr<const Buffer>> held;  // under mutex
     std::size_t loading = 0;  // loads (and the walker's setup) not yet done, under mutex
   };
-  void walk(const EpochOrder& order, std::uint64_t from);
-  void walk_rounds(const EpochOrder& order, std::uint64_t from);
-  std::unique_ptr<Round> plan_round(const EpochOrder& order, std::uint64_t from, std::uint64_t bytes) const;
+  void walk(const PlannedReads& reads, std::uint64_t from);
+  void walk_rounds(const PlannedReads& reads, std::uint64_t from);
+  std::unique_ptr<Round> plan_round(const PlannedReads& reads, std::uint64_t from, std::uint64_t bytes) const;
   // Pins what the cache holds of round `r` and starts the loads of the rest.
   void start_round(Round& r, ChunkCache& cache);
   // Loads array `a`'s missing units of round `r` (a task on loaders_).
@@ -82,7 +84,7 @@ class FetchAhead {
   // release, in lead_seconds_ (under mutex_).
   void grow_budget(std::chrono::steady_clock::time_point now);
 
-  const BatchSource& source_;
+  const std::shared_ptr<ChunkCache> cache_;
   const std::uint64_t start_budget_, most_budget_;
   const double lead_seconds_;
   std::uint64_t round_bytes_;

@@ -134,6 +134,10 @@ struct ForecastSampler::Impl {
   void resolve_times(ForecastStream& s);
   void resolve_points(ForecastStream& s);
   void resolve_anchors();
+  // The selection of field `f` (of stream `s`) one sample reads at time `at` (unused for a
+  // static field) within its patch (null: the whole grid).
+  ArraySelection window_of(const ForecastStream& s, const ForecastField& f, std::int64_t at,
+                           const std::vector<IndexRange>* patch) const;
   void fill_block(const ForecastStream& s, const ForecastField& f, const std::vector<std::int64_t>& sample_anchors,
                   const std::vector<std::vector<IndexRange>>& patches, const std::vector<std::int64_t>& offsets,
                   std::uint64_t times_out, std::uint64_t time_first, std::uint64_t channels_out,
@@ -576,12 +580,59 @@ std::shared_ptr<const SampleFootprint> ForecastSampler::footprint() const {
   return fp;
 }
 
+void ForecastSampler::for_each_read(std::uint64_t id, std::uint64_t rollout,
+                                    const std::function<void(const ArrayPtr&, const ArraySelection&)>& visit) const {
+  const Impl& m = *impl_;
+  if (id >= size())
+    throw SelectionError("sample " + std::to_string(id) + " is out of range (" + std::to_string(size()) + " samples)");
+  const std::uint64_t P = patches();
+  const std::int64_t anchor = m.anchors[id / P];
+  std::vector<IndexRange> patch;
+  if (!m.spec.patch_dims.empty()) patch = m.patch_grid.ranges(id % P);
+  const std::vector<IndexRange>* patch_ptr = m.spec.patch_dims.empty() ? nullptr : &patch;
+  const auto& leads = m.spec.target_offsets;
+  const std::size_t R = rollout == 0 ? leads.size() : std::min<std::size_t>(rollout, leads.size());
+  auto visit_field = [&](const ForecastStream& s, const ForecastField& f, bool inputs, bool targets) {
+    auto at = [&](std::int64_t offset) {
+      const ArraySelection w = m.window_of(s, f, anchor + offset, patch_ptr);
+      visit(f.var.array(), f.var.array_selection_of(w));
+    };
+    if (!f.has_time) return at(0);
+    if (inputs)
+      for (const std::int64_t o : m.spec.input_offsets) at(o);
+    if (targets)
+      for (std::size_t k = 0; k < R; ++k) at(leads[k]);
+  };
+  for (const auto& s : m.streams) {
+    for (const auto& f : s.inputs) visit_field(s, f, true, false);
+    for (const auto& f : s.targets) visit_field(s, f, false, true);
+    for (const auto& fc : s.forcings)
+      if (!fc.derived) visit_field(s, s.forcing_fields[fc.field], true, true);
+  }
+}
+
 OrderPlanning ForecastSampler::planning(BlockPlan blocks) const {
   OrderPlanning p;
   p.footprint = footprint();
   p.cache_bytes = impl_->cache ? impl_->cache->stats().budget_bytes : 0;
   p.blocks = blocks;
   return p;
+}
+
+ArraySelection ForecastSampler::Impl::window_of(const ForecastStream& s, const ForecastField& f, std::int64_t at,
+                                               const std::vector<IndexRange>* patch) const {
+  const std::size_t nd = f.var.ndim();
+  const Shape vshape = f.var.shape();
+  ArraySelection w(nd);
+  for (std::size_t a = 0; a < nd; ++a) w[a] = IndexRange::all(vshape[a]);
+  if (f.has_time) {
+    const std::int64_t i = s.find(at);
+    if (i < 0) throw UsageError("internal: time " + cf::format_datetime_ns(at) + " of an anchor is absent");
+    w[f.time_axis] = {static_cast<std::uint64_t>(i), 1, 1};
+  }
+  if (patch)
+    for (std::size_t k = 0; k < patch_axes.size(); ++k) w[f.grid_axes[patch_axes[k]]] = (*patch)[k];
+  return w;
 }
 
 // Field `f` at the times anchor + offsets of each sample, into out (samples, times_out,
@@ -606,18 +657,8 @@ void ForecastSampler::Impl::fill_block(const ForecastStream& s, const ForecastFi
   const std::size_t reads = f.has_time ? B * T : (patches.empty() ? 1 : B);
   std::vector<ArraySelection> windows(reads);
   for (std::size_t r = 0; r < reads; ++r) {
-    ArraySelection w(nd);
-    for (std::size_t a = 0; a < nd; ++a) w[a] = IndexRange::all(vshape[a]);
     const std::size_t b = f.has_time ? r / T : r;
-    if (f.has_time) {
-      const std::int64_t at = sample_anchors[b] + offsets[r % T];
-      const std::int64_t i = s.find(at);
-      if (i < 0) throw UsageError("internal: time " + cf::format_datetime_ns(at) + " of an anchor is absent");
-      w[f.time_axis] = {static_cast<std::uint64_t>(i), 1, 1};
-    }
-    if (!patches.empty())
-      for (std::size_t k = 0; k < patch_axes.size(); ++k) w[f.grid_axes[patch_axes[k]]] = patches[b][k];
-    windows[r] = std::move(w);
+    windows[r] = window_of(s, f, f.has_time ? sample_anchors[b] + offsets[r % T] : 0, patches.empty() ? nullptr : &patches[b]);
   }
   // the window's own axes (the var's dims without time) and, for each output axis, its source
   WindowLayout layout;

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <future>
 #include <iostream>
 #include <optional>
 
@@ -87,33 +86,33 @@ int run_forecast_bench(const BenchArgs& args) {
   if (args.max_batches > 0 && args.max_batches < total) total = args.max_batches;
   ProgressBar progress(args.progress, total, "batches");
   batch::BlockPlan blocks;
+  std::uint64_t fetch_ahead_bytes = 0;
+  batch::ForecastEpochOptions epoch_options;
+  epoch_options.rollout = args.rollout;
+  epoch_options.prefetch = args.prefetch;
+  if (args.fetch_ahead_mb) epoch_options.fetch_ahead_bytes = *args.fetch_ahead_mb * std::uint64_t{1024 * 1024};
   for (std::uint64_t e = 0; e < args.epochs && batches < total; ++e) {
     ++epochs_run;
-    const batch::EpochBatches schedule = epoch_batches(e);
-    blocks = schedule.blocks();
+    batch::ForecastEpoch epoch(sampler, epoch_batches(e), epoch_options);
+    blocks = epoch.batches().blocks();
+    fetch_ahead_bytes = epoch.fetch_ahead_bytes();
     if (e == 0)
-      for (const auto& w : schedule.warnings()) diagnostics::warn(w);
-    const std::uint64_t n = schedule.worker_batches();
-    // one batch assembled ahead of the one consumed (args.prefetch > 0)
-    auto make = [&](std::uint64_t j) { return sampler.batch(schedule.batch(j), args.rollout); };
-    std::optional<std::future<batch::ForecastBatch>> ahead;
-    for (std::uint64_t j = 0; j < n && batches < total; ++j) {
-      batch::ForecastBatch b = ahead ? ahead->get() : make(j);
-      ahead.reset();
-      if (args.prefetch > 0 && j + 1 < n && batches + 1 < total) ahead = std::async(std::launch::async, make, j + 1);
+      for (const auto& w : epoch.batches().warnings()) diagnostics::warn(w);
+    while (batches < total) {
+      std::optional<batch::ForecastBatch> b = epoch.next();
+      if (!b) break;
       t_last = Clock::now();
       ++batches;
-      samples += b.samples.size();
-      for (const auto& s : b.streams) {
+      samples += b->samples.size();
+      for (const auto& s : b->streams) {
         bytes += s.inputs.nbytes + s.targets.nbytes + (s.forcings ? s.forcings->nbytes : 0);
       }
       if (!t_first) {
         t_first = t_last;
-        first_samples = b.samples.size();
+        first_samples = b->samples.size();
       }
       progress.update(batches);
     }
-    if (ahead) ahead->get();
   }
   progress.finish();
 
@@ -152,6 +151,8 @@ int run_forecast_bench(const BenchArgs& args) {
   // egress ratio: bytes fetched / bytes of the distinct chunks the samples need.
   j["fetched"] = fetched_json(cs);
   j["plan"] = {{"block_samples", blocks.block_samples}, {"active_blocks", blocks.active_blocks}};
+  j["prefetch"] = args.prefetch;
+  j["fetch_ahead_mb"] = static_cast<double>(fetch_ahead_bytes) / double(1 << 20);
   j["spec"] = spec.to_json();
   if (args.json) {
     add_warnings(j);
@@ -188,6 +189,9 @@ int run_forecast_bench(const BenchArgs& args) {
                   static_cast<unsigned long long>(blocks.active_blocks));
     out << line;
   }
+  std::snprintf(line, sizeof line, "  prefetch       %llu batches assembled at once, fetch-ahead %.0f MiB\n",
+                static_cast<unsigned long long>(args.prefetch), static_cast<double>(fetch_ahead_bytes) / double(1 << 20));
+  out << line;
   std::snprintf(line, sizeof line, "  first batch    %.3f s after start\n", first_s);
   out << line;
   std::snprintf(line, sizeof line, "  peak RSS       %.0f MiB\n", peak_rss_mib());

@@ -22,6 +22,7 @@ namespace lazycube::python {
 using batch::ForecastBatch;
 using batch::ForecastSampler;
 using batch::EpochBatches;
+using batch::ForecastEpoch;
 using batch::ForecastSpec;
 
 namespace {
@@ -189,6 +190,33 @@ void bind_forecast(py::module_& m) {
           py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("worker") = 0, py::arg("num_workers") = 1,
           py::arg("remaining") = py::none(), py::arg("drop_last") = false, py::arg("planned_world_size") = py::none(),
           py::arg("planned_num_workers") = py::none(), py::arg("block_samples") = 0, py::arg("active_blocks") = 0);
+
+  // One worker's epoch of batches with fetch-ahead over the planner's order (batch::ForecastEpoch).
+  py::class_<ForecastEpoch>(m, "ForecastEpoch")
+      .def(py::init([](const ForecastSampler& sampler, const EpochBatches& batches, std::uint64_t rollout,
+                       std::uint64_t prefetch, std::optional<std::uint64_t> fetch_ahead_bytes) {
+             batch::ForecastEpochOptions o;
+             o.rollout = rollout;
+             o.prefetch = prefetch;
+             o.fetch_ahead_bytes = fetch_ahead_bytes;
+             py::gil_scoped_release release;
+             return std::make_unique<ForecastEpoch>(sampler, batches, o);
+           }),
+           py::arg("sampler"), py::arg("batches"), py::arg("rollout") = 0, py::arg("prefetch") = 2,
+           py::arg("fetch_ahead_bytes") = py::none(), py::keep_alive<1, 2>())
+      .def("__len__", &ForecastEpoch::size)
+      .def_property_readonly("position", &ForecastEpoch::position)
+      .def_property_readonly("fetch_ahead_bytes", &ForecastEpoch::fetch_ahead_bytes)
+      .def("__iter__", [](ForecastEpoch& e) -> ForecastEpoch& { return e; })
+      .def("__next__", [](ForecastEpoch& e) {
+        std::optional<ForecastBatch> b;
+        {
+          py::gil_scoped_release release;
+          b = e.next();
+        }
+        if (!b) throw py::stop_iteration();
+        return batch_to_py(std::move(*b));
+      });
 
   // The epoch planner's batches of one rank and worker (batch::EpochBatches).
   py::class_<EpochBatches>(m, "EpochBatches")

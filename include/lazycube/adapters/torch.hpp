@@ -114,11 +114,16 @@ struct ForecastDatasetOptions {
   bool drop_last = false;
   std::uint32_t rank = 0, world_size = 1;  // this process's part of a distributed job
   batch::BlockPlan blocks;  // shuffle "chunk": the epoch planner's overrides (0: derived)
+  // batch::ForecastEpochOptions: batches assembled at once ahead of get_batch(), and what
+  // fetch-ahead may hold (unset: a quarter of the sampler's cache; 0: off).
+  std::uint64_t prefetch = 2;
+  std::optional<std::uint64_t> fetch_ahead_bytes;
 };
 
 // A stateful dataset of forecast batches over a ForecastSampler (the same document and sharding
 // as Python's lazycube.torch.ForecastDataset): each get_batch() returns the next batch of this
-// rank's part of the epoch (batch::EpochBatches: the rank's own stretch of the epoch's order);
+// rank's part of the epoch (batch::EpochBatches: the rank's own stretch of the epoch's order),
+// assembled ahead with fetch-ahead walking that order (batch::ForecastEpoch);
 // reset() runs the next epoch as BatchDataset's does. save() records the epoch and the
 // stretches of its order not yet handed out (EpochBatches::remaining_after), and load() resumes
 // it in a job of any world size.

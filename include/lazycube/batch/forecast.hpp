@@ -179,6 +179,11 @@ class ForecastSampler {
   std::vector<std::string> stream_names() const;
   std::vector<ForecastChannel> channels(std::size_t stream, ForecastRole role) const;
 
+  // The array reads of sample `id` (< size()) with the first `rollout` lead times (0: all):
+  // each field's selection at each time batch() reads it at (what fetch-ahead walks).
+  void for_each_read(std::uint64_t id, std::uint64_t rollout,
+                     const std::function<void(const ArrayPtr&, const ArraySelection&)>& visit) const;
+
   // What the samples read along time (the epoch planner's footprint, sampler.hpp): one
   // position per anchor with patches() samples each, the units the first stream's time chunks;
   // a unit's bytes are every stream's time-varying fields over one such chunk (decoded).
@@ -186,6 +191,44 @@ class ForecastSampler {
   // What an epoch order of these samples plans with: the footprint, this sampler's cache budget
   // and the block overrides (BlockPlan: 0 derives them).
   OrderPlanning planning(BlockPlan blocks = {}) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One worker's epoch of forecast batches, in the order of `batches` (the epoch planner's
+// EpochBatches), for a training loop to consume in turn (docs/forecast.md "Epochs at scale"):
+// fetch-ahead walks the samples still to come in that order and brings the chunks they read
+// into the sampler's cache, many requests in flight and held until their batch is assembled,
+// while up to `prefetch` batches are assembled at once ahead of the consumer. Over a remote
+// store a batch then waits on a round trip only where the walk has not run ahead of it.
+struct ForecastEpochOptions {
+  std::uint64_t rollout = 0;   // lead times per batch (0: all)
+  std::uint64_t prefetch = 2;  // batches assembled at once ahead of the consumer (0: on next())
+  // Decoded bytes fetch-ahead may hold: unset derives it from the sampler's cache (a quarter of
+  // its budget, what the epoch planner leaves beside its active blocks; 256 MiB at most); 0 off.
+  std::optional<std::uint64_t> fetch_ahead_bytes;
+};
+
+class ForecastEpoch {
+ public:
+  // `sampler` must outlive the epoch. UsageError for a rollout past the lead times.
+  ForecastEpoch(const ForecastSampler& sampler, EpochBatches batches, ForecastEpochOptions options = {});
+  // Stops fetch-ahead and waits for the batches being assembled.
+  ~ForecastEpoch();
+  ForecastEpoch(const ForecastEpoch&) = delete;
+  ForecastEpoch& operator=(const ForecastEpoch&) = delete;
+
+  const EpochBatches& batches() const;
+  // Batches this worker yields, and how many next() has returned.
+  std::uint64_t size() const;
+  std::uint64_t position() const;
+  // The fetch-ahead budget in effect (bytes; 0: off).
+  std::uint64_t fetch_ahead_bytes() const;
+  // The next batch (its epoch and rank batch index set), nullopt after the last. An assembly's
+  // error is thrown here, in batch order; the epoch goes on with the batch after it.
+  std::optional<ForecastBatch> next();
 
  private:
   struct Impl;

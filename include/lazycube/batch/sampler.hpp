@@ -228,6 +228,11 @@ class EpochBatches {
   // Sample numbers of this worker's j-th batch (j < worker_batches()), and its index among the
   // rank's batches.
   std::vector<std::uint64_t> batch(std::uint64_t j) const;
+  // The samples this worker yields, batch after batch: how many, and the p-th (p < that).
+  std::uint64_t worker_samples() const;
+  std::uint64_t sample(std::uint64_t p) const;
+  std::uint64_t batch_size() const { return batch_size_; }
+  std::uint64_t epoch() const { return epoch_; }
   std::uint64_t rank_batch_index(std::uint64_t j) const { return shard_.worker + j * shard_.num_workers; }
   // The stretches of the epoch's whole order not yet delivered once every rank has received
   // `received` batches (through this job's num_workers): what a resumed job passes as
@@ -242,7 +247,7 @@ class EpochBatches {
 
  private:
   ShardSpec shard_, planned_for_;
-  std::uint64_t samples_ = 0, batch_size_ = 1;
+  std::uint64_t samples_ = 0, batch_size_ = 1, epoch_ = 0;
   BlockPlan blocks_;
   std::vector<std::string> warnings_;
   std::shared_ptr<const std::vector<PositionRange>> remaining_;

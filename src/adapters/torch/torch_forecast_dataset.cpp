@@ -1,6 +1,7 @@
 // lazycube::torch::ForecastDataset: batches of forecast samples (ForecastSampler) as zero-copy
 // tensors for LibTorch's stateful DataLoader, dealt to ranks by the epoch planner (EpochBatches).
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -37,6 +38,7 @@ struct ForecastDataset::Shared {
   std::optional<batch::ShardSpec> planned_for;
   bool untouched = true;
   std::optional<batch::EpochBatches> schedule;
+  std::unique_ptr<batch::ForecastEpoch> running;  // the batches of `schedule`, from the first get_batch()
 
   batch::EpochBatches& current() {
     if (!schedule)
@@ -51,6 +53,7 @@ struct ForecastDataset::Shared {
     remaining = std::move(left);
     planned_for = planned;
     next = 0;
+    running.reset();
     schedule.reset();
     untouched = true;
   }
@@ -85,15 +88,26 @@ ForecastDataset::ForecastDataset(const std::string& url, const std::string& spec
           options) {}
 
 ::torch::optional<ForecastExample> ForecastDataset::get_batch(std::size_t /*ignored_batch_size*/) {
-  std::vector<std::uint64_t> ids;
+  std::optional<batch::ForecastBatch> got;
   {
+    // One epoch consumed in order: its batches are assembled ahead (ForecastEpoch), so this
+    // waits only for a batch not ready yet.
     std::lock_guard lock(shared_->mutex);
-    shared_->untouched = false;
-    batch::EpochBatches& s = shared_->current();
-    if (shared_->next >= s.worker_batches()) return ::torch::nullopt;
-    ids = s.batch(shared_->next++);
+    Shared& m = *shared_;
+    m.untouched = false;
+    if (m.next >= m.current().worker_batches()) return ::torch::nullopt;
+    if (!m.running) {
+      batch::ForecastEpochOptions o;
+      o.rollout = m.options.rollout;
+      o.prefetch = m.options.prefetch;
+      o.fetch_ahead_bytes = m.options.fetch_ahead_bytes;
+      m.running = std::make_unique<batch::ForecastEpoch>(*m.sampler, m.current(), o);
+    }
+    ++m.next;
+    got = m.running->next();
   }
-  const batch::ForecastBatch b = shared_->sampler->batch(ids, shared_->options.rollout);
+  if (!got) return ::torch::nullopt;
+  const batch::ForecastBatch& b = *got;
   ForecastExample out;
   out.samples = int64_tensor(b.samples.data(), b.samples.size());
   out.anchors = int64_tensor(b.anchors.data(), b.anchors.size());

@@ -12,11 +12,16 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "batch/batch_source.hpp"
 #include "batch/fetch_ahead.hpp"
 #include "batch/load_threads.hpp"
 #include "lazycube/batch/batch_generator.hpp"
+#include "lazycube/batch/forecast.hpp"
 #include "lazycube/dataset/dataset.hpp"
 #include "lazycube/store/store.hpp"
 #include "nginx_server.hpp"
@@ -64,6 +69,28 @@ void write_store(const std::filesystem::path& dir) {
       for (std::uint64_t x = 0; x < kX; ++x) chunk[y * kX + x] = cell(t, y, x);
     test::write_file(dir / "v" / (std::to_string(t) + ".0.0"), chunk.data(), chunk.size() * 4);
   }
+}
+
+// write_store's group with an hourly CF time coordinate (int64 hours since 2000-01-01), so
+// that forecast samples can be anchored on it.
+void write_forecast_store(const std::filesystem::path& dir) {
+  write_store(dir);
+  const std::string zgroup = R"({"zarr_format": 2})";
+  const std::string zarray = R"({"zarr_format": 2, "shape": [64, 32, 32], "chunks": [1, 32, 32], "dtype": "<f4",
+                                 "compressor": null, "fill_value": null, "filters": null, "order": "C"})";
+  const std::string zattrs = R"({"_ARRAY_DIMENSIONS": ["time", "y", "x"]})";
+  const std::string tarray = R"({"zarr_format": 2, "shape": [64], "chunks": [64], "dtype": "<i8",
+                                 "compressor": null, "fill_value": null, "filters": null, "order": "C"})";
+  const std::string tattrs = R"({"_ARRAY_DIMENSIONS": ["time"], "units": "hours since 2000-01-01 00:00:00", "calendar": "standard"})";
+  fs::create_directories(dir / "time");
+  test::write_file(dir / "time" / ".zarray", tarray);
+  test::write_file(dir / "time" / ".zattrs", tattrs);
+  std::vector<std::int64_t> hours(kT);
+  for (std::uint64_t t = 0; t < kT; ++t) hours[t] = static_cast<std::int64_t>(t);
+  test::write_file(dir / "time" / "0", hours.data(), hours.size() * 8);
+  test::write_file(dir / ".zmetadata", R"({"zarr_consolidated_format": 1, "metadata": {".zgroup": )" + zgroup +
+                                           R"(, "v/.zarray": )" + zarray + R"(, "v/.zattrs": )" + zattrs +
+                                           R"(, "time/.zarray": )" + tarray + R"(, "time/.zattrs": )" + tattrs + "}}");
 }
 
 // A consolidated Zarr v2 group whose windows of 1 x 2 x 2 (overlap 1) number over a million:
@@ -405,11 +432,12 @@ TEST(FetchAhead, AnUnsetBudgetGrowsToALeadInTimeWithinItsRoom) {
   const BatchOptions o = options(Shuffle::None, 64 << 20, std::nullopt);
   const BatchSource source(f.ds, o);
   const EpochOrder order = epoch_zero(source);
+  const WindowReads reads(source, order);
   // Starts with 16 chunks' bytes, may grow to the whole store's 64, keeping 4 s of the
   // consumption ahead. The consumer below assembles a chunk's 16 windows every 50 ms (20
   // chunks/s: 4 s is 80 chunks), so after the first second of consumption the budget is 64.
-  FetchAhead fetch(source, 16 * kChunkBytes, 64 * kChunkBytes, 4.0);
-  fetch.start(order, 0);
+  FetchAhead fetch(source.cache(), 16 * kChunkBytes, 64 * kChunkBytes, 4.0);
+  fetch.start(reads, 0);
   EXPECT_EQ(fetch.budget(), 16 * kChunkBytes);
   const auto began = std::chrono::steady_clock::now();
   std::uint64_t chunks = 0;
@@ -430,8 +458,8 @@ TEST(FetchAhead, AnUnsetBudgetGrowsToALeadInTimeWithinItsRoom) {
   fetch.stop();
 
   // A budget the caller set (most == start) stays what it is.
-  FetchAhead fixed(source, 4 * kChunkBytes, 4 * kChunkBytes, 4.0);
-  fixed.start(order, 0);
+  FetchAhead fixed(source.cache(), 4 * kChunkBytes, 4 * kChunkBytes, 4.0);
+  fixed.start(reads, 0);
   for (std::uint64_t c = 1; c <= 24; ++c) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     fixed.consumed(16 * c);
@@ -445,8 +473,9 @@ TEST(FetchAhead, StopGivesUpTheLoadsNotYetDelivered) {
   const BatchOptions o = options(Shuffle::None, 64 << 20, std::nullopt);
   const BatchSource source(f.ds, o);
   const EpochOrder order = epoch_zero(source);
-  FetchAhead fetch(source, 64 * kChunkBytes, 64 * kChunkBytes);  // rounds of 8 chunks, all 64 at once
-  fetch.start(order, 0);
+  const WindowReads reads(source, order);
+  FetchAhead fetch(source.cache(), 64 * kChunkBytes, 64 * kChunkBytes);  // rounds of 8 chunks, all 64 at once
+  fetch.start(reads, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto t0 = std::chrono::steady_clock::now();
   fetch.stop();
@@ -478,21 +507,22 @@ TEST(FetchAhead, AWalkOverCachedChunksStartsNoLoad) {
   const BatchOptions o = options(Shuffle::Random, 64 << 20, std::nullopt);
   const BatchSource source(f.ds, o);
   const EpochOrder order = epoch_zero(source);
-  FetchAhead fetch(source, std::uint64_t{1} << 30, std::uint64_t{1} << 30);  // the whole epoch at once
-  fetch.start(order, 0);
+  const WindowReads reads(source, order);
+  FetchAhead fetch(source.cache(), std::uint64_t{1} << 30, std::uint64_t{1} << 30);  // the whole epoch at once
+  fetch.start(reads, 0);
   ASSERT_TRUE(eventually([&] { return !fetch.walking(); }));
   // Every chunk decoded into the cache (stop() gives up what is not delivered yet).
   ASSERT_TRUE(eventually([&] { return source.cache()->stats().entries == kT; }));
   fetch.consumed(order.size());
   fetch.stop();
   const std::uint64_t cold_loads = fetch.loads_started();
-  const std::size_t threads = fetch.load_threads(), reads = total_chunk_reads(*f.store);
+  const std::size_t threads = fetch.load_threads(), chunk_reads = total_chunk_reads(*f.store);
   EXPECT_GT(cold_loads, 0u);
-  EXPECT_EQ(reads, kT);
+  EXPECT_EQ(chunk_reads, kT);
   const CacheStats cold = source.cache()->stats();
 
   // The same walk again, every chunk cached: the rounds pin them and start nothing.
-  fetch.start(order, 0);
+  fetch.start(reads, 0);
   ASSERT_TRUE(eventually([&] { return !fetch.walking(); }));
   // Every chunk is pinned by a round now: a budget of 0 evicts nothing held.
   source.cache()->set_budget(0);
@@ -503,7 +533,7 @@ TEST(FetchAhead, AWalkOverCachedChunksStartsNoLoad) {
   EXPECT_EQ(source.cache()->stats().entries, 0u) << "released with the rounds";
   EXPECT_EQ(fetch.loads_started(), cold_loads);
   EXPECT_EQ(fetch.load_threads(), threads);
-  EXPECT_EQ(total_chunk_reads(*f.store), reads);
+  EXPECT_EQ(total_chunk_reads(*f.store), chunk_reads);
   const CacheStats warm = source.cache()->stats();
   EXPECT_EQ(warm.hits, cold.hits) << "a fetch-ahead pin is no reader's hit";
   EXPECT_EQ(warm.misses, cold.misses);
@@ -514,12 +544,13 @@ TEST(FetchAhead, RoundsReuseTheirLoadThreads) {
   const BatchOptions o = options(Shuffle::None, 64 << 20, std::nullopt);
   const BatchSource source(f.ds, o);
   const EpochOrder order = epoch_zero(source);
+  const WindowReads reads(source, order);
   // Rounds of 2 chunks within a budget of 16: at most 16 rounds (each at least a chunk) hold
   // loads at once, and the walk makes 32 or more (a thread per load before issue 47). The
   // consumer follows the loads (chunk c is consumed once c chunks are cached), so that the walk
   // does not skip rounds.
-  FetchAhead fetch(source, 16 * kChunkBytes, 16 * kChunkBytes);
-  fetch.start(order, 0);
+  FetchAhead fetch(source.cache(), 16 * kChunkBytes, 16 * kChunkBytes);
+  fetch.start(reads, 0);
   for (std::uint64_t c = 1; c <= kT; ++c) {
     ASSERT_TRUE(eventually([&] { return source.cache()->stats().entries >= c; })) << "chunk " << c;
     fetch.consumed(16 * c);
@@ -533,13 +564,88 @@ TEST(FetchAhead, RoundsReuseTheirLoadThreads) {
 
   // The next epoch over the same (now cached) chunks, consumed as fast as it goes: its rounds
   // start no load and no thread.
-  const std::size_t reads = total_chunk_reads(*f.store);
-  fetch.start(order, 0);
+  const std::size_t chunk_reads = total_chunk_reads(*f.store);
+  fetch.start(reads, 0);
   for (std::uint64_t c = 1; c <= kT; ++c) fetch.consumed(16 * c);
   fetch.stop();
   EXPECT_EQ(fetch.loads_started(), loads);
   EXPECT_EQ(fetch.load_threads(), threads);
-  EXPECT_EQ(total_chunk_reads(*f.store), reads);
+  EXPECT_EQ(total_chunk_reads(*f.store), chunk_reads);
+}
+
+// Issue 46: a forecast epoch (ForecastEpoch) walks the planner's order with fetch-ahead: the
+// samples' chunks travel many at once ahead of the batches, so the epoch costs a few round
+// trips, not one (or more) per batch; the batches are the schedule's, in its order, and each
+// chunk is fetched once.
+TEST(ForecastEpoch, FetchesTheComingSamplesChunksAheadInThePlannersOrder) {
+  test::TempDir dir;
+  write_forecast_store(dir.path());
+  ForecastSpec spec = ForecastSpec::from_json(
+      nlohmann::ordered_json{{"inputs", {"v"}}, {"targets", {"v"}}, {"input_offsets", {"-1h", "0h"}},
+                             {"target_offsets", {"1h", "2h"}},
+                             {"missing", "keep"}},  // no validity pass: the epoch reads every chunk
+      {""});
+  struct Run {
+    int round_trips = 0;
+    std::uint64_t batches = 0, fetched_ahead = 0;
+    std::map<std::string, int> chunk_reads;
+  };
+  auto run = [&](std::optional<std::uint64_t> fetch_ahead, std::uint64_t prefetch) {
+    auto store = std::make_shared<LatencyStore>(make_file_store(dir.str()),
+                                                std::chrono::milliseconds(20 * kBuildSlowdown), 32);
+    ForecastRuntime rt;
+    rt.cache = std::make_shared<ChunkCache>(std::uint64_t{4} << 20);
+    rt.index_dir = "off";
+    std::vector<std::pair<std::string, Dataset>> streams;
+    streams.emplace_back("", lazycube::open(Location{store, ""}));
+    ForecastSampler sampler(std::move(streams), spec, rt);
+    EXPECT_EQ(sampler.size(), kT - 3);
+    const auto opened = std::chrono::steady_clock::now();
+    EpochBatches schedule(sampler.size(), Shuffle::Chunk, 3, 0, {}, 4, false, sampler.planning());
+    ForecastEpochOptions o;
+    o.prefetch = prefetch;
+    o.fetch_ahead_bytes = fetch_ahead;
+    ForecastEpoch epoch(sampler, schedule, o);
+    Run r;
+    std::set<std::uint64_t> seen;
+    while (auto b = epoch.next()) {
+      const std::vector<std::uint64_t> want = schedule.batch(r.batches);
+      EXPECT_EQ(b->samples, want) << "batch " << r.batches;
+      EXPECT_EQ(b->index, schedule.rank_batch_index(r.batches));
+      // every value is the one written at its anchor + offset
+      const auto& s = b->streams.at(0);
+      const float* in = reinterpret_cast<const float*>(s.inputs.data.get());
+      const float* tg = reinterpret_cast<const float*>(s.targets.data.get());
+      for (std::size_t k = 0; k < b->samples.size(); ++k) {
+        const auto t = static_cast<std::uint64_t>((b->anchors[k] - 946684800LL * 1'000'000'000) / 3'600'000'000'000);
+        EXPECT_EQ(in[(k * 2 + 0) * kY * kX + 33], cell(t - 1, 1, 1));
+        EXPECT_EQ(in[(k * 2 + 1) * kY * kX + 33], cell(t, 1, 1));
+        EXPECT_EQ(tg[(k * 2 + 1) * kY * kX + 33], cell(t + 2, 1, 1));
+        EXPECT_TRUE(seen.insert(b->samples[k]).second) << "sample " << b->samples[k] << " twice";
+      }
+      ++r.batches;
+    }
+    EXPECT_EQ(seen.size(), sampler.size());
+    r.round_trips = store->round_trips_before(std::chrono::steady_clock::now()) -
+                    store->round_trips_before(opened);
+    r.fetched_ahead = sampler.cache()->stats().fetched_ahead;
+    r.chunk_reads = store->chunk_reads();
+    return r;
+  };
+  const Run off = run(0, 0);
+  const Run ahead = run(std::nullopt, 2);
+  EXPECT_EQ(off.batches, (kT - 3 + 3) / 4);
+  EXPECT_EQ(ahead.batches, off.batches);
+  EXPECT_EQ(off.fetched_ahead, 0u);
+  EXPECT_GT(ahead.fetched_ahead, kT / 2);
+  for (const auto* r : {&off, &ahead}) {
+    EXPECT_EQ(r->chunk_reads.size(), kT);
+    for (const auto& [key, n] : r->chunk_reads) EXPECT_EQ(n, 1) << key;
+  }
+  // One batch after another without fetch-ahead: a round trip (or more) each.
+  EXPECT_GE(off.round_trips, static_cast<int>(off.batches) / 2);
+  EXPECT_LE(ahead.round_trips, static_cast<int>(off.batches) / 3)
+      << ahead.round_trips << " round trips with fetch-ahead, " << off.round_trips << " without";
 }
 
 TEST(LoadThreads, ATaskStartsWhileAnotherBlocksAndIdleThreadsAreReused) {
