@@ -103,7 +103,7 @@ class ForecastDataset(torch.utils.data.IterableDataset):
 
     def __init__(self, samples, *, batch_size, shuffle=None, seed=0, rollout=None, normalize=None, device=None,
                  drop_last=False, rank=None, world_size=None, prefetch=4, block_samples=None, active_blocks=None,
-                 **kwargs):
+                 fetch_ahead_bytes=None, **kwargs):
         super().__init__()
         if isinstance(samples, ForecastSamples):
             if kwargs:
@@ -119,6 +119,9 @@ class ForecastDataset(torch.utils.data.IterableDataset):
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
         self.prefetch = int(prefetch)
+        self.fetch_ahead_bytes = None if fetch_ahead_bytes is None else int(fetch_ahead_bytes)
+        if self.fetch_ahead_bytes is not None and self.fetch_ahead_bytes < 0:
+            raise ValueError("fetch_ahead_bytes must be >= 0 (0: off), got %r" % (fetch_ahead_bytes,))
         self.rollout = rollout
         if samples.leads:
             rollout_at(rollout, 0, samples.leads)  # checks it now
@@ -298,7 +301,7 @@ class ForecastDataset(torch.utils.data.IterableDataset):
         for batch in samples.batches(self.batch_size, self.shuffle, self.seed, epoch, self.rollout, self.drop_last,
                                      rank, world, 0, self.prefetch, worker=worker, num_workers=nworkers,
                                      remaining=remaining, planned_for=planned, block_samples=self.block_samples,
-                                     active_blocks=self.active_blocks):
+                                     active_blocks=self.active_blocks, fetch_ahead_bytes=self.fetch_ahead_bytes):
             now = samples.fetch_stats()
             self._fetched += torch.tensor([now[k] - seen[k] for k in FETCH_KEYS], dtype=torch.int64)
             seen = now

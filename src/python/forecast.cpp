@@ -145,6 +145,8 @@ void bind_forecast(py::module_& m) {
              d["hits"] = st.hits;
              d["bytes_unique"] = st.bytes_unique;
              d["budget_bytes"] = st.budget_bytes;
+             d["fetched_ahead"] = st.fetched_ahead;
+             d["fetched_ahead_unused"] = st.fetched_ahead_unused;
              return d;
            })
       .def(

@@ -313,6 +313,33 @@ def test_rollout_fetches_only_the_steps_it_uses(tmp_path, index_dir):
     assert fetched[1] <= 1.1 * (2 + 1) / (2 + 4) * fetched[4]
 
 
+@pytest.mark.parametrize("shuffle", ["chunk", "random", None])
+def test_batches_fetch_the_coming_chunks_ahead(tmp_path, index_dir, shuffle):
+    # Issue 46: batches() walks the epoch's order with fetch-ahead (ForecastEpoch): the same
+    # batches, in the same order, as without it, each chunk fetched once, and the chunks loaded
+    # by the walk ahead of the batches that read them.
+    path = _era5_like(tmp_path / "fa.zarr", steps=40, gap=(0, 0), nan_at=(), chunks_time=1)
+    kw = dict(inputs=["t2m", "z"], targets=["t2m"], input_offsets=["-6h", "0h"], target_offsets=["6h", "12h"],
+              index_dir=index_dir, missing="keep", cache_bytes=64 << 20)
+    runs = {}
+    for name, extra in (("off", dict(prefetch=0, fetch_ahead_bytes=0)), ("ahead", dict(prefetch=3))):
+        samples = lazycube.ForecastSamples(path, **kw)
+        batches = list(samples.batches(4, shuffle=shuffle, seed=5, epoch=2, **extra))
+        runs[name] = (batches, samples.cache_stats())
+    (off, off_stats), (ahead, ahead_stats) = runs["off"], runs["ahead"]
+    assert len(off) == len(ahead) == -(-len(lazycube.ForecastSamples(path, **kw)) // 4)
+    for a, b in zip(off, ahead):
+        np.testing.assert_array_equal(a["samples"], b["samples"])
+        np.testing.assert_array_equal(a["inputs"], b["inputs"])
+        np.testing.assert_array_equal(a["targets"], b["targets"])
+        assert (a["epoch"], a["index"]) == (b["epoch"], b["index"])
+    assert [int(b["index"]) for b in ahead] == list(range(len(ahead)))
+    assert {int(b["epoch"]) for b in ahead} == {2}
+    assert off_stats["fetched_ahead"] == 0
+    assert ahead_stats["fetched_ahead"] > ahead_stats["misses"] // 2, ahead_stats
+    assert ahead_stats["bytes_fetched"] == off_stats["bytes_fetched"]  # each chunk once, either way
+
+
 @pytest.mark.parametrize("shuffle", ["random", "chunk"])
 def test_schedule_resumes_in_a_job_of_another_size(store, index_dir, shuffle):
     samples = lazycube.ForecastSamples(store, inputs=["t2m"], input_offsets=["0h"], missing="keep",

@@ -75,6 +75,17 @@ def test_rollout_schedule_grows_with_the_epoch(samples):
         lctorch.ForecastDataset(samples, batch_size=8, rollout=4)
 
 
+def test_fetch_ahead_bytes_reaches_the_epoch(samples):
+    # the batches are the same with fetch-ahead off, on by default, or bounded by hand
+    epochs = []
+    for fetch_ahead in (0, None, 1 << 20):
+        ds = lctorch.ForecastDataset(samples, batch_size=8, shuffle="chunk", seed=2, fetch_ahead_bytes=fetch_ahead)
+        epochs.append([b["samples"].tolist() for b in ds])
+    assert epochs[0] == epochs[1] == epochs[2]
+    with pytest.raises(ValueError, match="fetch_ahead_bytes"):
+        lctorch.ForecastDataset(samples, batch_size=8, fetch_ahead_bytes=-1)
+
+
 def test_normalize_with_level_statistics(tmp_path, index_dir):
     xr = pytest.importorskip("xarray")
     rng = np.random.default_rng(0)
