@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -20,13 +21,19 @@ const std::string kSample = std::string(LAZYCUBE_SOURCE_DIR) + "/data/era5_sampl
 const char* kSpec = R"({"inputs": ["t2m", "u10"], "targets": ["t2m"], "forcings": ["year_progress_cos"],
                         "input_offsets": ["-1h", "0h"], "target_offsets": ["1h", "2h"]})";
 
-std::shared_ptr<batch::ForecastSampler> sampler() {
+// own_cache: a cache of its own and missing "keep" (no validity pass), so that what the epoch
+// fetches is the epoch's alone.
+std::shared_ptr<batch::ForecastSampler> sampler(bool own_cache = false) {
   std::vector<std::pair<std::string, Dataset>> streams;
   streams.emplace_back("", lazycube::open(kSample));
   batch::ForecastRuntime rt;
   rt.index_dir = "off";
-  return std::make_shared<batch::ForecastSampler>(
-      std::move(streams), batch::ForecastSpec::from_json(nlohmann::ordered_json::parse(kSpec), {""}), rt);
+  auto spec = nlohmann::ordered_json::parse(kSpec);
+  if (own_cache) {
+    rt.cache = std::make_shared<ChunkCache>(std::uint64_t{256} << 20);
+    spec["missing"] = "keep";
+  }
+  return std::make_shared<batch::ForecastSampler>(std::move(streams), batch::ForecastSpec::from_json(spec, {""}), rt);
 }
 
 std::vector<std::int64_t> ids_of(const lazycube::torch::ForecastExample& e) {
@@ -59,6 +66,34 @@ TEST(TorchForecastDataset, BatchesAreTheSamplersAndCoverTheEpoch) {
   std::sort(seen.begin(), seen.end());
   ASSERT_EQ(seen.size(), s->size());
   for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<std::int64_t>(i));
+}
+
+TEST(TorchForecastDataset, FetchAheadAndPrefetchKeepTheBatchesAndTheirOrder) {
+  // Batches come out of a batch::ForecastEpoch: fetch-ahead over the planner's order and
+  // `prefetch` batches assembled at once change neither the batches nor their order.
+  std::vector<std::vector<std::int64_t>> epochs;
+  std::vector<std::uint64_t> fetched_ahead;
+  for (const bool ahead : {false, true}) {
+    auto s = sampler(true);
+    lazycube::torch::ForecastDatasetOptions o;
+    o.batch_size = 4;
+    o.shuffle = batch::Shuffle::Chunk;
+    o.seed = 9;
+    o.prefetch = ahead ? 3 : 0;
+    o.fetch_ahead_bytes = ahead ? std::nullopt : std::optional<std::uint64_t>(0);
+    lazycube::torch::ForecastDataset data(s, o);
+    auto loader = ::torch::data::make_data_loader(data, ::torch::data::DataLoaderOptions().workers(0));
+    std::vector<std::int64_t> ids;
+    for (auto& b : *loader) {
+      const auto got = ids_of(b);
+      ids.insert(ids.end(), got.begin(), got.end());
+    }
+    epochs.push_back(ids);
+    fetched_ahead.push_back(s->cache()->stats().fetched_ahead);
+  }
+  EXPECT_EQ(epochs[0], epochs[1]);
+  EXPECT_EQ(fetched_ahead[0], 0u);
+  EXPECT_GT(fetched_ahead[1], 0u);
 }
 
 TEST(TorchForecastDataset, StateOfTwoRanksResumesInThree) {
