@@ -129,13 +129,14 @@ class ForecastSamples:
     """Forecast samples over one source (URL, lazycube or xarray Dataset) or several
     (``{stream_name: source}``): ``len()``, ``anchor_times``, ``excluded`` (anchors left out, per
     reason), ``samples[i]`` (one item) and ``samples.batches(...)`` (stacked items). Pickles into
-    spawned workers (sources are reopened there; the validity index is then read from its disk
-    cache)."""
+    spawned workers (sources are reopened there; the validity index travels with the pickle).
+    ``validity_index``: the index another process of the job built (its :attr:`validity_index`),
+    used where its data, version and decoding match instead of a pass over the data."""
 
     def __init__(self, source, inputs=None, targets=None, forcings=None, input_offsets=None,
                  target_offsets=None, anchors=None, anchor_step=None, time_dim="time", missing="skip",
                  patch_dims=None, patch_overlap=None, *, storage_options=None, cache_bytes=None,
-                 index_dir=None, progress=None, **open_args):
+                 index_dir=None, progress=None, validity_index=None, **open_args):
         self._document = forecast_document(
             inputs=inputs, targets=targets, forcings=forcings, input_offsets=input_offsets,
             target_offsets=target_offsets, anchors=anchors, anchor_step=anchor_step, time_dim=time_dim,
@@ -154,8 +155,17 @@ class ForecastSamples:
                 core = found.open()
             self._sources[name] = found
             cores.append((name, core))
-        self._runtime = {"cache_bytes": cache_bytes, "index_dir": index_dir}
+        self._runtime = {"cache_bytes": cache_bytes, "index_dir": index_dir, "validity_index": validity_index}
         self._core = _core.ForecastSampler(cores, self._document, progress=progress, **self._runtime)
+        # what a worker rebuilt from a pickle uses instead of a pass of its own
+        self._runtime["validity_index"] = self._core.validity_index or None
+
+    @property
+    def validity_index(self):
+        """The validity indexes this process built or read (JSON text; None unless missing="skip"):
+        what `ForecastSamples(..., validity_index=)` of another process of the job takes instead
+        of reading the data again (the torch ForecastDataset hands rank 0's to the other ranks)."""
+        return self._core.validity_index or None
 
     # ---- what the specification resolved to ----
     @property

@@ -88,6 +88,30 @@ def _channel_norm(stats, channels, role):
     return mean, std
 
 
+def _samples_with_one_validity_pass(source, kwargs):
+    """ForecastSamples(source, **kwargs); in a torch.distributed job of several ranks, rank 0
+    builds the validity index (one pass over the data for the whole job, whatever the nodes
+    share) and broadcasts it, and the other ranks build theirs from it without reading the data."""
+    import torch.distributed as dist
+    if (kwargs.get("validity_index") is not None or kwargs.get("missing", "skip") != "skip"
+            or not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1):
+        return ForecastSamples(source, **kwargs)
+    box, samples, failed = [None], None, None
+    if dist.get_rank() == 0:
+        try:
+            samples = ForecastSamples(source, **kwargs)
+            box = [("index", samples.validity_index)]
+        except Exception as e:  # the other ranks wait on the broadcast: tell them, then raise
+            failed, box = e, [("error", "%s: %s" % (type(e).__name__, e))]
+    dist.broadcast_object_list(box, src=0)
+    if failed is not None:
+        raise failed
+    kind, value = box[0]
+    if kind == "error":
+        raise RuntimeError("ForecastDataset: rank 0 could not build the samples (%s)" % value)
+    return samples if samples is not None else ForecastSamples(source, validity_index=value, **kwargs)
+
+
 class ForecastDataset(torch.utils.data.IterableDataset):
     """Batches of forecast samples as dicts of tensors: ``ForecastDataset(samples, batch_size=8)``
     over a :class:`lazycube.ForecastSamples`, or ``ForecastDataset(source, batch_size=8,
@@ -110,7 +134,7 @@ class ForecastDataset(torch.utils.data.IterableDataset):
                 raise TypeError("ForecastDataset(samples) takes no ForecastSamples arguments (got %s)"
                                 % ", ".join(sorted(kwargs)))
         else:
-            samples = ForecastSamples(samples, **kwargs)
+            samples = _samples_with_one_validity_pass(samples, kwargs)
         self.samples = samples
         self.batch_size = int(batch_size)
         if self.batch_size < 1:

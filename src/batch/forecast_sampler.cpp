@@ -488,7 +488,8 @@ ForecastSampler::ForecastSampler(std::vector<std::pair<std::string, Dataset>> st
       for (const auto* fields : {&s.inputs, &s.targets, &s.forcing_fields})
         for (const auto& f : *fields)
           if (f.has_time && seen.insert(f.name).second) vars.push_back(f.var);
-      s.validity = ValidityIndex::build(vars, m.spec.time_dim, s.label(), m.runtime.index_dir, m.runtime.progress);
+      s.validity = ValidityIndex::build(vars, m.spec.time_dim, s.label(), m.runtime.index_dir, m.runtime.progress,
+                                        m.runtime.validity_index);
       m.index_loaded = m.index_loaded && s.validity.loaded();
     }
   }
@@ -504,6 +505,20 @@ const std::vector<std::int64_t>& ForecastSampler::anchor_times() const { return 
 const ExcludedAnchors& ForecastSampler::excluded() const { return impl_->excluded; }
 const std::shared_ptr<ChunkCache>& ForecastSampler::cache() const { return impl_->cache; }
 bool ForecastSampler::index_loaded() const { return impl_->index_loaded; }
+
+std::string ForecastSampler::validity_index() const {
+  if (impl_->spec.missing != MissingPolicy::Skip) return {};
+  nlohmann::json merged;
+  for (const auto& s : impl_->streams) {
+    nlohmann::json doc = nlohmann::json::parse(s.validity.to_json());
+    if (merged.is_null()) {
+      merged = std::move(doc);
+      continue;
+    }
+    for (auto& e : doc["indexes"]) merged["indexes"].push_back(std::move(e));
+  }
+  return merged.is_null() ? std::string() : merged.dump();
+}
 
 std::vector<std::string> ForecastSampler::stream_names() const {
   std::vector<std::string> out;

@@ -63,15 +63,43 @@ std::string ValidityIndex::directory(const std::string& dir) {
 }
 
 ValidityIndex ValidityIndex::build(const std::vector<Variable>& vars, const std::string& time_dim,
-                                   const std::string& label, const std::string& dir, const Progress& progress) {
+                                   const std::string& label, const std::string& dir, const Progress& progress,
+                                   const std::string& given) {
   using namespace validity;
   ValidityIndex out;
   const std::string where = directory(dir);
+  nlohmann::json given_doc;
+  std::map<std::string, const nlohmann::json*> given_entries;  // identity -> entry
+  if (!given.empty()) {
+    try {
+      given_doc = nlohmann::json::parse(given);
+      if (given_doc.at("format").get<std::string>() != kFormat) throw std::runtime_error("format");
+      for (const auto& e : given_doc.at("indexes")) given_entries[e.at("identity").get<std::string>()] = &e;
+    } catch (const std::exception&) {
+      throw UsageError("validity_index: not a validity index of lazycube (ForecastSamples.validity_index gives one)");
+    }
+  }
   for (const auto& var : vars) {
     const std::uint64_t T = var.dim_size(time_dim);
-    const std::string id = where.empty() ? std::string() : identity(var, time_dim);
-    const std::string file = id.empty() ? std::string() : where + "/" + hex16(fnv1a(id)) + ".json";
+    const std::string known = identity(var, time_dim);
+    if (!known.empty()) out.identity_[var.name()] = known;
     std::vector<std::uint8_t> flags;
+    if (auto it = given_entries.find(known); !known.empty() && it != given_entries.end()) {
+      try {
+        if (it->second->at("times").get<std::uint64_t>() == T) {
+          flags.assign(T, 0);
+          for (const auto& t : it->second->at("missing")) flags.at(t.get<std::uint64_t>()) = 1;
+        }
+      } catch (const std::exception&) {
+        flags.clear();  // a damaged entry: built or read as without it
+      }
+      if (!flags.empty() || T == 0) {
+        out.missing_[var.name()] = std::move(flags);
+        continue;
+      }
+    }
+    const std::string id = where.empty() ? std::string() : known;
+    const std::string file = id.empty() ? std::string() : where + "/" + hex16(fnv1a(id)) + ".json";
     // One pass per job: the first process to take the lock builds the index, the others wait
     // for it and read what it wrote (ranks sharing `where`).
     std::optional<FileLock> lock;
@@ -130,6 +158,19 @@ ValidityIndex ValidityIndex::build(const std::vector<Variable>& vars, const std:
     out.missing_[var.name()] = std::move(flags);
   }
   return out;
+}
+
+std::string ValidityIndex::to_json() const {
+  nlohmann::json doc = {{"format", validity::kFormat}, {"indexes", nlohmann::json::array()}};
+  for (const auto& [name, flags] : missing_) {
+    auto id = identity_.find(name);
+    if (id == identity_.end()) continue;
+    nlohmann::json e = {{"identity", id->second}, {"times", flags.size()}, {"missing", nlohmann::json::array()}};
+    for (std::size_t t = 0; t < flags.size(); ++t)
+      if (flags[t]) e["missing"].push_back(t);
+    doc["indexes"].push_back(std::move(e));
+  }
+  return doc.dump();
 }
 
 bool ValidityIndex::missing(const std::string& name, std::uint64_t t) const {

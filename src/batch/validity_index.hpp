@@ -19,8 +19,16 @@ class ValidityIndex {
   using Progress = std::function<void(const std::string& what, std::uint64_t done, std::uint64_t total)>;
   // The index of `vars` (each with the dim `time_dim`); `label` names their stream in progress
   // lines. `dir`: the cache directory ("" the default, "off" none; see ForecastRuntime).
+  // `given`: indexes another process built (to_json() of one or more, merged: see
+  // ForecastRuntime::validity_index), used for each variable whose identity (data, version,
+  // selection, decoding) and length match, before the cache directory and without a pass.
+  // UsageError when `given` is not such a document.
   static ValidityIndex build(const std::vector<Variable>& vars, const std::string& time_dim, const std::string& label,
-                             const std::string& dir, const Progress& progress);
+                             const std::string& dir, const Progress& progress, const std::string& given = {});
+  // This index as a document another process can be given (JSON text): per variable its
+  // identity, length and the time indexes holding missing values. Variables of unknown
+  // version (no identity) are left out.
+  std::string to_json() const;
   // Whether variable `name` holds a missing value at time index `t` (false for a variable not indexed).
   bool missing(const std::string& name, std::uint64_t t) const;
   // Whether every variable's index came from the disk cache.
@@ -30,6 +38,7 @@ class ValidityIndex {
 
  private:
   std::map<std::string, std::vector<std::uint8_t>> missing_;  // per variable, per time index
+  std::map<std::string, std::string> identity_;              // per variable with a known version
   bool loaded_ = true;
 };
 

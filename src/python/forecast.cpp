@@ -88,13 +88,14 @@ void bind_forecast(py::module_& m) {
   py::class_<ForecastSampler, std::shared_ptr<ForecastSampler>>(m, "ForecastSampler")
       .def(py::init([](std::vector<std::pair<std::string, Dataset>> streams, const py::dict& spec,
                        std::optional<std::uint64_t> cache_bytes, std::optional<std::string> index_dir,
-                       py::object progress) {
+                       py::object progress, std::optional<std::string> validity_index) {
              std::vector<std::string> names;
              for (const auto& [n, ds] : streams) names.push_back(n);
              ForecastSpec s = ForecastSpec::from_json(py_to_ordered_json(spec), names);
              batch::ForecastRuntime rt;
              if (cache_bytes) rt.cache = std::make_shared<ChunkCache>(*cache_bytes);
              if (index_dir) rt.index_dir = *index_dir;
+             if (validity_index) rt.validity_index = *validity_index;
              if (!progress.is_none())
                rt.progress = [progress](const std::string& what, std::uint64_t done, std::uint64_t total) {
                  py::gil_scoped_acquire gil;
@@ -104,7 +105,7 @@ void bind_forecast(py::module_& m) {
              return std::make_shared<ForecastSampler>(std::move(streams), std::move(s), std::move(rt));
            }),
            py::arg("streams"), py::arg("spec"), py::arg("cache_bytes") = py::none(), py::arg("index_dir") = py::none(),
-           py::arg("progress") = py::none())
+           py::arg("progress") = py::none(), py::arg("validity_index") = py::none())
       .def("__len__", &ForecastSampler::size)
       .def_property_readonly("patches", &ForecastSampler::patches)
       .def_property_readonly("anchor_times", [](const ForecastSampler& s) { return times_numpy(s.anchor_times()); })
@@ -118,6 +119,7 @@ void bind_forecast(py::module_& m) {
                              })
       .def_property_readonly("spec", [](const ForecastSampler& s) { return json_to_py(nlohmann::json::parse(s.spec().to_json().dump())); })
       .def_property_readonly("index_loaded", &ForecastSampler::index_loaded)
+      .def_property_readonly("validity_index", &ForecastSampler::validity_index)
       .def_property_readonly("stream_names", &ForecastSampler::stream_names)
       .def(
           "channels",

@@ -2,7 +2,8 @@
 (gloo), each with its own small chunk cache, read one epoch of chunk-shuffled forecast samples
 of a store with one time step per chunk. Every sample is delivered exactly once, every rank
 yields as many batches, the chunks the job fetched add up to about the bytes its samples need
-(egress, from the ranks' own counters), and the validity index is built by one process only."""
+(egress, from the ranks' own counters), and the validity index is built by one process only,
+whether the ranks share an index directory or not."""
 
 import json
 from pathlib import Path
@@ -33,14 +34,15 @@ def store(tmp_path_factory):
     return str(path)
 
 
-def test_eight_ranks_fetch_each_chunk_about_once(store, tmp_path):
+@pytest.mark.parametrize("separate_index_dirs", [False, True], ids=["shared-index-dir", "separate-index-dirs"])
+def test_eight_ranks_fetch_each_chunk_about_once(store, tmp_path, separate_index_dirs):
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed is not available in this torch build")
     step_bytes = NY * NX * 4
     cache = 64 * 6 * step_bytes  # 64 sample footprints of 6 steps
     index_dir = tmp_path / "validity"
     torchrun(HERE / "egress_distributed_worker.py", 8, "--url", store, "--out", tmp_path, "--index-dir", index_dir,
-             "--cache-bytes", cache, timeout=600)
+             "--cache-bytes", cache, *(["--separate-index-dirs"] if separate_index_dirs else []), timeout=600)
     ranks = [json.loads((tmp_path / ("rank%d.json" % r)).read_text()) for r in range(8)]
     samples = STEPS - 5  # anchors with -6h and +24h inside the data
     delivered = sorted(s for r in ranks for s in r["items"])
@@ -52,5 +54,6 @@ def test_eight_ranks_fetch_each_chunk_about_once(store, tmp_path):
     assert fetched / needed <= 1.10, (fetched / needed, [r["fetched"] for r in ranks])
     for r in ranks:
         assert r["fetched"]["egress_ratio"] <= 1.10
-    # one validity pass for the job: one rank built it, seven read it
+    # one validity pass for the job: one rank built it, seven read it (from the index directory
+    # they share, or, sharing none as on separate nodes, from rank 0 over the process group)
     assert sum(not r["index_loaded"] for r in ranks) == 1

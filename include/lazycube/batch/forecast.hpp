@@ -142,6 +142,11 @@ struct ForecastRuntime {
   // Directory of the validity index cache: "" uses LAZYCUBE_CACHE_DIR/validity, else
   // $XDG_CACHE_HOME/lazycube/validity, else ~/.cache/lazycube/validity; "off": none.
   std::string index_dir;
+  // Validity indexes another process built (ForecastSampler::validity_index(), JSON): used for
+  // every variable whose data, version, selection and decoding match, without a pass and before
+  // index_dir, so that one process of a job builds them and hands them to the others (the torch
+  // ForecastDataset does so over torch.distributed). "": none.
+  std::string validity_index;
   // Progress of the validity pass: bytes read so far, total (stream, variable). Unset: a line on
   // stderr every few seconds.
   std::function<void(const std::string& what, std::uint64_t done, std::uint64_t total)> progress;
@@ -168,8 +173,12 @@ class ForecastSampler {
   const std::vector<std::int64_t>& anchor_times() const;
   const ExcludedAnchors& excluded() const;
   const std::shared_ptr<ChunkCache>& cache() const;
-  // Whether the validity index came from its disk cache (no data read for it).
+  // Whether the validity index came from its disk cache or ForecastRuntime::validity_index (no
+  // data read for it).
   bool index_loaded() const;
+  // The validity indexes of every stream as one document (JSON) for ForecastRuntime::validity_index
+  // of another process ("" with missing other than "skip").
+  std::string validity_index() const;
 
   // The samples `ids` (< size()) stacked on a leading sample dim, with the first `rollout`
   // lead times (0: all); reads only the times those need. UsageError for a rollout past the
