@@ -264,8 +264,8 @@ class ForecastSamples:
         `num_workers`), each owning a stretch of the epoch's order; `start` / `remaining` /
         `planned_for` resume an epoch (see :meth:`schedule`); `rollout` an int or a schedule.
         Fetch-ahead walks the samples to come in the epoch's order and brings their chunks into
-        the cache, many requests at once (`fetch_ahead_bytes`: what it may hold; None: a quarter
-        of the cache, 0: off), and `prefetch` batches are assembled at once ahead of the loop, on
+        the cache, many requests at once (`fetch_ahead_bytes`: what it may hold; None: half the
+        cache, at most 256 MiB; 0: off), and `prefetch` batches are assembled at once ahead of the loop, on
         background threads (the engine releases the GIL)."""
         sched = self.schedule(batch_size, shuffle, seed, epoch, rank, world_size, worker, num_workers, start, drop_last,
                               remaining, planned_for, block_samples, active_blocks)

@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--fetch-ahead-mb", bench.fetch_ahead_mb,
                         "Decoded chunks fetched ahead along the epoch's order, in MiB (0: off; default: starts at "
                         "the cache budget less the room batches re-read chunks from, at most 256, and grows "
-                        "within that room to 8 s of the batches' reading; --forecast: a quarter of the cache, at most 256)");
+                        "within that room to 8 s of the batches' reading; --forecast: half the cache, at most 256)");
   bench_cmd->add_option("--forecast", bench.forecast,
                         "Forecast samples instead of windows: a JSON file of the sample specification "
                         "(docs/forecast.md; the keys of lazycube.ForecastSamples) over URL");

@@ -115,7 +115,7 @@ struct ForecastDatasetOptions {
   std::uint32_t rank = 0, world_size = 1;  // this process's part of a distributed job
   batch::BlockPlan blocks;  // shuffle "chunk": the epoch planner's overrides (0: derived)
   // batch::ForecastEpochOptions: batches assembled at once ahead of get_batch(), and what
-  // fetch-ahead may hold (unset: a quarter of the sampler's cache; 0: off).
+  // fetch-ahead may hold (unset: half the sampler's cache, at most 256 MiB; 0: off).
   std::uint64_t prefetch = 2;
   std::optional<std::uint64_t> fetch_ahead_bytes;
 };

@@ -215,8 +215,8 @@ class ForecastSampler {
 struct ForecastEpochOptions {
   std::uint64_t rollout = 0;   // lead times per batch (0: all)
   std::uint64_t prefetch = 2;  // batches assembled at once ahead of the consumer (0: on next())
-  // Decoded bytes fetch-ahead may hold: unset derives it from the sampler's cache (a quarter of
-  // its budget, what the epoch planner leaves beside its active blocks; 256 MiB at most); 0 off.
+  // Decoded bytes fetch-ahead may hold: unset derives it from the sampler's cache (half its
+  // budget, 256 MiB at most: what the walk holds is mostly the planner's active blocks); 0 off.
   std::optional<std::uint64_t> fetch_ahead_bytes;
 };
 
