@@ -282,7 +282,8 @@ std::uint64_t ZarrOutput::write_regions(const std::vector<std::uint64_t>& region
   auto worker = [&](std::size_t) {
     // One region buffer per worker, reused: a fresh one per region would be mapped anew each
     // time (Buffer maps blocks of 1 MiB and more directly), and the kernel would zero its pages
-    // again on first touch.
+    // again on first touch. It holds a chunk decoded, or a shard encoded: a shard is read one
+    // inner chunk at a time (write_unit_by_chunks), never whole.
     Buffer data;
     for (;;) {
       const std::uint64_t k = next++;
@@ -293,15 +294,13 @@ std::uint64_t ZarrOutput::write_regions(const std::vector<std::uint64_t>& region
       const auto index = impl_->unit_index(p, i);
       const std::uint64_t bytes = region_bytes(regions[k]);
       if (!(impl_->options.resume && array->unit_verified(index))) {
-        ArraySelection window;
-        const auto origin = array->unit_origin(index);
-        const Shape extent = array->unit_extent(index);
-        for (std::size_t d = 0; d < origin.size(); ++d) window.push_back({origin[d], extent[d], 1});
-        data.resize(bytes);
-        const MutableByteView dest = data.span();
-        p.stored.read_windows_into(std::span<const ArraySelection>(&window, 1), std::span<const MutableByteView>(&dest, 1),
-                                   &cache);
-        array->write_unit(index, data.view());
+        const auto read = [&](const std::vector<std::uint64_t>& origin, const Shape& extent, MutableByteView dest) {
+          ArraySelection window;
+          for (std::size_t d = 0; d < origin.size(); ++d) window.push_back({origin[d], extent[d], 1});
+          p.stored.read_windows_into(std::span<const ArraySelection>(&window, 1),
+                                     std::span<const MutableByteView>(&dest, 1), &cache);
+        };
+        array->write_unit_by_chunks(index, read, data);
         ++written;
       }
       if (progress) {
