@@ -10,7 +10,7 @@ as ERA5 arrives: one map per chunk, (1, 721, 1440) = 4.15 MB decoded, Blosc lz4 
 shuffle. Each map is a smooth, slowly moving large-scale pattern plus seeded noise, quantised
 like GRIB-packed data (1/64 K, 1 Pa), so it compresses like reanalysis fields (~2x). 2.39 GB
 decoded. `--small`: the same for 192 steps of a 361 x 720 grid (399 MB; shards time=96,
-latitude=192, longitude=360). `--quick`: 48 steps of a 181 x 360 grid (25 MB), one run each, for a
+latitude=192, longitude=288). `--quick`: 48 steps of a 181 x 360 grid (25 MB), one run each, for a
 smoke run.
 
 Target layout (both peers, Zarr v2, Blosc lz4:5:shuffle — zarr-python's default — set
@@ -99,7 +99,7 @@ SIZES = {
     "full": {"nt": 288, "ny": 721, "nx": 1440, "chunks": {"time": 96, "latitude": 96, "longitude": 144},
              "shards": {"time": 96, "latitude": 384, "longitude": 720}},
     "small": {"nt": 192, "ny": 361, "nx": 720, "chunks": {"time": 96, "latitude": 96, "longitude": 144},
-              "shards": {"time": 96, "latitude": 192, "longitude": 360}},
+              "shards": {"time": 96, "latitude": 192, "longitude": 288}},
     "quick": {"nt": 48, "ny": 181, "nx": 360, "chunks": {"time": 24, "latitude": 48, "longitude": 96},
               "shards": {"time": 24, "latitude": 96, "longitude": 192}},
 }
@@ -584,7 +584,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the outputs of the last round")
     ap.add_argument("--quick", action="store_true", help="48 steps of 181 x 360, one run each (smoke run)")
     ap.add_argument("--small", action="store_true",
-                    help="the smaller store: 192 steps of 361 x 720 (399 MB), shards time=96,latitude=192,longitude=360")
+                    help="the smaller store: 192 steps of 361 x 720 (399 MB), shards time=96,latitude=192,longitude=288")
     ap.add_argument("--baseline", metavar="CLI",
                     help="also run every lazycube row with this lazycube CLI (an A/B, alternating in the rounds)")
     ap.add_argument("--no-bound", action="store_true", help="leave out the decode + encode bound")
@@ -594,11 +594,16 @@ def main():
     ap.add_argument("--settle", type=float, default=2.0,
                     help="least seconds between the timed processes (bench_common.settle)")
     ap.add_argument("--xarray-worker", nargs=2, metavar=("SRC", "DST"), help=argparse.SUPPRESS)
+    ap.add_argument("--bound-worker", metavar="SRC", help=argparse.SUPPRESS)
+    ap.add_argument("--bound-netcdf", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--size", default="full", help=argparse.SUPPRESS)
     ap.add_argument("--form", default="tuned", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.xarray_worker:
         print(json.dumps(xarray_worker(*args.xarray_worker, args.size, args.form)))
+        return 0
+    if args.bound_worker:
+        print(json.dumps(convert_bound(args.bound_worker, args.size, args.bound_netcdf)))
         return 0
     size = "quick" if args.quick else "small" if args.small else "full"
     if args.quick:
@@ -627,7 +632,12 @@ def main():
     if not args.no_bound:
         if not quiet:
             print("  decode + encode bound ...", file=sys.stderr, flush=True)
-        report["bound"] = convert_bound(src, size, nc_src is not None)
+        # In a child process: the parent's memory would show in every later child's peak RSS
+        # (ru_maxrss counts the image forked before exec).
+        report["bound"] = json.loads(subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--bound-worker", src, "--size", size]
+            + ([] if nc_src is None else ["--bound-netcdf"]), check=True, capture_output=True,
+            text=True).stdout.strip().splitlines()[-1])
 
     def runs_of(key):
         return args.issue_peer_runs if is_issue_peer(key) else args.peer_runs if is_xarray(key) else args.runs
