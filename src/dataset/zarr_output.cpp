@@ -51,6 +51,7 @@ struct ZarrOutput::Impl {
   };
   std::vector<Planned> vars;
   std::uint64_t total_regions = 0;
+  bool sharded = false;  // the regions are shards
 
   // Created by prepare() (or lazily by a worker that only writes regions).
   std::mutex writer_mutex;
@@ -70,7 +71,7 @@ void ZarrOutput::Impl::plan() {
     throw UsageError("shards need Zarr v3 (the output format is 2)");
   if (format == 2 && !options.chunk_edges.empty())
     throw UsageError("chunk edge lists (a rectilinear chunk grid) need Zarr v3 (the output format is 2)");
-  const bool sharded = !options.shards.empty() || !options.shard_edges.empty();
+  sharded = !options.shards.empty() || !options.shard_edges.empty();
   if (sharded && !options.chunk_edges.empty())
     throw UsageError("chunks: edge lists (" + options.chunk_edges.begin()->first +
                      ") with shards: a sharded output's inner chunks are regular; give the shards as edge lists instead");
@@ -276,7 +277,12 @@ std::uint64_t ZarrOutput::write_regions(const std::vector<std::uint64_t>& region
   }
   ChunkCache cache(impl_->options.cache_bytes);
   const std::size_t pool = impl_->options.threads ? impl_->options.threads : ThreadPool::global().size() + 1;
-  const std::size_t in_flight = std::max<std::size_t>(1, std::min<std::uint64_t>(pool, kInFlightBytes / largest));
+  // A sharded output writes one shard at a time, its inner chunks on every core
+  // (ShardingCodec::encode_filled): shards in flight at once would read different source chunks
+  // (another time block) each many times over, one pass per inner chunk, and the cache, holding
+  // the source chunks of one shard's window, would evict what a lagging shard still reads.
+  const std::size_t in_flight =
+      impl_->sharded ? 1 : std::max<std::size_t>(1, std::min<std::uint64_t>(pool, kInFlightBytes / largest));
   std::atomic<std::uint64_t> next{0}, written{0}, done_bytes{0};
   std::mutex progress_mutex;
   auto worker = [&](std::size_t) {

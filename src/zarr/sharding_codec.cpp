@@ -1,12 +1,15 @@
 #include "sharding_codec.hpp"
 
+#include <condition_variable>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "array_metadata.hpp"
 #include "util/chunk_copy.hpp"
 #include "lazycube/error.hpp"
+#include "util/thread_pool.hpp"
 
 namespace lazycube::zarr {
 
@@ -166,44 +169,63 @@ bool ShardingCodec::encode_filled(const InnerFill& fill, const codec::ChunkSpec&
 bool ShardingCodec::assemble(const BlockOf& block_of, bool vlen, const codec::ChunkSpec& spec, const InnerSkip& skip,
                              Buffer& out) const {
   const codec::ChunkSpec inner_spec{spec.dtype, inner_shape_};
-  std::uint64_t stored = 0;
   codec::ChunkData index;
   index.bytes.resize(index_spec_.nbytes());
   // The encoded shard is assembled in `out` as inner chunks are encoded: room for every inner
   // chunk at its bound up front where the chain bounds it (pages never written cost nothing,
   // and a reused `out` is not moved again), else grown by doubling.
-  const std::uint64_t lead = index_at_end_ ? 0 : index_size_;
-  std::uint64_t pos = lead;
+  std::uint64_t pos = index_at_end_ ? 0 : index_size_;
+  std::uint64_t stored = 0;
   out.clear();
   if (const auto bound = vlen ? std::nullopt : max_encoded_size(spec)) out.resize(*bound);
   auto room = [&](std::uint64_t n) {
     if (pos + n > out.size()) out.resize(std::max<std::uint64_t>(pos + n, 2 * out.size()));
   };
   room(0);
-  // One inner block per thread, reused across inner chunks and shards: a fresh one per chunk
-  // costs the kernel zeroing its pages on first touch.
-  thread_local codec::ChunkData block;
-  for (std::uint64_t i = 0; i < num_inner_; ++i) {
-    auto at = unravel(i, per_shard_);
-    Shape origin(at.begin(), at.end());
-    for (std::size_t d = 0; d < origin.size(); ++d) origin[d] *= inner_shape_[d];
-    block_of(origin, block);
-    if (skip && skip(origin, block)) {
-      std::memcpy(index.bytes.data() + 16 * i, &kEmpty, 8);
-      std::memcpy(index.bytes.data() + 16 * i + 8, &kEmpty, 8);
-      continue;
+  // Inner chunks are filled and encoded on the CPU pool, all threads on this shard (so that
+  // they read the same source chunks while the cache holds them), and appended in index order:
+  // each waits for the one before it to be appended, holding only its own encoded bytes.
+  std::mutex mutex;
+  std::condition_variable appended_cv;
+  std::uint64_t appended = 0;  // inner chunks appended (or left out) so far, in order
+  bool failed = false;
+  parallel_for(num_inner_, [&](std::size_t i) {
+    try {
+      // One inner block per thread, reused across inner chunks and shards: a fresh one per
+      // chunk costs the kernel zeroing its pages on first touch.
+      thread_local codec::ChunkData block;
+      auto at = unravel(i, per_shard_);
+      Shape origin(at.begin(), at.end());
+      for (std::size_t d = 0; d < origin.size(); ++d) origin[d] *= inner_shape_[d];
+      block_of(origin, block);
+      const bool left_out = skip && skip(origin, block);
+      Buffer enc;
+      if (!left_out) enc = vlen ? inner_.encode(block, inner_spec) : inner_.encode_fixed(block.bytes.view(), inner_spec);
+      if (vlen) block.strings.clear();
+      if (block.bytes.size() > (std::size_t{64} << 20)) block.bytes = Buffer();  // do not keep a huge one
+      std::unique_lock lock(mutex);
+      appended_cv.wait(lock, [&] { return appended == i || failed; });
+      if (failed) return;  // parallel_for rethrows the first error
+      const std::uint64_t n = left_out ? kEmpty : enc.size(), offset = left_out ? kEmpty : pos;
+      std::memcpy(index.bytes.data() + 16 * i, &offset, 8);
+      std::memcpy(index.bytes.data() + 16 * i + 8, &n, 8);
+      if (!left_out) {
+        ++stored;
+        room(n);
+        if (n) std::memcpy(out.data() + pos, enc.data(), n);
+        pos += n;
+      }
+      ++appended;
+      appended_cv.notify_all();
+    } catch (...) {
+      {
+        std::lock_guard lock(mutex);
+        failed = true;
+      }
+      appended_cv.notify_all();
+      throw;
     }
-    ++stored;
-    const Buffer enc = vlen ? inner_.encode(block, inner_spec) : inner_.encode_fixed(block.bytes.view(), inner_spec);
-    const std::uint64_t n = enc.size(), offset = pos;
-    std::memcpy(index.bytes.data() + 16 * i, &offset, 8);
-    std::memcpy(index.bytes.data() + 16 * i + 8, &n, 8);
-    room(n);
-    if (n) std::memcpy(out.data() + pos, enc.data(), n);
-    pos += n;
-  }
-  if (vlen) block.strings.clear();
-  if (block.bytes.size() > (std::size_t{64} << 20)) block.bytes = Buffer();  // do not keep a huge one
+  });
   if (stored == 0 && skip) {
     out.clear();
     return false;

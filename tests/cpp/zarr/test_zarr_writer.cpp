@@ -121,6 +121,20 @@ TEST(ZarrWriter, UnitsWrittenChunkByChunkEqualWholeUnits) {
     // Every chunk inside the array asked for once: 5 x 5 inner chunks (or units).
     EXPECT_EQ(asked, 5u * 5u);
     expect_equal(read_back(dir.str(), "by_chunks"), values);
+    // A chunk that fails to arrive fails the unit (inner chunks are filled on several threads
+    // and appended in order: the others must not wait for it forever).
+    {
+      Writer w = Writer::open((dir.path() / "failing").string());
+      auto a = w.create_array("x", spec);
+      Buffer scratch;
+      EXPECT_THROW(a->write_unit_by_chunks(
+                       a->unit_index(a->num_units() - 1),
+                       [&](const std::vector<std::uint64_t>&, const Shape&, MutableByteView) {
+                         throw StoreError("chunk lost");
+                       },
+                       scratch),
+                   StoreError);
+    }
     for (const auto& entry : fs::recursive_directory_iterator(dir.path() / "whole")) {
       if (!entry.is_regular_file() || entry.path().filename() == "zarr.json") continue;
       const fs::path twin = dir.path() / "by_chunks" / fs::relative(entry.path(), dir.path() / "whole");
