@@ -47,7 +47,7 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   std::optional<Buffer> encode_skipping(ByteView fixed, const codec::ChunkSpec& spec, const InnerSkip& skip) const;
   // The same for a fixed-size shard never held whole: `fill(origin, block)` writes the inner
   // chunk whose first element within the shard is `origin` into `block` (its bytes, C order),
-  // one inner chunk at a time, each encoded and appended to `out` before the next is filled.
+  // called on the CPU pool (several at once); each is encoded and appended to `out` in order.
   // `out` (resized to the encoded shard) keeps its memory across calls: a caller writing many
   // shards reuses one. false when every inner chunk was left out (`out` is then empty).
   using InnerFill = std::function<void(const Shape& origin, MutableByteView block)>;
@@ -63,9 +63,9 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   // encode_skipping over `fixed` (fixed-size types) or `in` (variable-length).
   std::optional<Buffer> encode_inner(ByteView fixed, const codec::ChunkData* in, const codec::ChunkSpec& spec,
                                      const InnerSkip& skip) const;
-  // The shard assembly under both: `block_of(origin, block)` sets `block` to one inner chunk;
-  // the encoded inner chunks are appended to `out` as they come, the index placed last (or
-  // first). false when every inner chunk was left out.
+  // The shard assembly under both: `block_of(origin, block)` sets `block` to one inner chunk
+  // (on the CPU pool); the encoded inner chunks are appended to `out` in index order, the index
+  // placed last (or first). false when every inner chunk was left out.
   using BlockOf = std::function<void(const Shape& origin, codec::ChunkData& block)>;
   bool assemble(const BlockOf& block_of, bool vlen, const codec::ChunkSpec& spec, const InnerSkip& skip,
                 Buffer& out) const;

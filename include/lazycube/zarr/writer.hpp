@@ -113,10 +113,11 @@ class ArrayWriter {
   bool write_unit(const std::vector<std::uint64_t>& index, const NDArray& data);
   // write_unit for a fixed-size unit that is never held whole: `fill(origin, extent, dest)`
   // writes the array's elements from `origin` (in the array) over `extent` into `dest`
-  // (native-endian, C order). A sharded array's inner chunks are asked for one at a time, each
-  // encoded and appended to the shard before the next (none wholly past the array's end;
-  // `extent` stops at it), so a shard costs one inner chunk decoded and the shard encoded; an
-  // unsharded unit is asked for whole. `scratch` holds the encoded shard (or the unit):
+  // (native-endian, C order). A sharded array's inner chunks are asked for one each, on the
+  // process's CPU pool (so `fill` must be safe to call from several threads), encoded and
+  // appended to the shard in order (none wholly past the array's end; `extent` stops at it):
+  // a shard costs an inner chunk decoded per thread and the shard encoded; an unsharded unit
+  // is asked for whole. `scratch` holds the encoded shard (or the unit):
   // passing the same one for many units reuses its memory.
   using ChunkFill =
       std::function<void(const std::vector<std::uint64_t>& origin, const Shape& extent, MutableByteView dest)>;
