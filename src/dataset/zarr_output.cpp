@@ -51,6 +51,7 @@ struct ZarrOutput::Impl {
   };
   std::vector<Planned> vars;
   std::uint64_t total_regions = 0;
+  bool sharded = false;  // the regions are shards
 
   // Created by prepare() (or lazily by a worker that only writes regions).
   std::mutex writer_mutex;
@@ -70,7 +71,7 @@ void ZarrOutput::Impl::plan() {
     throw UsageError("shards need Zarr v3 (the output format is 2)");
   if (format == 2 && !options.chunk_edges.empty())
     throw UsageError("chunk edge lists (a rectilinear chunk grid) need Zarr v3 (the output format is 2)");
-  const bool sharded = !options.shards.empty() || !options.shard_edges.empty();
+  sharded = !options.shards.empty() || !options.shard_edges.empty();
   if (sharded && !options.chunk_edges.empty())
     throw UsageError("chunks: edge lists (" + options.chunk_edges.begin()->first +
                      ") with shards: a sharded output's inner chunks are regular; give the shards as edge lists instead");
@@ -276,13 +277,19 @@ std::uint64_t ZarrOutput::write_regions(const std::vector<std::uint64_t>& region
   }
   ChunkCache cache(impl_->options.cache_bytes);
   const std::size_t pool = impl_->options.threads ? impl_->options.threads : ThreadPool::global().size() + 1;
-  const std::size_t in_flight = std::max<std::size_t>(1, std::min<std::uint64_t>(pool, kInFlightBytes / largest));
+  // A sharded output writes one shard at a time, its inner chunks on every core
+  // (ShardingCodec::encode_filled): shards in flight at once would read different source chunks
+  // (another time block) each many times over, one pass per inner chunk, and the cache, holding
+  // the source chunks of one shard's window, would evict what a lagging shard still reads.
+  const std::size_t in_flight =
+      impl_->sharded ? 1 : std::max<std::size_t>(1, std::min<std::uint64_t>(pool, kInFlightBytes / largest));
   std::atomic<std::uint64_t> next{0}, written{0}, done_bytes{0};
   std::mutex progress_mutex;
   auto worker = [&](std::size_t) {
     // One region buffer per worker, reused: a fresh one per region would be mapped anew each
     // time (Buffer maps blocks of 1 MiB and more directly), and the kernel would zero its pages
-    // again on first touch.
+    // again on first touch. It holds a chunk decoded, or a shard encoded: a shard is read one
+    // inner chunk at a time (write_unit_by_chunks), never whole.
     Buffer data;
     for (;;) {
       const std::uint64_t k = next++;
@@ -293,15 +300,13 @@ std::uint64_t ZarrOutput::write_regions(const std::vector<std::uint64_t>& region
       const auto index = impl_->unit_index(p, i);
       const std::uint64_t bytes = region_bytes(regions[k]);
       if (!(impl_->options.resume && array->unit_verified(index))) {
-        ArraySelection window;
-        const auto origin = array->unit_origin(index);
-        const Shape extent = array->unit_extent(index);
-        for (std::size_t d = 0; d < origin.size(); ++d) window.push_back({origin[d], extent[d], 1});
-        data.resize(bytes);
-        const MutableByteView dest = data.span();
-        p.stored.read_windows_into(std::span<const ArraySelection>(&window, 1), std::span<const MutableByteView>(&dest, 1),
-                                   &cache);
-        array->write_unit(index, data.view());
+        const auto read = [&](const std::vector<std::uint64_t>& origin, const Shape& extent, MutableByteView dest) {
+          ArraySelection window;
+          for (std::size_t d = 0; d < origin.size(); ++d) window.push_back({origin[d], extent[d], 1});
+          p.stored.read_windows_into(std::span<const ArraySelection>(&window, 1),
+                                     std::span<const MutableByteView>(&dest, 1), &cache);
+        };
+        array->write_unit_by_chunks(index, read, data);
         ++written;
       }
       if (progress) {

@@ -1,12 +1,15 @@
 #include "sharding_codec.hpp"
 
+#include <condition_variable>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "array_metadata.hpp"
 #include "util/chunk_copy.hpp"
 #include "lazycube/error.hpp"
+#include "util/thread_pool.hpp"
 
 namespace lazycube::zarr {
 
@@ -131,55 +134,112 @@ std::optional<Buffer> ShardingCodec::encode_skipping(ByteView fixed, const codec
 
 std::optional<Buffer> ShardingCodec::encode_inner(ByteView fixed, const codec::ChunkData* in,
                                                   const codec::ChunkSpec& spec, const InnerSkip& skip) const {
-  const codec::ChunkSpec inner_spec{spec.dtype, inner_shape_};
-  std::uint64_t stored = 0;
   const bool vlen = in != nullptr;
-  std::vector<Buffer> parts;
+  Buffer out;
+  const bool stored = assemble(
+      [&](const Shape& origin, codec::ChunkData& block) {
+        if (vlen) {
+          block.strings.assign(shape_size(inner_shape_), std::string());
+          copy_block_strings(in->strings, spec.shape, block.strings, inner_shape_,
+                             grid::DimIndex(origin.begin(), origin.end()), true);
+        } else {
+          block.bytes.resize(shape_size(inner_shape_) * spec.dtype.itemsize);
+          copy_block(fixed, spec.shape, block.bytes.span(), inner_shape_, grid::DimIndex(origin.begin(), origin.end()),
+                     spec.dtype.itemsize, true);
+        }
+      },
+      vlen, spec, skip, out);
+  if (!stored && skip) return std::nullopt;
+  return out;
+}
+
+bool ShardingCodec::encode_filled(const InnerFill& fill, const codec::ChunkSpec& spec, const InnerSkip& skip,
+                                  Buffer& out) const {
+  if (spec.dtype.is_variable_length())
+    throw CodecError("sharding_indexed: " + spec.dtype.name() + " shards are encoded from their strings");
+  const std::size_t block_bytes = shape_size(inner_shape_) * spec.dtype.itemsize;
+  return assemble(
+      [&](const Shape& origin, codec::ChunkData& block) {
+        block.bytes.resize(block_bytes);
+        fill(origin, block.bytes.span());
+      },
+      false, spec, skip, out);
+}
+
+bool ShardingCodec::assemble(const BlockOf& block_of, bool vlen, const codec::ChunkSpec& spec, const InnerSkip& skip,
+                             Buffer& out) const {
+  const codec::ChunkSpec inner_spec{spec.dtype, inner_shape_};
   codec::ChunkData index;
   index.bytes.resize(index_spec_.nbytes());
-  std::uint64_t offset = index_at_end_ ? 0 : index_size_;
-  // One inner block per thread, reused across inner chunks and shards: a fresh one per chunk
-  // costs the kernel zeroing its pages on first touch.
-  thread_local codec::ChunkData block;
-  for (std::uint64_t i = 0; i < num_inner_; ++i) {
-    auto origin = unravel(i, per_shard_);
-    for (std::size_t d = 0; d < origin.size(); ++d) origin[d] *= inner_shape_[d];
-    if (vlen) {
-      block.strings.assign(inner_spec.num_elements(), std::string());
-      copy_block_strings(in->strings, spec.shape, block.strings, inner_shape_, origin, true);
-    } else {
-      block.bytes.resize(inner_spec.nbytes());
-      copy_block(fixed, spec.shape, block.bytes.span(), inner_shape_, origin, spec.dtype.itemsize, true);
+  // The encoded shard is assembled in `out` as inner chunks are encoded: room for every inner
+  // chunk at its bound up front where the chain bounds it (pages never written cost nothing,
+  // and a reused `out` is not moved again), else grown by doubling.
+  std::uint64_t pos = index_at_end_ ? 0 : index_size_;
+  std::uint64_t stored = 0;
+  out.clear();
+  if (const auto bound = vlen ? std::nullopt : max_encoded_size(spec)) out.resize(*bound);
+  auto room = [&](std::uint64_t n) {
+    if (pos + n > out.size()) out.resize(std::max<std::uint64_t>(pos + n, 2 * out.size()));
+  };
+  room(0);
+  // Inner chunks are filled and encoded on the CPU pool, all threads on this shard (so that
+  // they read the same source chunks while the cache holds them), and appended in index order:
+  // each waits for the one before it to be appended, holding only its own encoded bytes.
+  std::mutex mutex;
+  std::condition_variable appended_cv;
+  std::uint64_t appended = 0;  // inner chunks appended (or left out) so far, in order
+  bool failed = false;
+  parallel_for(num_inner_, [&](std::size_t i) {
+    try {
+      // One inner block per thread, reused across inner chunks and shards: a fresh one per
+      // chunk costs the kernel zeroing its pages on first touch.
+      thread_local codec::ChunkData block;
+      auto at = unravel(i, per_shard_);
+      Shape origin(at.begin(), at.end());
+      for (std::size_t d = 0; d < origin.size(); ++d) origin[d] *= inner_shape_[d];
+      block_of(origin, block);
+      const bool left_out = skip && skip(origin, block);
+      Buffer enc;
+      if (!left_out) enc = vlen ? inner_.encode(block, inner_spec) : inner_.encode_fixed(block.bytes.view(), inner_spec);
+      if (vlen) block.strings.clear();
+      if (block.bytes.size() > (std::size_t{64} << 20)) block.bytes = Buffer();  // do not keep a huge one
+      std::unique_lock lock(mutex);
+      appended_cv.wait(lock, [&] { return appended == i || failed; });
+      if (failed) return;  // parallel_for rethrows the first error
+      const std::uint64_t n = left_out ? kEmpty : enc.size(), offset = left_out ? kEmpty : pos;
+      std::memcpy(index.bytes.data() + 16 * i, &offset, 8);
+      std::memcpy(index.bytes.data() + 16 * i + 8, &n, 8);
+      if (!left_out) {
+        ++stored;
+        room(n);
+        if (n) std::memcpy(out.data() + pos, enc.data(), n);
+        pos += n;
+      }
+      ++appended;
+      appended_cv.notify_all();
+    } catch (...) {
+      {
+        std::lock_guard lock(mutex);
+        failed = true;
+      }
+      appended_cv.notify_all();
+      throw;
     }
-    if (skip && skip(Shape(origin.begin(), origin.end()), block)) {
-      std::memcpy(index.bytes.data() + 16 * i, &kEmpty, 8);
-      std::memcpy(index.bytes.data() + 16 * i + 8, &kEmpty, 8);
-      continue;
-    }
-    ++stored;
-    Buffer enc = vlen ? inner_.encode(block, inner_spec) : inner_.encode_fixed(block.bytes.view(), inner_spec);
-    std::uint64_t n = enc.size();
-    std::memcpy(index.bytes.data() + 16 * i, &offset, 8);
-    std::memcpy(index.bytes.data() + 16 * i + 8, &n, 8);
-    offset += n;
-    parts.push_back(std::move(enc));
+  });
+  if (stored == 0 && skip) {
+    out.clear();
+    return false;
   }
-  if (vlen) block.strings.clear();
-  if (block.bytes.size() > (std::size_t{64} << 20)) block.bytes = Buffer();  // do not keep a huge one
-  if (stored == 0 && skip) return std::nullopt;
-  Buffer index_enc = index_codecs_.encode(index, index_spec_);
-  Buffer out(offset + (index_at_end_ ? index_enc.size() : 0));
-  std::uint64_t pos = 0;
-  if (!index_at_end_) {
+  const Buffer index_enc = index_codecs_.encode(index, index_spec_);
+  if (index_at_end_) {
+    room(index_enc.size());
+    std::memcpy(out.data() + pos, index_enc.data(), index_enc.size());
+    pos += index_enc.size();
+  } else {
     std::memcpy(out.data(), index_enc.data(), index_enc.size());
-    pos = index_enc.size();
   }
-  for (auto& p : parts) {
-    if (p.size()) std::memcpy(out.data() + pos, p.data(), p.size());
-    pos += p.size();
-  }
-  if (index_at_end_) std::memcpy(out.data() + pos, index_enc.data(), index_enc.size());
-  return out;
+  out.resize(pos);
+  return true;
 }
 
 std::optional<std::uint64_t> ShardingCodec::max_encoded_size(const codec::ChunkSpec& spec) const {

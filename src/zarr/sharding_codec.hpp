@@ -45,6 +45,13 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   // The same for a fixed-size shard held in the caller's memory (exactly spec.nbytes() bytes):
   // no copy of the shard is made.
   std::optional<Buffer> encode_skipping(ByteView fixed, const codec::ChunkSpec& spec, const InnerSkip& skip) const;
+  // The same for a fixed-size shard never held whole: `fill(origin, block)` writes the inner
+  // chunk whose first element within the shard is `origin` into `block` (its bytes, C order),
+  // called on the CPU pool (several at once); each is encoded and appended to `out` in order.
+  // `out` (resized to the encoded shard) keeps its memory across calls: a caller writing many
+  // shards reuses one. false when every inner chunk was left out (`out` is then empty).
+  using InnerFill = std::function<void(const Shape& origin, MutableByteView block)>;
+  bool encode_filled(const InnerFill& fill, const codec::ChunkSpec& spec, const InnerSkip& skip, Buffer& out) const;
   std::optional<std::uint64_t> encoded_size(const codec::ChunkSpec&) const override {
     return std::nullopt;
   }
@@ -56,6 +63,12 @@ class ShardingCodec final : public codec::ArrayToBytesCodec {
   // encode_skipping over `fixed` (fixed-size types) or `in` (variable-length).
   std::optional<Buffer> encode_inner(ByteView fixed, const codec::ChunkData* in, const codec::ChunkSpec& spec,
                                      const InnerSkip& skip) const;
+  // The shard assembly under both: `block_of(origin, block)` sets `block` to one inner chunk
+  // (on the CPU pool); the encoded inner chunks are appended to `out` in index order, the index
+  // placed last (or first). false when every inner chunk was left out.
+  using BlockOf = std::function<void(const Shape& origin, codec::ChunkData& block)>;
+  bool assemble(const BlockOf& block_of, bool vlen, const codec::ChunkSpec& spec, const InnerSkip& skip,
+                Buffer& out) const;
 
  public:
   // The same codec for shards of another shape (a rectilinear grid's shards differ in shape,

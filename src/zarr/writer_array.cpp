@@ -146,7 +146,8 @@ std::string ArrayWriter::unit_key(const std::vector<std::uint64_t>& index) const
 }
 
 bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, const Shape& extent,
-                                   const std::string& key, ByteView fixed, const codec::ChunkData* strings) const {
+                                   const std::string& key, ByteView fixed, const codec::ChunkData* strings,
+                                   const ArrayWriter::ChunkFill* filled, Buffer* scratch) const {
   const ArrayMetadata& m = built.meta;
   writer::Destination& d = *dest;
   try {
@@ -164,6 +165,14 @@ bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, cons
           if (origin[dim] >= extent[dim]) return true;
         return skip_empty && empty(inner);
       };
+      if (filled) {
+        if (!codec->encode_filled(inner_filler(index, extent, *codec, *filled), spec, skip, *scratch)) {
+          if (d.options().mode == WriteMode::Resume) d.remove(key);
+          return false;
+        }
+        d.put(key, scratch->view());
+        return true;
+      }
       encoded = strings ? codec->encode_skipping(*strings, spec, skip) : codec->encode_skipping(fixed, spec, skip);
     } else if (strings) {
       if (!skip_empty || !empty(*strings)) encoded = m.codecs.encode(*strings, spec);
@@ -183,6 +192,52 @@ bool ArrayWriter::Impl::store_unit(const std::vector<std::uint64_t>& index, cons
     d.record_failure(where + ": unit " + index_text(index) + ": " + e.what());
     throw;
   }
+}
+
+ShardingCodec::InnerFill ArrayWriter::Impl::inner_filler(const std::vector<std::uint64_t>& index, const Shape& extent,
+                                                          const ShardingCodec& codec,
+                                                          const ArrayWriter::ChunkFill& fill) const {
+  return [this, &index, &extent, &codec, &fill](const Shape& origin, MutableByteView block) {
+    const Shape& inner = codec.inner_chunk_shape();
+    const std::size_t item = built.meta.dtype.itemsize;
+    std::vector<std::uint64_t> at(origin.size());
+    Shape part(origin.size());
+    bool whole = true;
+    for (std::size_t d = 0; d < origin.size(); ++d) {
+      if (origin[d] >= extent[d]) {  // wholly past the array's end: never stored, nothing to ask
+        fill_with(block, built.meta.fill, item);
+        return;
+      }
+      at[d] = units.start(d, index[d]) + origin[d];
+      part[d] = std::min(inner[d], extent[d] - origin[d]);
+      whole = whole && part[d] == inner[d];
+    }
+    if (whole) {
+      fill(at, part, block);
+      return;
+    }
+    // Across the array's end: the part inside, padded with the fill value.
+    thread_local Buffer inside;
+    inside.resize(shape_size(part) * item);
+    fill(at, part, inside.span());
+    fill_with(block, built.meta.fill, item);
+    grid::copy_region(inside.data(), part, block.data(), inner, leading_region(part), item);
+  };
+}
+
+bool ArrayWriter::write_unit_by_chunks(const std::vector<std::uint64_t>& index, const ChunkFill& fill,
+                                       Buffer& scratch) {
+  const ArrayMetadata& m = impl_->built.meta;
+  if (m.dtype.is_variable_length())
+    throw UsageError(impl_->where + ": " + m.dtype.name() + " units are written from an NDArray of strings");
+  const auto origin = unit_origin(index);
+  const Shape extent = unit_extent(index);
+  if (!impl_->sharding) {
+    scratch.resize(shape_size(extent) * m.dtype.itemsize);
+    fill(origin, extent, scratch.span());
+    return write_unit(index, scratch.view());
+  }
+  return impl_->store_unit(index, extent, unit_key(index), {}, nullptr, &fill, &scratch);
 }
 
 bool ArrayWriter::write_unit(const std::vector<std::uint64_t>& index, ByteView data) {

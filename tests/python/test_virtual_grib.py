@@ -95,6 +95,26 @@ def test_cli_info_and_read(repo, lazycube_cli, tmp_path):
     assert p.returncode == 1 and "not authorised" in p.stderr
 
 
+def test_cli_convert_reads_back_as_the_source(repo, lazycube_cli, tmp_path):
+    """`lazycube convert` of the GRIB messages (maps, one per virtual chunk) to time series: the
+    Zarr v2 output read by xarray (zarr-python) equals xarray's reading of the source (its
+    lazycube engine) value for value, and GDAL's fields; the v3 sharded output (edge shards and
+    inner chunks across the array's end) equals it through lazycube."""
+    path, prefix, want = repo
+    src = xr.open_dataset(str(path), engine="lazycube", virtual_chunk_containers={prefix: {}})
+    v2, v3 = tmp_path / "v2.zarr", tmp_path / "v3.zarr"
+    _run(lazycube_cli, "convert", path, v2, "--virtual", prefix, "--format", "2", "--chunks",
+         "time=96,latitude=16,longitude=16", "--codec", "blosc:lz4:5:shuffle", "--no-progress")
+    out = xr.open_dataset(v2, engine="zarr")
+    assert out["t2m"].encoding["chunks"] == (96, 16, 16)
+    np.testing.assert_array_equal(out["t2m"].values, src["t2m"].values)
+    np.testing.assert_array_equal(out["time"].values, src["time"].values)
+    np.testing.assert_allclose(out["t2m"].values, want, rtol=0, atol=1e-3)
+    _run(lazycube_cli, "convert", path, v3, "--virtual", prefix, "--chunks", "time=96,latitude=16,longitude=16",
+         "--shards", "time=192,latitude=32,longitude=32", "--codec", "blosc:lz4:5:shuffle", "--no-progress")
+    np.testing.assert_array_equal(lazycube.open_dataset(str(v3))["t2m"].values, src["t2m"].values)
+
+
 def test_torch_batch_dataset(repo):
     torch = pytest.importorskip("torch")  # noqa: F841
     import lazycube.torch as lctorch

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -110,6 +111,17 @@ class ArrayWriter {
   // refuses to commit).
   bool write_unit(const std::vector<std::uint64_t>& index, ByteView data);
   bool write_unit(const std::vector<std::uint64_t>& index, const NDArray& data);
+  // write_unit for a fixed-size unit that is never held whole: `fill(origin, extent, dest)`
+  // writes the array's elements from `origin` (in the array) over `extent` into `dest`
+  // (native-endian, C order). A sharded array's inner chunks are asked for one each, on the
+  // process's CPU pool (so `fill` must be safe to call from several threads), encoded and
+  // appended to the shard in order (none wholly past the array's end; `extent` stops at it):
+  // a shard costs an inner chunk decoded per thread and the shard encoded; an unsharded unit
+  // is asked for whole. `scratch` holds the encoded shard (or the unit):
+  // passing the same one for many units reuses its memory.
+  using ChunkFill =
+      std::function<void(const std::vector<std::uint64_t>& origin, const Shape& extent, MutableByteView dest)>;
+  bool write_unit_by_chunks(const std::vector<std::uint64_t>& index, const ChunkFill& fill, Buffer& scratch);
   // Writes `data` at `origin`: origin on a unit boundary in every dim, and data covering whole
   // units (or reaching the array's end). Units are encoded in parallel on the
   // process's CPU pool. UsageError naming the dim otherwise.

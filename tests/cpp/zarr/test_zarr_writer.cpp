@@ -79,6 +79,71 @@ TEST(ZarrWriter, RoundTripsV2V3AndShardedWithEdges) {
   }
 }
 
+// write_unit_by_chunks (convert's path): a shard asked for one inner chunk at a time, never
+// whole, is stored byte for byte as write_unit stores it from the whole shard: inner chunks of
+// only the fill value left out, those across the array's end padded, those past it never asked
+// for; unsharded units asked for whole. One scratch buffer serves every unit.
+TEST(ZarrWriter, UnitsWrittenChunkByChunkEqualWholeUnits) {
+  for (const Shape& shards : {Shape{}, Shape{4, 6}, Shape{8, 9}}) {
+    SCOPED_TRACE("shards " + json(shards).dump());
+    TempDir dir;
+    NDArray values = values_array({10, 13}, 0.25f);
+    auto v = values.values<float>();
+    for (std::size_t i = 0; i < 2 * 13; ++i) v[i] = std::numeric_limits<float>::quiet_NaN();  // rows 0-1: fill
+    const ArraySpec spec = spec_of(3, {10, 13}, {2, 3}, "blosc:lz4:5:shuffle", shards);
+    std::size_t asked = 0;
+    {
+      Writer w(open_location(dir.str()));
+      write_whole(*w.create_array("whole", spec), values);
+      auto a = w.create_array("by_chunks", spec);
+      Buffer scratch;
+      for (std::uint64_t u = 0; u < a->num_units(); ++u) {
+        const auto index = a->unit_index(u);
+        a->write_unit_by_chunks(
+            index,
+            [&](const std::vector<std::uint64_t>& origin, const Shape& extent, MutableByteView dest) {
+              ++asked;
+              for (std::size_t d = 0; d < 2; ++d) {
+                ASSERT_LT(origin[d], spec.shape[d]);
+                ASSERT_LE(origin[d] + extent[d], spec.shape[d]);
+                if (!shards.empty()) {
+                  ASSERT_LE(extent[d], spec.chunk_shape[d]);  // one inner chunk
+                }
+              }
+              const NDArray part = lazycube::test::slice(values, origin, extent);
+              ASSERT_EQ(dest.size(), part.data.size());
+              std::memcpy(dest.data(), part.data.data(), dest.size());
+            },
+            scratch);
+      }
+      w.commit();
+    }
+    // Every chunk inside the array asked for once: 5 x 5 inner chunks (or units).
+    EXPECT_EQ(asked, 5u * 5u);
+    expect_equal(read_back(dir.str(), "by_chunks"), values);
+    // A chunk that fails to arrive fails the unit (inner chunks are filled on several threads
+    // and appended in order: the others must not wait for it forever).
+    {
+      Writer w = Writer::open((dir.path() / "failing").string());
+      auto a = w.create_array("x", spec);
+      Buffer scratch;
+      EXPECT_THROW(a->write_unit_by_chunks(
+                       a->unit_index(a->num_units() - 1),
+                       [&](const std::vector<std::uint64_t>&, const Shape&, MutableByteView) {
+                         throw StoreError("chunk lost");
+                       },
+                       scratch),
+                   StoreError);
+    }
+    for (const auto& entry : fs::recursive_directory_iterator(dir.path() / "whole")) {
+      if (!entry.is_regular_file() || entry.path().filename() == "zarr.json") continue;
+      const fs::path twin = dir.path() / "by_chunks" / fs::relative(entry.path(), dir.path() / "whole");
+      ASSERT_TRUE(fs::exists(twin)) << twin;
+      EXPECT_EQ(lazycube::test::read_file(twin), lazycube::test::read_file(entry.path())) << twin;
+    }
+  }
+}
+
 // Every codec of the spec text, in both formats (crc32c: v3 only), read back by our reader.
 TEST(ZarrWriter, EachSpecTextCodecRoundTrips) {
   const NDArray values = values_array({7, 5}, 0.5f);
