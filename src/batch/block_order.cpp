@@ -30,6 +30,14 @@ std::uint64_t SampleFootprint::sample_bytes() const {
   return span_units() * unit_bytes / std::max<std::uint64_t>(samples_per_position, 1);
 }
 
+std::uint64_t SampleFootprint::units_of(std::uint64_t samples) const {
+  if (first_unit.empty()) return 0;
+  const std::uint64_t spp = std::max<std::uint64_t>(samples_per_position, 1);
+  const std::uint64_t total_units = std::max<std::uint64_t>(last_unit.back() - first_unit.front() + 1, 1);
+  const double positions_per_unit = static_cast<double>(positions()) / static_cast<double>(total_units);
+  return static_cast<std::uint64_t>(std::ceil(static_cast<double>((samples + spp - 1) / spp) / positions_per_unit));
+}
+
 namespace {
 namespace block_order {
 
@@ -78,9 +86,7 @@ BlockPlan plan_blocks(const SampleFootprint& fp, std::uint64_t cache_bytes, std:
     const auto positions = static_cast<std::uint64_t>(std::llround(static_cast<double>(units) * positions_per_unit));
     return std::max<std::uint64_t>(positions, 1) * spp;
   };
-  auto samples_to_units = [&](std::uint64_t samples) {
-    return static_cast<std::uint64_t>(std::ceil(static_cast<double>((samples + spp - 1) / spp) / positions_per_unit));
-  };
+  auto samples_to_units = [&](std::uint64_t samples) { return fp.units_of(samples); };
 
   // Blocks no longer than a shard's share of one stratum, nor than what the cache holds for them.
   const std::uint64_t shard = std::max<std::uint64_t>(shard_samples, 1);
@@ -131,7 +137,8 @@ BlockPlan plan_blocks(const SampleFootprint& fp, std::uint64_t cache_bytes, std:
          std::to_string(K) + " active blocks: its batches mix fewer blocks");
     K = std::max<std::uint64_t>(shard / spp, 1);
   }
-  const std::uint64_t block = units_to_samples(L);
+  // (a given block length is kept, in whole positions)
+  const std::uint64_t block = given.block_samples > 0 ? (given.block_samples + spp - 1) / spp * spp : units_to_samples(L);
   const std::uint64_t units = samples_to_units(std::min(block, shard));
   // (one process whose every unit fits its cache fetches each once, however short its blocks;
   // several fetch the units their pieces share at the edges again)
@@ -184,7 +191,8 @@ class BlockOrder final : public SampleOrder {
 BlockOrder::BlockOrder(const SampleOrderContext& c) : total_(c.grid.size()), seed_(c.seed) {
   const OrderPlanning& pl = *c.planning;
   const SampleFootprint& fp = *pl.footprint;
-  if (c.grid.ndim() != 1 || fp.samples() != total_)
+  // (a window grid numbers the samples of a position along its first dim consecutively)
+  if (fp.samples() != total_)
     throw UsageError("internal: a footprint of " + std::to_string(fp.samples()) + " samples for an order of " +
                      std::to_string(total_));
   if (total_ == 0) return;

@@ -76,6 +76,11 @@ struct ShardSpec {
   std::uint64_t count() const { return std::uint64_t{world_size} * num_workers; }
 };
 
+// The contiguous cut of `total` positions into `count` blocks whose sizes differ by at most one
+// (the first total % count one longer): where each starts, and the end last (count + 1 entries).
+// Block i is shard i's (ShardSpec::index) of an EpochOrder cut by a ShardSpec.
+std::vector<std::uint64_t> even_shard_starts(std::uint64_t total, std::uint64_t count);
+
 class SampleOrder;
 
 // A stretch [begin, end) of positions in an epoch's whole visiting order (all shards).
@@ -109,6 +114,8 @@ struct SampleFootprint {
   // The most units one position reads, and the decoded bytes one sample reads.
   std::uint64_t span_units() const;
   std::uint64_t sample_bytes() const;
+  // The units a stretch of `samples` consecutive samples covers along the axis, on average.
+  std::uint64_t units_of(std::uint64_t samples) const;
 };
 
 // Shuffle "chunk" over footprints: blocks of `block_samples` consecutive samples, `active_blocks`
