@@ -185,6 +185,31 @@ def run_epoch(url, args, shuffle, cache_bytes, world, workers, seed=1):
     return outs
 
 
+def cli_rows(args, nginx, need, rows, name_format, rate, argv):
+    """`lazycube bench ARGV` of this build and of --baseline-cli, alternating, twice: each row's
+    egress (nginx's bytes over `need`), requests and `rate` (samples/s or windows/s) into `rows`."""
+    clis = [("this build", args.cli if os.path.exists(args.cli) else os.path.join(REPO, "build", "lazycube"))]
+    if args.baseline_cli:
+        clis.append(("previous main", args.baseline_cli))
+    for _ in range(2):
+        for label, cli in clis:
+            name = name_format % label
+            offset = nginx.log_offset()
+            out = subprocess.run([cli, "bench"] + argv, capture_output=True, text=True, timeout=3600)
+            if out.returncode != 0:
+                raise SystemExit("%s failed: %s" % (cli, out.stderr))
+            got = json.loads(out.stdout.strip().splitlines()[-1])
+            time.sleep(0.5)  # the access log's last lines
+            requests, bytes_served = served(nginx.log, offset)
+            row = rows.setdefault(name, {"egress": [], "requests": [], "samples_per_s": []})
+            row["egress"].append(bytes_served / need)
+            row["requests"].append(requests)
+            row["samples_per_s"].append(got[rate])
+            print("%-55s egress %.3f (%d requests), %.1f %s" % (name, bytes_served / need, requests, got[rate],
+                                                                rate.replace("_per_s", "/s")),
+                  file=sys.stderr, flush=True)
+
+
 def quality(ranks):
     order = [s for r in ranks for b in r["order"] for s in b]
     n = len(order)
@@ -237,29 +262,9 @@ def main():
         # the validity index once (missing="keep" needs none; this warms nothing else)
         spec_path = os.path.join(args.cache, "spec.json")
         json.dump(dict(SPEC, missing="keep"), open(spec_path, "w"))  # the epoch alone: no validity pass
-        clis = [("this build", args.cli if os.path.exists(args.cli) else os.path.join(REPO, "build", "lazycube"))]
-        if args.baseline_cli:
-            clis.append(("previous main", args.baseline_cli))
-        for _ in range(2):  # alternating, twice
-            for label, cli in clis:
-                name = "CLI %s, chunk, cache 64 footprints" % label
-                offset = nginx.log_offset()
-                out = subprocess.run([cli, "bench", url, "--forecast", spec_path, "--batch-size", str(BATCH),
-                                      "--shuffle", "chunk", "--seed", "1", "--epochs", "1", "--json",
-                                      "--cache-mb", str(max(1, round(64 * footprint / 2**20)))],
-                                     capture_output=True, text=True, timeout=3600)
-                if out.returncode != 0:
-                    raise SystemExit("%s failed: %s" % (cli, out.stderr))
-                got = json.loads(out.stdout.strip().splitlines()[-1])
-                time.sleep(0.5)
-                requests, bytes_served = served(nginx.log, offset)
-                row = rows.setdefault(name, {"egress": [], "requests": [], "samples_per_s": []})
-                row["egress"].append(bytes_served / need)
-                row["requests"].append(requests)
-                row["samples_per_s"].append(got["samples_per_s"])
-                print("%-45s egress %.3f (%d requests), %.1f samples/s" % (name, bytes_served / need, requests,
-                                                                           got["samples_per_s"]),
-                      file=sys.stderr, flush=True)
+        cli_rows(args, nginx, need, rows, "CLI %s, chunk, cache 64 footprints", "samples_per_s",
+                 [url, "--forecast", spec_path, "--batch-size", str(BATCH), "--shuffle", "chunk", "--seed", "1",
+                  "--epochs", "1", "--json", "--cache-mb", str(max(1, round(64 * footprint / 2**20)))])
         cases = [] if args.skip_processes else [
             ("chunk", 64, 1, 0), ("chunk", 64, 8, 0), ("chunk", 64, 8, 2), ("chunk", 16, 1, 0),
             ("chunk", 16, 8, 0), ("random", 64, 1, 0), ("chunk", None, 1, 0)]
@@ -324,30 +329,10 @@ def windows_main(args, store, ny, nx, load):
     try:
         url = nginx.base + "/era5.zarr"
         cache_mb = max(1, round(64 * footprint / 2**20))
-        clis = [("this build", args.cli if os.path.exists(args.cli) else os.path.join(REPO, "build", "lazycube"))]
-        if args.baseline_cli:
-            clis.append(("previous main", args.baseline_cli))
-        for _ in range(2):  # alternating, twice
-            for label, cli in clis:
-                name = "CLI %s, windows, chunk, cache 64 footprints" % label
-                offset = nginx.log_offset()
-                out = subprocess.run([cli, "bench", url, "--variables", ",".join(WINDOW_VARS), "--input-dims",
-                                      "time=%d,lat=%d,lon=%d" % (SPAN, ny, nx), "--input-overlap", "time=%d" % (SPAN - 1),
-                                      "--batch-size", str(BATCH), "--shuffle", "chunk", "--seed", "1", "--epochs", "1",
-                                      "--json", "--cache-mb", str(cache_mb)],
-                                     capture_output=True, text=True, timeout=3600)
-                if out.returncode != 0:
-                    raise SystemExit("%s failed: %s" % (cli, out.stderr))
-                got = json.loads(out.stdout.strip().splitlines()[-1])
-                time.sleep(0.5)
-                requests, bytes_served = served(nginx.log, offset)
-                row = rows.setdefault(name, {"egress": [], "requests": [], "samples_per_s": []})
-                row["egress"].append(bytes_served / need)
-                row["requests"].append(requests)
-                row["samples_per_s"].append(got["windows_per_s"])
-                print("%-55s egress %.3f (%d requests), %.1f windows/s" % (name, bytes_served / need, requests,
-                                                                           got["windows_per_s"]),
-                      file=sys.stderr, flush=True)
+        cli_rows(args, nginx, need, rows, "CLI %s, windows, chunk, cache 64 footprints", "windows_per_s",
+                 [url, "--variables", ",".join(WINDOW_VARS), "--input-dims", "time=%d,lat=%d,lon=%d" % (SPAN, ny, nx),
+                  "--input-overlap", "time=%d" % (SPAN - 1), "--batch-size", str(BATCH), "--shuffle", "chunk",
+                  "--seed", "1", "--epochs", "1", "--json", "--cache-mb", str(cache_mb)])
         cases = [] if args.skip_processes else [
             ("chunk", 64, 1, 0), ("chunk", 64, 8, 0), ("chunk", 64, 8, 2), ("chunk", 16, 1, 0), ("random", 64, 1, 0)]
         for shuffle, fps, world, workers in cases:

@@ -10,17 +10,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <list>
-#include <numeric>
 #include <set>
-#include <unordered_map>
 
 #include "batch_test_data.hpp"
+#include "epoch_quality.hpp"
 #include "lazycube/batch/batch_generator.hpp"
 #include "lazycube/error.hpp"
 
 using namespace lazycube;
 using namespace lazycube::batch;
+using lazycube::testing::LruUnits;
+using lazycube::testing::spearman_of_order;
+using lazycube::testing::median_batch_span;
+using lazycube::testing::expect_every_sample_once;
 using lazycube::testing::position_dataset;
 
 namespace window_planner_test {
@@ -43,26 +45,6 @@ BatchOptions sliding(std::uint64_t batch, std::uint64_t cache_bytes) {
   return o;
 }
 
-struct Lru {
-  std::uint64_t capacity = 0, fetches = 0;
-  std::list<std::uint64_t> order;
-  std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> where;
-  void touch(std::uint64_t unit) {
-    auto it = where.find(unit);
-    if (it != where.end()) {
-      order.erase(it->second);
-    } else {
-      ++fetches;
-      if (order.size() >= capacity) {
-        where.erase(order.back());
-        order.pop_back();
-      }
-    }
-    order.push_front(unit);
-    where[unit] = order.begin();
-  }
-};
-
 struct JobRun {
   std::vector<std::uint64_t> visited;  // window ids, shard after shard
   std::vector<std::vector<std::uint64_t>> batches;
@@ -79,7 +61,7 @@ JobRun run_job(const Dataset& ds, BatchOptions o, std::uint32_t world, std::uint
     for (std::uint32_t w = 0; w < workers; ++w) {
       o.shard = {r, world, w, workers};
       BatchGenerator g(ds, o);
-      Lru lru;
+      LruUnits lru;
       lru.capacity = cache_units;
       while (auto b = g.next()) {
         run.batches.push_back(b->window_ids);
@@ -95,35 +77,6 @@ JobRun run_job(const Dataset& ds, BatchOptions o, std::uint32_t world, std::uint
     }
   run.distinct = needed.size();
   return run;
-}
-
-// Spearman correlation of epoch position and window (one window per time position: ids are times).
-double spearman_of(const std::vector<std::uint64_t>& order) {
-  const double n = static_cast<double>(order.size());
-  double d2 = 0;
-  for (std::size_t p = 0; p < order.size(); ++p) {
-    const double d = static_cast<double>(p) - static_cast<double>(order[p]);
-    d2 += d * d;
-  }
-  return 1.0 - 6.0 * d2 / (n * (n * n - 1.0));
-}
-
-double median_span(const std::vector<std::vector<std::uint64_t>>& batches, std::uint64_t n) {
-  std::vector<double> spans;
-  for (const auto& b : batches)
-    if (b.size() > 1) {
-      const auto [lo, hi] = std::minmax_element(b.begin(), b.end());
-      spans.push_back(static_cast<double>(*hi - *lo) / static_cast<double>(n - 1));
-    }
-  std::sort(spans.begin(), spans.end());
-  return spans[spans.size() / 2];
-}
-
-void expect_each_once(std::vector<std::uint64_t> seen, std::uint64_t n, const std::string& what) {
-  std::sort(seen.begin(), seen.end());
-  std::vector<std::uint64_t> all(n);
-  std::iota(all.begin(), all.end(), 0);
-  EXPECT_EQ(seen, all) << what;
 }
 
 std::vector<std::uint64_t> ids_of(BatchGenerator& g, std::uint64_t epoch, std::uint64_t most_batches = ~0ull) {
@@ -156,13 +109,13 @@ TEST(WindowPlanner, SlidingWindowsFetchEachChunkAboutOnceAndStillShuffle) {
     const JobRun run = run_job(ds, sliding(batch, cache), c.world, c.workers, cache / kUnitBytes);
     const std::string what = "W=" + std::to_string(c.world) + " x " + std::to_string(c.workers) + " workers, cache of " +
                              std::to_string(c.footprints) + " footprints";
-    expect_each_once(run.visited, windows, what);
+    expect_every_sample_once(run.visited, windows, what);
     const double egress = static_cast<double>(run.fetches) / static_cast<double>(run.distinct);
     std::printf("%s: egress %.3f, spearman %.3f, median batch span %.3f\n", what.c_str(), egress,
-                spearman_of(run.visited), median_span(run.batches, windows));
+                spearman_of_order(run.visited), median_batch_span(run.batches, windows));
     EXPECT_LE(egress, c.most_egress) << what;
-    EXPECT_LE(std::fabs(spearman_of(run.visited)), 0.1) << what;
-    EXPECT_GE(median_span(run.batches, windows), 0.5) << what;
+    EXPECT_LE(std::fabs(spearman_of_order(run.visited)), 0.1) << what;
+    EXPECT_GE(median_batch_span(run.batches, windows), 0.5) << what;
   }
   // The planner is what orders them: blocks derived from the cache, at least two active.
   BatchGenerator g(ds, sliding(batch, 64 * footprint));
@@ -184,7 +137,7 @@ TEST(WindowPlanner, SeedsAndEpochsGiveOtherOrdersOfEveryWindow) {
   o.seed = 2;
   BatchGenerator b(ds, o);
   const auto a0 = ids_of(a, 0);
-  expect_each_once(a0, 595, "seed 1");
+  expect_every_sample_once(a0, 595, "seed 1");
   EXPECT_EQ(a0, ids_of(a, 0));
   EXPECT_NE(a0, ids_of(b, 0));
   EXPECT_NE(a0, ids_of(a, 1));
@@ -202,7 +155,7 @@ TEST(WindowPlanner, GridsOfSeveralDimsKeepThePatchesOfATimeTogether) {
   const auto plan = g.block_plan(1, 1);
   ASSERT_TRUE(plan.has_value());
   EXPECT_EQ(plan->block_samples % 4, 0u);
-  expect_each_once(ids_of(g, 0), g.total_windows(), "4 windows per time");
+  expect_every_sample_once(ids_of(g, 0), g.total_windows(), "4 windows per time");
 }
 
 TEST(WindowPlanner, WindowsInsideOneChunkKeepTheChunkGroups) {
@@ -223,7 +176,7 @@ TEST(WindowPlanner, WindowsInsideOneChunkKeepTheChunkGroups) {
   o.target = TargetSpec{{}, {{"time", 4}}};
   BatchGenerator shifted(ds, o);
   EXPECT_TRUE(shifted.block_plan(1, 1).has_value());
-  expect_each_once(ids_of(shifted, 0), shifted.total_windows(), "target offset");
+  expect_every_sample_once(ids_of(shifted, 0), shifted.total_windows(), "target offset");
   // Other orders are never planned in blocks.
   o.shuffle = Shuffle::Random;
   EXPECT_FALSE(BatchGenerator(ds, o).block_plan(1, 1).has_value());
@@ -286,8 +239,8 @@ TEST(WindowPlanner, AResumedEpochDeliversEveryWindowOnceInJobsOfOtherSizes) {
   BatchGenerator last(ds, so);
   const auto rest = ids_of(last, 3);
   seen.insert(seen.end(), rest.begin(), rest.end());
-  expect_each_once(seen, windows, "2x2 -> 3x1 -> 1x1");
-  expect_each_once(ids_of(last, 4), windows, "the next epoch");
+  expect_every_sample_once(seen, windows, "2x2 -> 3x1 -> 1x1");
+  expect_every_sample_once(ids_of(last, 4), windows, "the next epoch");
   // the document carries the planned shards and blocks
   auto doc = nlohmann::ordered_json::parse(R"({"input_dims": {"time": 6}, "batch_size": 8, "shuffle": "chunk",
       "resume": {"epoch": 3, "remaining": [[0, 5]], "planned_for": [2, 2], "blocks": [96, 3]}})");
@@ -328,7 +281,7 @@ TEST(WindowPlanner, BadSizesAreErrorsAndWarningsNamingThem) {
       "batch_size": 8, "shuffle": "chunk", "block_samples": 40, "active_blocks": 2, "cache_bytes": 49152})");
   BatchGenerator fits(ds, BatchOptions::from_json(doc));
   EXPECT_EQ(fits.block_plan(1, 1), (BlockPlan{40, 2}));  // kept as given
-  expect_each_once(ids_of(fits, 0), 595, "overrides");
+  expect_every_sample_once(ids_of(fits, 0), 595, "overrides");
   // Many shards of few windows: a warning names the share of the bytes to expect.
   o = sliding(8, 64 * 6 * kUnitBytes);
   o.shard = {0, 64, 0, 1};
