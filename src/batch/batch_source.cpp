@@ -255,11 +255,14 @@ void BatchSource::resolve_stacked() {
   if (o.shuffle == Shuffle::Chunk) footprint_ = windows_footprint(first);
   if (footprint_) {
     // The epoch planner's blocks (checked now: a cache too small for them is an error naming
-    // the sizes): batches re-read the active blocks' chunks, at most three quarters of the cache.
+    // the sizes): batches re-read the active blocks' chunks. Fetch-ahead's room is what is left,
+    // but at least half the cache as under the chunk groups: the chunks it holds are the active
+    // blocks' coming ones (at an 8 MiB cache and its quarter, a local epoch ran at 0.87x the
+    // chunk groups' windows/s; with half, 1.05x, at the same egress).
     const BlockPlan plan = planning(options_.shard.count(), {}, &warnings_).blocks;
     const std::uint64_t active = plan.active_blocks * (footprint_->units_of(plan.block_samples) + footprint_->span_units()) *
                                  footprint_->unit_bytes;
-    reuse_bytes_ = std::min(active, cache_->budget() / 4 * 3);
+    reuse_bytes_ = std::min(active, cache_->budget() / 2);
   } else if (reads == ChunkReads::ChunkGroups) {
     // Under chunk shuffle batches re-read the chunks of the group being consumed and of the one
     // before (windows straddling the two): room for two groups is what the LRU must keep.
