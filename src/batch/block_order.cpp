@@ -158,6 +158,7 @@ namespace block_order {
 constexpr std::uint64_t kStratumTag = 11;
 constexpr std::uint64_t kRoundTag = 12;
 constexpr std::uint64_t kGroupTag = 13;
+constexpr std::uint64_t kFrontTag = 14;
 
 class BlockOrder final : public SampleOrder {
  public:
@@ -172,7 +173,9 @@ class BlockOrder final : public SampleOrder {
     std::vector<std::uint64_t> piece_length;
     std::vector<std::uint64_t> group_begin;      // offsets of the groups in the stretch (+ end)
   };
-  std::uint64_t total_ = 0, seed_ = 0, K_ = 1;
+  std::uint64_t total_ = 0, seed_ = 0, K_ = 1, front_ = 0;
+  // Sample `o` of group g of shard s visited front by front (OrderPlanning::block_front_samples).
+  std::uint64_t front_window(const Shard& sh, std::size_t s, std::uint64_t g, std::uint64_t o) const;
   std::vector<Shard> shards_;
   std::vector<std::uint64_t> shard_begin_;
 
@@ -205,6 +208,7 @@ BlockOrder::BlockOrder(const SampleOrderContext& c) : total_(c.grid.size()), see
                              ? pl.blocks
                              : plan_blocks(fp, pl.cache_bytes, pl.batch_size, smallest, pl.blocks);
   K_ = std::max<std::uint64_t>(plan.active_blocks, 1);
+  front_ = pl.block_front_samples;
   const std::uint64_t block = std::max<std::uint64_t>(plan.block_samples, 1);
   // Each shard's share of each stratum (the remainder's extra samples rotating over the strata).
   shards_.resize(S);
@@ -252,6 +256,7 @@ std::uint64_t BlockOrder::window(std::uint64_t position) const {
   const auto g = static_cast<std::uint64_t>(std::upper_bound(sh.group_begin.begin(), sh.group_begin.end(), offset) -
                                             sh.group_begin.begin()) - 1;
   const std::uint64_t begin = sh.group_begin[g], n = sh.group_begin[g + 1] - begin;
+  if (front_ > 0) return front_window(sh, s, g, offset - begin);
   const Permutation perm(n, derive_seed(derive_seed(seed_, kGroupTag), (std::uint64_t{s} << 32) ^ g));
   std::uint64_t i = perm(offset - begin);
   for (std::size_t k = 0; k < K_; ++k) {
@@ -260,6 +265,35 @@ std::uint64_t BlockOrder::window(std::uint64_t position) const {
     i -= length;
   }
   throw UsageError("internal: position " + std::to_string(position) + " lies past its group");
+}
+
+std::uint64_t BlockOrder::front_window(const Shard& sh, std::size_t s, std::uint64_t g, std::uint64_t o) const {
+  // The group's blocks, and the shortest: rounds of one sample of each block (in a random order
+  // of the blocks) until it ends, then the longer blocks' rest, block after block.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks(K_);
+  std::uint64_t shortest = ~std::uint64_t{0};
+  for (std::size_t k = 0; k < K_; ++k) {
+    blocks[k] = block_of(sh, k, block_in_group(sh, s, k, g));
+    shortest = std::min(shortest, blocks[k].second);
+  }
+  const std::uint64_t group_seed = derive_seed(derive_seed(seed_, kFrontTag), (std::uint64_t{s} << 32) ^ g);
+  std::size_t k = 0;
+  std::uint64_t j = 0;  // the j-th sample of block k along its walk
+  if (o < K_ * shortest) {
+    k = static_cast<std::size_t>(Permutation(K_, derive_seed(group_seed, o / K_))(o % K_));
+    j = o / K_;
+  } else {
+    o -= K_ * shortest;
+    while (o >= blocks[k].second - shortest) o -= blocks[k++].second - shortest;
+    j = shortest + o;
+  }
+  const auto [first, length] = blocks[k];
+  // shuffled within stretches of front_ samples, walked in a random direction
+  const std::uint64_t base = j / front_ * front_, size = std::min(front_, length - base);
+  const std::uint64_t block_seed = derive_seed(group_seed, (std::uint64_t{1} << 63) ^ k);
+  j = base + Permutation(size, derive_seed(block_seed, base))(j - base);
+  if (block_seed & 1) j = length - 1 - j;
+  return first + j;
 }
 
 }  // namespace block_order

@@ -135,6 +135,13 @@ struct OrderPlanning {
   std::uint64_t cache_bytes = 0;  // the reading process's chunk cache (0: unlimited)
   std::uint64_t batch_size = 1;
   BlockPlan blocks;  // overrides (0: derived)
+  // How a group of active blocks is visited: 0, its samples in one random order (forecast
+  // samples); n > 0, the blocks interleaved at random (one sample of each per round, in a
+  // random order) and each block walked along the axis in a random direction, its samples
+  // shuffled within stretches of n (windows: at any moment the group needs a few units at the
+  // front of each block, which fetch-ahead reads ahead, instead of every unit of the group at
+  // its start; docs/batching.md "The epoch planner").
+  std::uint64_t block_front_samples = 0;
   // Where each shard's stretch of the epoch's order starts, ascending from 0, and its end
   // last: an order over footprints keeps each block and each group of active blocks inside one
   // shard's stretch. Empty: one stretch.
