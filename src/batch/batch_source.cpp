@@ -330,6 +330,10 @@ std::shared_ptr<const SampleFootprint> BatchSource::windows_footprint(const Vari
   return window_footprint(grid_, axis);
 }
 
+namespace {
+constexpr std::uint64_t kFrontSamples = 16;
+}  // namespace
+
 OrderPlanning BatchSource::planning(std::uint64_t shards, BlockPlan resumed, std::vector<std::string>* warnings) const {
   OrderPlanning p;
   p.chunks = chunk_starts_;
@@ -338,11 +342,12 @@ OrderPlanning BatchSource::planning(std::uint64_t shards, BlockPlan resumed, std
   p.cache_bytes = cache_->budget();
   p.batch_size = std::max<std::uint64_t>(options_.batch_size, 1);
   p.shard_starts = even_shard_starts(units(), shards);
-  // Blocks walked front by front, shuffled within two batches' worth of whole positions: a
-  // group's units are read as the fronts pass instead of all at its start (over a 50 ms link
-  // the whole-group shuffle ran at 0.75x the chunk groups' windows/s).
+  // Blocks walked front by front, shuffled within stretches of kFrontSamples windows (whole
+  // positions): a group's units are read as the fronts pass instead of all at its start (over a
+  // 50 ms link the whole-group shuffle ran at 0.75x the chunk groups' windows/s). Fixed, not
+  // derived from the batch size or the cache: a resumed epoch's order must not depend on them.
   const std::uint64_t spp = footprint_->samples_per_position;
-  p.block_front_samples = (2 * p.batch_size + spp - 1) / spp * spp;
+  p.block_front_samples = (kFrontSamples + spp - 1) / spp * spp;
   if (resumed.block_samples > 0 && resumed.active_blocks > 0) {
     p.blocks = resumed;
     return p;

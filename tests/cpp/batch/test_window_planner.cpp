@@ -183,8 +183,8 @@ TEST(WindowPlanner, WindowsInsideOneChunkKeepTheChunkGroups) {
 }
 
 TEST(WindowPlanner, AResumedEpochDeliversEveryWindowOnceInJobsOfOtherSizes) {
-  // A 2 x 2 job delivers 5 batches per shard, a 3 x 1 job (resuming its state) 4 batches per
-  // rank, and a 1 x 1 job the rest: every window exactly once.
+  // A 2 x 2 job delivers 5 batches per shard, a 3 x 1 job (resuming its state, with another
+  // cache and batch size) 4 batches per rank, and a 1 x 1 job the rest: every window exactly once.
   auto ds = position_dataset(800, 4, 4, {1, 4, 4});
   const std::uint64_t bs = 8, windows = 795;
   auto o = sliding(bs, 64 * 6 * kUnitBytes);
@@ -213,6 +213,7 @@ TEST(WindowPlanner, AResumedEpochDeliversEveryWindowOnceInJobsOfOtherSizes) {
     so.shard = {r, 3, 0, 1};
     so.resume = resume;
     so.cache = std::make_shared<ChunkCache>(1 << 20);  // another cache: the blocks come with the state
+    so.batch_size = 5;                                  // and another batch size
     BatchGenerator g(ds, so);
     const auto ids = ids_of(g, 3, 4);
     seen.insert(seen.end(), ids.begin(), ids.end());
