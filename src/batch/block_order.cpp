@@ -10,6 +10,9 @@
 // every stratum (distant times), the position in the epoch is uncorrelated with time, and each
 // unit (time chunk) is read during one group's stretch by one shard, so a cache that holds the
 // active blocks' units fetches it about once (1 + span / block units, the blocks' shared edges).
+// With OrderPlanning::block_front_samples (windows) a group is visited front by front instead:
+// its blocks interleaved at random, each walked along the axis in a random direction and
+// shuffled within stretches of that many samples, so its units are read as the fronts pass.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
