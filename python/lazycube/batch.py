@@ -89,7 +89,10 @@ class BatchGenerator:
     accepted as keywords), then lazycube's: ``batch_size`` (None: xbatcher mode), ``variables``,
     ``target`` (``{"variables": [...], "offset": {"time": 1}}``), ``shuffle`` (False/True or
     "none"/"random"/"chunk"), ``seed``, ``drop_last``, ``rank``/``world_size``,
-    ``worker``/``num_workers``, ``prefetch``, ``cache_bytes``, ``fetch_ahead_bytes`` (decoded
+    ``worker``/``num_workers``, ``block_samples``/``active_blocks`` (shuffle "chunk" over
+    windows that read several chunks along their first dim: the epoch planner's blocks, derived
+    from the cache and the windows' footprint when None; docs/batching.md "The epoch planner"),
+    ``prefetch``, ``cache_bytes``, ``fetch_ahead_bytes`` (decoded
     chunks fetched ahead along the epoch's order; None: starts at the cache budget less the
     room batches re-read chunks from, at most 256 MiB, and grows within that room to 8 s of the
     batches' reading; 0: off), ``dtype`` (stacked mode; unset or
@@ -134,6 +137,8 @@ class BatchGenerator:
         generator = {"dtype": more.pop("dtype", None), "filter": more.pop("filter", None),
                      "pinned": bool(more.pop("pinned", False)),
                      "fetch_ahead_bytes": more.pop("fetch_ahead_bytes", None),
+                     "block_samples": more.pop("block_samples", None),
+                     "active_blocks": more.pop("active_blocks", None),
                      "normalize": more.pop("normalize", None)}
         if more:
             raise TypeError("BatchGenerator() got unexpected keyword arguments: %s"

@@ -88,7 +88,8 @@ _STATE_FORMAT = "lazycube-batch-state"
 _FETCH_EVERY = 8  # batches between updates of a BatchDataset's shared fetch counters
 # What a state_dict() may be loaded by: the generator's configuration less what a resumed job may
 # change (its shard, batch size, drop_last, and the resume itself).
-_RESUME_FREE = ("shard", "batch_size", "drop_last", "resume")
+# (the epoch planner's blocks travel with the state: a job resuming it may set others for later epochs)
+_RESUME_FREE = ("shard", "batch_size", "drop_last", "resume", "blocks")
 
 
 def _resume_config(config):
@@ -550,12 +551,29 @@ class BatchDataset(torch.utils.data.IterableDataset):
     def _config(self):
         return self._generator().state()["config"]
 
+    def _resumed(self, epoch):
+        """The resume document of epoch `epoch` when this job resumed it, else None."""
+        resume = (self._pipeline.generator.get("resume") if self._pipeline is not None else None) or {}
+        return resume if resume and int(resume["epoch"]) == epoch else None
+
     def _remaining(self, epoch, total):
         """The stretches of epoch `epoch`'s order this job visits: a resumed epoch's, or all."""
-        resume = (self._pipeline.generator.get("resume") if self._pipeline is not None else None) or {}
-        if resume and int(resume["epoch"]) == epoch:
+        resume = self._resumed(epoch)
+        if resume is not None:
             return [(int(a), int(b)) for a, b in resume["remaining"]]
         return [(0, total)]
+
+    def _planned(self, epoch, world, nworkers):
+        """([world_size, num_workers], [block_samples, active_blocks] or None): the shards epoch
+        `epoch`'s order was planned for and the epoch planner's blocks (docs/batching.md "The
+        epoch planner"; None: the windows keep the chunk groups), which a job resuming it plans
+        with whatever its own size and cache."""
+        resume = self._resumed(epoch)
+        if resume is not None and resume.get("planned_for") is not None:
+            blocks = resume.get("blocks")
+            return [int(x) for x in resume["planned_for"]], ([int(x) for x in blocks] if blocks else None)
+        blocks = self._generator().block_plan(world, nworkers)
+        return [int(world), int(nworkers)], (list(blocks) if blocks is not None else None)
 
     def _blocks(self, epoch, world, nworkers):
         """[(begin, size)] of every shard (rank * nworkers + worker) in the concatenation of the
@@ -614,7 +632,9 @@ class BatchDataset(torch.utils.data.IterableDataset):
                 if lo < hi:
                     remaining.append([s + lo - offset, s + hi - offset])
             offset += e - s
+        planned, plan = self._planned(epoch, world, n)
         return {"format": _STATE_FORMAT, "epoch": epoch, "remaining": remaining,
+                "planned_for": planned, "blocks": plan,
                 "windows": int(self._generator().total_windows), "config": _resume_config(config)}
 
     def load_state_dict(self, state: Mapping):
@@ -634,6 +654,10 @@ class BatchDataset(torch.utils.data.IterableDataset):
             differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k)) or ["windows"]
             raise ValueError("the state belongs to another BatchDataset: it differs in %s" % ", ".join(differ))
         resume = {"epoch": int(state["epoch"]), "remaining": [[int(a), int(b)] for a, b in state["remaining"]]}
+        if state.get("planned_for") is not None:  # (states of lazycube before the epoch planner have none)
+            resume["planned_for"] = [int(x) for x in state["planned_for"]]
+            if state.get("blocks") is not None:
+                resume["blocks"] = [int(x) for x in state["blocks"]]
         self._pipeline = self._pipeline.replace(generator=dict(self._pipeline.generator, resume=resume))
         self._wrapped = None
         self._gens = {}

@@ -126,10 +126,28 @@ struct BatchGenerator::Impl {
     index = 0;
     order.reset();
     if (source.units() == 0) return;
+    order.emplace(order_of(e));
+  }
+
+  // Epoch e's order (a resumed epoch: its remaining stretches, planned as the job that began it
+  // planned it), cut to this shard's even block of the positions it visits.
+  EpochOrder order_of(std::uint64_t e) const {
     const BatchOptions& o = source.options();
     std::shared_ptr<const std::vector<PositionRange>> remaining;
-    if (o.resume && o.resume->epoch == e) remaining = std::make_shared<const std::vector<PositionRange>>(o.resume->remaining);
-    order.emplace(source.order_grid(), o.shuffle, o.seed, e, o.shard, source.chunk_starts(), std::move(remaining));
+    std::uint64_t shards = o.shard.count(), to_visit = source.units();
+    BlockPlan blocks;
+    if (o.resume && o.resume->epoch == e) {
+      remaining = std::make_shared<const std::vector<PositionRange>>(o.resume->remaining);
+      to_visit = 0;
+      for (const PositionRange& r : *remaining) to_visit += r.end >= r.begin ? r.end - r.begin : 0;
+      if (o.resume->planned_world_size > 0)
+        shards = std::uint64_t{o.resume->planned_world_size} * std::max<std::uint32_t>(o.resume->planned_num_workers, 1);
+      blocks = o.resume->blocks;
+    }
+    const std::vector<std::uint64_t> starts = even_shard_starts(to_visit, o.shard.count());
+    const std::uint64_t i = o.shard.index();
+    return EpochOrder(source.order_grid(), o.shuffle, o.seed, e, source.planning(shards, blocks), {starts[i], starts[i + 1]},
+                      std::move(remaining));
   }
 
   std::uint64_t shard_units() const { return order ? order->size() : 0; }
@@ -382,6 +400,13 @@ const std::shared_ptr<ChunkCache>& BatchGenerator::cache() const { return impl_-
 const std::vector<std::string>& BatchGenerator::warnings() const { return impl_->source.warnings(); }
 std::uint64_t BatchGenerator::fetch_ahead_bytes() const { return impl_->fetch.budget(); }
 
+std::optional<BlockPlan> BatchGenerator::block_plan(std::uint32_t world_size, std::uint32_t num_workers) const {
+  const BatchSource& s = impl_->source;
+  if (!s.footprint() || !(s.options().shuffle == Shuffle::Chunk)) return std::nullopt;
+  ShardSpec{0, world_size, 0, num_workers}.validate();
+  return s.planning(std::uint64_t{world_size} * num_workers).blocks;
+}
+
 Batch BatchGenerator::batch(std::uint64_t i, std::uint64_t epoch) const {
   Impl& m = *impl_;
   if (m.source.has_filter())
@@ -393,8 +418,7 @@ Batch BatchGenerator::batch(std::uint64_t i, std::uint64_t epoch) const {
   std::optional<EpochOrder> other;
   const std::optional<EpochOrder>* ord = &m.order;
   if (epoch != m.epoch) {
-    const BatchOptions& o = m.source.options();
-    other.emplace(m.source.order_grid(), o.shuffle, o.seed, epoch, o.shard, m.source.chunk_starts());
+    other.emplace(m.order_of(epoch));
     ord = &other;
   }
   const std::uint64_t per = m.source.stacked() ? m.source.options().batch_size : 1;

@@ -70,10 +70,32 @@ std::vector<VariableStats> to_normalize(const Json& v) {
   }
 }
 
+// [a, b]: two unsigned integers (UsageError naming `field` otherwise).
+std::pair<std::uint64_t, std::uint64_t> to_pair(const Json& v, const char* field, const char* want) {
+  if (!v.is_array() || v.size() != 2) bad(field, want, v);
+  return {to_uint(v[0], field), to_uint(v[1], field)};
+}
+
 EpochRemainder to_remainder(const Json& v) {
-  const char* want = "{\"epoch\": e, \"remaining\": [[begin, end], ...]}";
-  if (!v.is_object() || !v.contains("epoch") || !v.contains("remaining") || v.size() != 2) bad("resume", want, v);
+  const char* want =
+      "{\"epoch\": e, \"remaining\": [[begin, end], ...]} (and optionally \"planned_for\": [world_size, num_workers], "
+      "\"blocks\": [block_samples, active_blocks])";
+  if (!v.is_object() || !v.contains("epoch") || !v.contains("remaining")) bad("resume", want, v);
+  for (const auto& [key, value] : v.items())
+    if (key != "epoch" && key != "remaining" && key != "planned_for" && key != "blocks") bad("resume", want, v);
   EpochRemainder r;
+  if (v.contains("planned_for") && !v["planned_for"].is_null()) {
+    const auto [world, workers] = to_pair(v["planned_for"], "resume.planned_for", "[world_size, num_workers]");
+    constexpr auto u32 = std::uint64_t{std::numeric_limits<std::uint32_t>::max()};
+    if (world == 0 || workers == 0 || world > u32 || workers > u32)
+      bad("resume.planned_for", "[world_size, num_workers], each at least 1", v["planned_for"]);
+    r.planned_world_size = static_cast<std::uint32_t>(world);
+    r.planned_num_workers = static_cast<std::uint32_t>(workers);
+  }
+  if (v.contains("blocks") && !v["blocks"].is_null()) {
+    const auto [samples, active] = to_pair(v["blocks"], "resume.blocks", "[block_samples, active_blocks]");
+    r.blocks = {samples, active};
+  }
   r.epoch = to_uint(v["epoch"], "resume.epoch");
   const Json& ranges = v["remaining"];
   if (!ranges.is_array()) bad("resume.remaining", "a list of [begin, end] pairs", ranges);
@@ -91,7 +113,8 @@ const std::vector<std::string>& BatchOptions::json_keys() {
   static const std::vector<std::string> keys = {
       "input_dims", "input_overlap", "batch_dims", "concat_input_dims", "batch_size", "drop_last",
       "variables", "dtype", "float_dtype", "target", "filter", "normalize", "shuffle", "seed",
-      "rank", "world_size", "worker", "num_workers", "resume", "prefetch", "fetch_ahead_bytes", "cache_bytes"};
+      "rank", "world_size", "worker", "num_workers", "resume", "block_samples", "active_blocks", "prefetch",
+      "fetch_ahead_bytes", "cache_bytes"};
   return keys;
 }
 
@@ -144,6 +167,10 @@ BatchOptions BatchOptions::from_json(const nlohmann::ordered_json& document) {
       o.shard.num_workers = static_cast<std::uint32_t>(to_uint(v, key, u32));
     } else if (key == "resume") {
       o.resume = to_remainder(v);
+    } else if (key == "block_samples") {
+      o.blocks.block_samples = to_uint(v, key);
+    } else if (key == "active_blocks") {
+      o.blocks.active_blocks = to_uint(v, key);
     } else if (key == "prefetch") {
       o.prefetch = static_cast<std::size_t>(to_uint(v, key, std::numeric_limits<std::size_t>::max()));
     } else if (key == "fetch_ahead_bytes") {

@@ -10,6 +10,7 @@
 
 #include "batch_assembly.hpp"
 #include "sample_order.hpp"
+#include "window_footprint.hpp"
 #include "window_reader.hpp"
 #include "lazycube/error.hpp"
 #include "util/text.hpp"
@@ -29,7 +30,11 @@ std::int64_t find_index(const std::vector<std::string>& names, const std::string
 nlohmann::json resume_json(const EpochRemainder& r) {
   nlohmann::json ranges = nlohmann::json::array();
   for (const PositionRange& p : r.remaining) ranges.push_back({p.begin, p.end});
-  return {{"epoch", r.epoch}, {"remaining", ranges}};
+  nlohmann::json out = {{"epoch", r.epoch}, {"remaining", ranges}};
+  if (r.planned_world_size > 0) out["planned_for"] = {r.planned_world_size, r.planned_num_workers};
+  if (r.blocks.block_samples > 0 || r.blocks.active_blocks > 0)
+    out["blocks"] = {r.blocks.block_samples, r.blocks.active_blocks};
+  return out;
 }
 
 nlohmann::json dims_json(const DimSizes& dims) {
@@ -246,10 +251,23 @@ void BatchSource::resolve_stacked() {
   for (const auto& d : other_dims_) out_extent_.push_back(first.dim_size(d));
   std::uint64_t group_bytes = 0;
   chunk_starts_ = chunk_groups(first, xvars_.size() + yvars_.size(), group_bytes);
-  // Under chunk shuffle batches re-read the chunks of the group being consumed and of the one
-  // before (windows straddling the two): room for two groups is what the LRU must keep.
   const ChunkReads reads = SampleOrderRegistry::instance().get(o.shuffle.name()).reads;
-  if (reads == ChunkReads::ChunkGroups) reuse_bytes_ = std::min(2 * group_bytes, cache_->budget() / 2);
+  if (o.shuffle == Shuffle::Chunk) footprint_ = windows_footprint(first);
+  if (footprint_) {
+    // The epoch planner's blocks (checked now: a cache too small for them is an error naming
+    // the sizes). Blocks are walked front by front, so batches re-read the chunks at the fronts
+    // of the active blocks: room for twice those (as for two chunk groups), at most half the
+    // cache; fetch-ahead has the rest.
+    const OrderPlanning p = planning(options_.shard.count(), {}, &warnings_);
+    const std::uint64_t fronts = p.blocks.active_blocks *
+                                 (footprint_->units_of(p.block_front_samples) + footprint_->span_units()) *
+                                 footprint_->unit_bytes;
+    reuse_bytes_ = std::min(2 * fronts, cache_->budget() / 2);
+  } else if (reads == ChunkReads::ChunkGroups) {
+    // Under chunk shuffle batches re-read the chunks of the group being consumed and of the one
+    // before (windows straddling the two): room for two groups is what the LRU must keep.
+    reuse_bytes_ = std::min(2 * group_bytes, cache_->budget() / 2);
+  }
   if (reads == ChunkReads::Scattered) warn_random_reads(first);
 
   if (!o.normalize.empty()) {
@@ -284,7 +302,61 @@ void BatchSource::resolve_stacked() {
              {"shuffle", shuffle_name(o.shuffle)},
              {"seed", o.seed},
              {"shard", {o.shard.rank, o.shard.world_size, o.shard.worker, o.shard.num_workers}}};
+  if (o.blocks.block_samples > 0 || o.blocks.active_blocks > 0)
+    config_["blocks"] = {o.blocks.block_samples, o.blocks.active_blocks};
   if (o.resume) config_["resume"] = resume_json(*o.resume);
+}
+
+std::shared_ptr<const SampleFootprint> BatchSource::windows_footprint(const Variable& first) const {
+  // Along the first grid dim (windows of a position are consecutive in grid numbering), in the
+  // first variable's chunks; a unit's bytes: its mean chunk length of every variable read (x,
+  // y, the filter's), decoded as stored, over the whole extent of the other dims.
+  const std::string& dim = grid_dims_.front();
+  const auto axis_of = [&](const Variable& v) { return static_cast<std::size_t>(find_index(v.dims(), dim)); };
+  WindowAxis axis;
+  axis.chunk_starts = first.chunk_starts(axis_of(first));
+  axis.lead = lead_.front();
+  axis.shift = shift_.front();
+  std::set<std::string> seen;
+  double bytes = 0;
+  auto add = [&](const Variable& v) {
+    if (!seen.insert(v.name()).second) return;
+    const double chunks = static_cast<double>(std::max<std::size_t>(v.chunk_starts(axis_of(v)).size(), 1));
+    bytes += static_cast<double>(v.size() * v.stored_dtype().itemsize) / chunks;
+  };
+  for (const auto* vars : {&xvars_, &yvars_})
+    for (const Variable& v : *vars) add(v);
+  axis.unit_bytes = static_cast<std::uint64_t>(bytes);
+  return window_footprint(grid_, axis);
+}
+
+namespace {
+constexpr std::uint64_t kFrontSamples = 16;
+}  // namespace
+
+OrderPlanning BatchSource::planning(std::uint64_t shards, BlockPlan resumed, std::vector<std::string>* warnings) const {
+  OrderPlanning p;
+  p.chunks = chunk_starts_;
+  if (!footprint_) return p;
+  p.footprint = footprint_;
+  p.cache_bytes = cache_->budget();
+  p.batch_size = std::max<std::uint64_t>(options_.batch_size, 1);
+  p.shard_starts = even_shard_starts(units(), shards);
+  // Blocks walked front by front, shuffled within stretches of kFrontSamples windows (whole
+  // positions): a group's units are read as the fronts pass instead of all at its start (over a
+  // 50 ms link the whole-group shuffle ran at 0.75x the chunk groups' windows/s). Fixed, not
+  // derived from the batch size or the cache: a resumed epoch's order must not depend on them.
+  const std::uint64_t spp = footprint_->samples_per_position;
+  p.block_front_samples = (kFrontSamples + spp - 1) / spp * spp;
+  if (resumed.block_samples > 0 && resumed.active_blocks > 0) {
+    p.blocks = resumed;
+    return p;
+  }
+  std::uint64_t smallest = units();
+  for (std::size_t i = 0; i + 1 < p.shard_starts.size(); ++i)
+    smallest = std::min(smallest, p.shard_starts[i + 1] - p.shard_starts[i]);
+  p.blocks = plan_blocks(*footprint_, p.cache_bytes, p.batch_size, smallest, options_.blocks, warnings);
+  return p;
 }
 
 void BatchSource::warn_random_reads(const Variable& first) {

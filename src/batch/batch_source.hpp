@@ -36,6 +36,16 @@ class BatchSource {
   std::uint64_t units() const { return stacked_ ? grid_.size() : schema_.size(); }
   // Where the data's chunk groups start along each order_grid() dim (for Shuffle::Chunk).
   const ChunkStarts& chunk_starts() const { return chunk_starts_; }
+  // Shuffle "chunk" over windows that read several chunks along the grid's first dim: their
+  // footprint, which the epoch planner's blocks are planned over (null: the chunk groups;
+  // docs/batching.md "The epoch planner").
+  const std::shared_ptr<const SampleFootprint>& footprint() const { return footprint_; }
+  // What an epoch's order is planned with for a job of `shards` (world_size x num_workers)
+  // shards: the chunk groups, and with a footprint the shards' even stretches of the epoch, the
+  // cache and the blocks: `resumed` as they are when both are set (a resumed epoch's), else
+  // BatchOptions::blocks completed by plan_blocks (UsageError naming the sizes when the cache
+  // cannot hold them; `warnings` gets its advice).
+  OrderPlanning planning(std::uint64_t shards, BlockPlan resumed = {}, std::vector<std::string>* warnings = nullptr) const;
   bool has_filter() const { return filter_ != nullptr; }
   // Whether window `id` passes the validity filter (true without a filter).
   bool window_passes(std::uint64_t id) const;
@@ -94,6 +104,9 @@ class BatchSource {
   std::unique_ptr<NanFilter> filter_;
   std::vector<ChannelNormalization> xnorm_, ynorm_;  // BatchOptions::normalize, per channel
   ChunkStarts chunk_starts_;
+  std::shared_ptr<const SampleFootprint> footprint_;
+  // The windows' footprint along the first grid dim (null: none to plan over).
+  std::shared_ptr<const SampleFootprint> windows_footprint(const Variable& first) const;
   // Cache room batches need to re-read chunks while fetch-ahead holds the rest (known under
   // chunk shuffle; unset: a quarter of the cache).
   std::optional<std::uint64_t> reuse_bytes_;

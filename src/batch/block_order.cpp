@@ -10,6 +10,9 @@
 // every stratum (distant times), the position in the epoch is uncorrelated with time, and each
 // unit (time chunk) is read during one group's stretch by one shard, so a cache that holds the
 // active blocks' units fetches it about once (1 + span / block units, the blocks' shared edges).
+// With OrderPlanning::block_front_samples (windows) a group is visited front by front instead:
+// its blocks interleaved at random, each walked along the axis in a random direction and
+// shuffled within stretches of that many samples, so its units are read as the fronts pass.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +31,14 @@ std::uint64_t SampleFootprint::span_units() const {
 
 std::uint64_t SampleFootprint::sample_bytes() const {
   return span_units() * unit_bytes / std::max<std::uint64_t>(samples_per_position, 1);
+}
+
+std::uint64_t SampleFootprint::units_of(std::uint64_t samples) const {
+  if (first_unit.empty()) return 0;
+  const std::uint64_t spp = std::max<std::uint64_t>(samples_per_position, 1);
+  const std::uint64_t total_units = std::max<std::uint64_t>(last_unit.back() - first_unit.front() + 1, 1);
+  const double positions_per_unit = static_cast<double>(positions()) / static_cast<double>(total_units);
+  return static_cast<std::uint64_t>(std::ceil(static_cast<double>((samples + spp - 1) / spp) / positions_per_unit));
 }
 
 namespace {
@@ -78,9 +89,7 @@ BlockPlan plan_blocks(const SampleFootprint& fp, std::uint64_t cache_bytes, std:
     const auto positions = static_cast<std::uint64_t>(std::llround(static_cast<double>(units) * positions_per_unit));
     return std::max<std::uint64_t>(positions, 1) * spp;
   };
-  auto samples_to_units = [&](std::uint64_t samples) {
-    return static_cast<std::uint64_t>(std::ceil(static_cast<double>((samples + spp - 1) / spp) / positions_per_unit));
-  };
+  auto samples_to_units = [&](std::uint64_t samples) { return fp.units_of(samples); };
 
   // Blocks no longer than a shard's share of one stratum, nor than what the cache holds for them.
   const std::uint64_t shard = std::max<std::uint64_t>(shard_samples, 1);
@@ -131,7 +140,8 @@ BlockPlan plan_blocks(const SampleFootprint& fp, std::uint64_t cache_bytes, std:
          std::to_string(K) + " active blocks: its batches mix fewer blocks");
     K = std::max<std::uint64_t>(shard / spp, 1);
   }
-  const std::uint64_t block = units_to_samples(L);
+  // (a given block length is kept, in whole positions)
+  const std::uint64_t block = given.block_samples > 0 ? (given.block_samples + spp - 1) / spp * spp : units_to_samples(L);
   const std::uint64_t units = samples_to_units(std::min(block, shard));
   // (one process whose every unit fits its cache fetches each once, however short its blocks;
   // several fetch the units their pieces share at the edges again)
@@ -151,6 +161,7 @@ namespace block_order {
 constexpr std::uint64_t kStratumTag = 11;
 constexpr std::uint64_t kRoundTag = 12;
 constexpr std::uint64_t kGroupTag = 13;
+constexpr std::uint64_t kFrontTag = 14;
 
 class BlockOrder final : public SampleOrder {
  public:
@@ -165,7 +176,9 @@ class BlockOrder final : public SampleOrder {
     std::vector<std::uint64_t> piece_length;
     std::vector<std::uint64_t> group_begin;      // offsets of the groups in the stretch (+ end)
   };
-  std::uint64_t total_ = 0, seed_ = 0, K_ = 1;
+  std::uint64_t total_ = 0, seed_ = 0, K_ = 1, front_ = 0;
+  // Sample `o` of group g of shard s visited front by front (OrderPlanning::block_front_samples).
+  std::uint64_t front_window(const Shard& sh, std::size_t s, std::uint64_t g, std::uint64_t o) const;
   std::vector<Shard> shards_;
   std::vector<std::uint64_t> shard_begin_;
 
@@ -184,7 +197,8 @@ class BlockOrder final : public SampleOrder {
 BlockOrder::BlockOrder(const SampleOrderContext& c) : total_(c.grid.size()), seed_(c.seed) {
   const OrderPlanning& pl = *c.planning;
   const SampleFootprint& fp = *pl.footprint;
-  if (c.grid.ndim() != 1 || fp.samples() != total_)
+  // (a window grid numbers the samples of a position along its first dim consecutively)
+  if (fp.samples() != total_)
     throw UsageError("internal: a footprint of " + std::to_string(fp.samples()) + " samples for an order of " +
                      std::to_string(total_));
   if (total_ == 0) return;
@@ -197,6 +211,7 @@ BlockOrder::BlockOrder(const SampleOrderContext& c) : total_(c.grid.size()), see
                              ? pl.blocks
                              : plan_blocks(fp, pl.cache_bytes, pl.batch_size, smallest, pl.blocks);
   K_ = std::max<std::uint64_t>(plan.active_blocks, 1);
+  front_ = pl.block_front_samples;
   const std::uint64_t block = std::max<std::uint64_t>(plan.block_samples, 1);
   // Each shard's share of each stratum (the remainder's extra samples rotating over the strata).
   shards_.resize(S);
@@ -244,6 +259,7 @@ std::uint64_t BlockOrder::window(std::uint64_t position) const {
   const auto g = static_cast<std::uint64_t>(std::upper_bound(sh.group_begin.begin(), sh.group_begin.end(), offset) -
                                             sh.group_begin.begin()) - 1;
   const std::uint64_t begin = sh.group_begin[g], n = sh.group_begin[g + 1] - begin;
+  if (front_ > 0) return front_window(sh, s, g, offset - begin);
   const Permutation perm(n, derive_seed(derive_seed(seed_, kGroupTag), (std::uint64_t{s} << 32) ^ g));
   std::uint64_t i = perm(offset - begin);
   for (std::size_t k = 0; k < K_; ++k) {
@@ -252,6 +268,35 @@ std::uint64_t BlockOrder::window(std::uint64_t position) const {
     i -= length;
   }
   throw UsageError("internal: position " + std::to_string(position) + " lies past its group");
+}
+
+std::uint64_t BlockOrder::front_window(const Shard& sh, std::size_t s, std::uint64_t g, std::uint64_t o) const {
+  // The group's blocks, and the shortest: rounds of one sample of each block (in a random order
+  // of the blocks) until it ends, then the longer blocks' rest, block after block.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks(K_);
+  std::uint64_t shortest = ~std::uint64_t{0};
+  for (std::size_t k = 0; k < K_; ++k) {
+    blocks[k] = block_of(sh, k, block_in_group(sh, s, k, g));
+    shortest = std::min(shortest, blocks[k].second);
+  }
+  const std::uint64_t group_seed = derive_seed(derive_seed(seed_, kFrontTag), (std::uint64_t{s} << 32) ^ g);
+  std::size_t k = 0;
+  std::uint64_t j = 0;  // the j-th sample of block k along its walk
+  if (o < K_ * shortest) {
+    k = static_cast<std::size_t>(Permutation(K_, derive_seed(group_seed, o / K_))(o % K_));
+    j = o / K_;
+  } else {
+    o -= K_ * shortest;
+    while (o >= blocks[k].second - shortest) o -= blocks[k++].second - shortest;
+    j = shortest + o;
+  }
+  const auto [first, length] = blocks[k];
+  // shuffled within stretches of front_ samples, walked in a random direction
+  const std::uint64_t base = j / front_ * front_, size = std::min(front_, length - base);
+  const std::uint64_t block_seed = derive_seed(group_seed, (std::uint64_t{1} << 63) ^ k);
+  j = base + Permutation(size, derive_seed(block_seed, base))(j - base);
+  if (block_seed & 1) j = length - 1 - j;
+  return first + j;
 }
 
 }  // namespace block_order

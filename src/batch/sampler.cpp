@@ -107,11 +107,19 @@ EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t se
   OrderPlanning planning;
   planning.chunks = chunks;
   init(grid, shuffle, seed, epoch, planning, std::move(remaining));
-  // Contiguous blocks, the first total % count of them one window longer.
-  const std::uint64_t total = remaining_total_;
-  const std::uint64_t base = total / shard.count(), extra = total % shard.count();
-  begin_ = shard.index() * base + std::min(shard.index(), extra);
-  end_ = begin_ + base + (shard.index() < extra ? 1 : 0);
+  const std::vector<std::uint64_t> starts = even_shard_starts(remaining_total_, shard.count());
+  begin_ = starts[shard.index()];
+  end_ = starts[shard.index() + 1];
+}
+
+std::vector<std::uint64_t> even_shard_starts(std::uint64_t total, std::uint64_t count) {
+  // Contiguous blocks, the first total % count of them one position longer.
+  count = std::max<std::uint64_t>(count, 1);
+  const std::uint64_t base = total / count, extra = total % count;
+  std::vector<std::uint64_t> starts;
+  starts.reserve(count + 1);
+  for (std::uint64_t i = 0; i <= count; ++i) starts.push_back(i * base + std::min(i, extra));
+  return starts;
 }
 
 EpochOrder::EpochOrder(const WindowGrid& grid, Shuffle shuffle, std::uint64_t seed, std::uint64_t epoch,

@@ -245,6 +245,16 @@ void bind_batch(py::module_& m) {
           py::arg("state"))
       .def("cache_stats", [](const BatchGenerator& g) { return stats_dict(g.cache()->stats()); })
       .def_property_readonly("fetch_ahead_bytes", &BatchGenerator::fetch_ahead_bytes)
+      .def(
+          "block_plan",
+          [](const BatchGenerator& g, std::uint32_t world_size, std::uint32_t num_workers) -> py::object {
+            const auto plan = g.block_plan(world_size, num_workers);
+            if (!plan) return py::none();
+            return py::make_tuple(plan->block_samples, plan->active_blocks);
+          },
+          py::arg("world_size") = 1, py::arg("num_workers") = 1,
+          "(block_samples, active_blocks) of the epoch planner for a job of world_size x "
+          "num_workers shards, or None when the windows keep the chunk groups.")
       .def_property_readonly("warnings", [](const BatchGenerator& g) { return str_list(g.warnings()); })
       .def_property_readonly("mode",
                              [](const BatchGenerator& g) {

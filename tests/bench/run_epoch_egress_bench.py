@@ -19,6 +19,11 @@ Rows (each rank its own process):
   CLI <build>, cache 64 footprints               `lazycube bench URL --forecast` of this build and
                                                   of --baseline-cli (the previous main) in the
                                                   same run: egress and samples/s, like for like
+--windows: the same for windows instead (lazycube.torch.BatchDataset, docs/batching.md "The
+epoch planner"): sliding windows of 6 steps with overlap 5 over t2m, u10, sst on the whole grid,
+batch 8 (a footprint: 6 steps of the three), rows chunk at 64 footprints for W = 1, 8 and 8 x 2
+workers, at 16, random for contrast, and `lazycube bench` of this build and --baseline-cli (whose
+chunk groups ordered such windows before the planner) at 64 footprints.
 The shuffle quality (Spearman of position and anchor, median batch span, two seeds) is computed
 from the order itself. Targets: egress <= 1.10 at 64 footprints (<= 1.5 at 16), W = 1 and 8, also
 with 2 workers; |Spearman| <= 0.1; median batch span >= 50 %; 64-footprint samples/s >= 80 % of
@@ -113,10 +118,13 @@ def served(log, offset):
     return requests, total
 
 
-def needed_bytes(store):
+WINDOW_VARS = ("t2m", "u10", "sst")
+
+
+def needed_bytes(store, variables=("t2m", "u10", "z", "sst", "lsm")):
     """Bytes of the chunk objects of the variables the samples read (every time step is needed)."""
     total = 0
-    for v in ("t2m", "u10", "z", "sst", "lsm"):
+    for v in variables:
         d = os.path.join(store, v)
         total += sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if not f.startswith("."))
     return total
@@ -124,7 +132,27 @@ def needed_bytes(store):
 
 # ---- one rank (a child process) -------------------------------------------------------------
 
+def window_child(a):
+    import torch  # noqa: F401
+    import lazycube.torch as lctorch
+    ny, nx = (int(x) for x in a.grid.split("x"))
+    ds = lctorch.BatchDataset(a.url, input_dims={"time": SPAN, "lat": ny, "lon": nx}, input_overlap={"time": SPAN - 1},
+                              batch_size=BATCH, variables=list(WINDOW_VARS), shuffle=a.shuffle, seed=a.seed,
+                              rank=a.rank, world_size=a.world, cache_bytes=a.cache_bytes, drop_last=False,
+                              return_window_ids=True)
+    loader = ds.loader(num_workers=a.workers, multiprocessing_context="spawn" if a.workers else None)
+    t0 = time.perf_counter()
+    order, n = [], 0
+    for _, ids in loader:
+        order.append([int(w) for w in ids])
+        n += len(ids)
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"order": order, "samples": n, "seconds": seconds, "fetched": ds.fetch_stats()}))
+
+
 def child(a):
+    if a.grid and a.windows:
+        return window_child(a)
     import torch  # noqa: F401
     import lazycube.torch as lctorch
     ds = lctorch.ForecastDataset(a.url, batch_size=BATCH, shuffle=a.shuffle, seed=a.seed, rank=a.rank,
@@ -146,7 +174,7 @@ def run_epoch(url, args, shuffle, cache_bytes, world, workers, seed=1):
     for r in range(world):
         cmd = [sys.executable, __file__, "--row", "--url", url, "--shuffle", shuffle, "--seed", str(seed),
                "--rank", str(r), "--world", str(world), "--workers", str(workers), "--cache-bytes", str(cache_bytes),
-               "--index-dir", args.index_dir]
+               "--index-dir", args.index_dir] + (["--windows", "--grid", args.grid] if args.windows else [])
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, env=python_env(), text=True))
     outs = []
     for p in procs:
@@ -155,6 +183,31 @@ def run_epoch(url, args, shuffle, cache_bytes, world, workers, seed=1):
             raise SystemExit("a rank failed (%d)" % p.returncode)
         outs.append(json.loads(out.strip().splitlines()[-1]))
     return outs
+
+
+def cli_rows(args, nginx, need, rows, name_format, rate, argv):
+    """`lazycube bench ARGV` of this build and of --baseline-cli, alternating, twice: each row's
+    egress (nginx's bytes over `need`), requests and `rate` (samples/s or windows/s) into `rows`."""
+    clis = [("this build", args.cli if os.path.exists(args.cli) else os.path.join(REPO, "build", "lazycube"))]
+    if args.baseline_cli:
+        clis.append(("previous main", args.baseline_cli))
+    for _ in range(2):
+        for label, cli in clis:
+            name = name_format % label
+            offset = nginx.log_offset()
+            out = subprocess.run([cli, "bench"] + argv, capture_output=True, text=True, timeout=3600)
+            if out.returncode != 0:
+                raise SystemExit("%s failed: %s" % (cli, out.stderr))
+            got = json.loads(out.stdout.strip().splitlines()[-1])
+            time.sleep(0.5)  # the access log's last lines
+            requests, bytes_served = served(nginx.log, offset)
+            row = rows.setdefault(name, {"egress": [], "requests": [], "samples_per_s": []})
+            row["egress"].append(bytes_served / need)
+            row["requests"].append(requests)
+            row["samples_per_s"].append(got[rate])
+            print("%-55s egress %.3f (%d requests), %.1f %s" % (name, bytes_served / need, requests, got[rate],
+                                                                rate.replace("_per_s", "/s")),
+                  file=sys.stderr, flush=True)
 
 
 def quality(ranks):
@@ -180,6 +233,7 @@ def main():
                    help="this build's CLI (default build-release/lazycube, else build/lazycube)")
     p.add_argument("--baseline-cli", help="the previous main's CLI (a Release build), for the A/B rows")
     p.add_argument("--skip-processes", action="store_true", help="only the CLI rows")
+    p.add_argument("--windows", action="store_true", help="windows (BatchDataset) instead of forecast samples")
     p.add_argument("--save", metavar="FILE", help="the report as JSON into FILE")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--markdown", action="store_true", help="print the report as Markdown")
@@ -195,6 +249,8 @@ def main():
     args.index_dir = args.index_dir or os.path.join(args.cache, "validity")
     load = warn_if_busy()
     store = write_store(args.cache, args.steps, ny, nx)
+    if args.windows:
+        return windows_main(args, store, ny, nx, load)
     need = needed_bytes(store)
     step = (3 + LEVELS) * ny * nx * 4  # decoded bytes of one time step of the time-varying fields
     footprint = SPAN * step
@@ -206,29 +262,9 @@ def main():
         # the validity index once (missing="keep" needs none; this warms nothing else)
         spec_path = os.path.join(args.cache, "spec.json")
         json.dump(dict(SPEC, missing="keep"), open(spec_path, "w"))  # the epoch alone: no validity pass
-        clis = [("this build", args.cli if os.path.exists(args.cli) else os.path.join(REPO, "build", "lazycube"))]
-        if args.baseline_cli:
-            clis.append(("previous main", args.baseline_cli))
-        for _ in range(2):  # alternating, twice
-            for label, cli in clis:
-                name = "CLI %s, chunk, cache 64 footprints" % label
-                offset = nginx.log_offset()
-                out = subprocess.run([cli, "bench", url, "--forecast", spec_path, "--batch-size", str(BATCH),
-                                      "--shuffle", "chunk", "--seed", "1", "--epochs", "1", "--json",
-                                      "--cache-mb", str(max(1, round(64 * footprint / 2**20)))],
-                                     capture_output=True, text=True, timeout=3600)
-                if out.returncode != 0:
-                    raise SystemExit("%s failed: %s" % (cli, out.stderr))
-                got = json.loads(out.stdout.strip().splitlines()[-1])
-                time.sleep(0.5)
-                requests, bytes_served = served(nginx.log, offset)
-                row = rows.setdefault(name, {"egress": [], "requests": [], "samples_per_s": []})
-                row["egress"].append(bytes_served / need)
-                row["requests"].append(requests)
-                row["samples_per_s"].append(got["samples_per_s"])
-                print("%-45s egress %.3f (%d requests), %.1f samples/s" % (name, bytes_served / need, requests,
-                                                                           got["samples_per_s"]),
-                      file=sys.stderr, flush=True)
+        cli_rows(args, nginx, need, rows, "CLI %s, chunk, cache 64 footprints", "samples_per_s",
+                 [url, "--forecast", spec_path, "--batch-size", str(BATCH), "--shuffle", "chunk", "--seed", "1",
+                  "--epochs", "1", "--json", "--cache-mb", str(max(1, round(64 * footprint / 2**20)))])
         cases = [] if args.skip_processes else [
             ("chunk", 64, 1, 0), ("chunk", 64, 8, 0), ("chunk", 64, 8, 2), ("chunk", 16, 1, 0),
             ("chunk", 16, 8, 0), ("random", 64, 1, 0), ("chunk", None, 1, 0)]
@@ -279,6 +315,49 @@ def main():
             [s for r in other_seed for b in r["order"] for s in b] != orders["chunk, cache 64 footprints, W=1"]),
         "samples/s, 64 footprints / unlimited": "%.2f (target >= 0.8)" % (main_row["samples_per_s"] / ref),
     })
+    emit_report({"rows": rows, "summary": summary}, args, markdown, print_report)
+
+
+def windows_main(args, store, ny, nx, load):
+    """The --windows rows (module doc)."""
+    need = needed_bytes(store, WINDOW_VARS)
+    footprint = SPAN * len(WINDOW_VARS) * ny * nx * 4
+    nginx = Nginx(os.path.join(args.cache, "nginx-windows"), args.cache, "/era5.zarr/.zmetadata",
+                  faults={"latency_ms": args.latency_ms})
+    rows, orders = {}, {}
+    windows = args.steps - SPAN + 1
+    try:
+        url = nginx.base + "/era5.zarr"
+        cache_mb = max(1, round(64 * footprint / 2**20))
+        cli_rows(args, nginx, need, rows, "CLI %s, windows, chunk, cache 64 footprints", "windows_per_s",
+                 [url, "--variables", ",".join(WINDOW_VARS), "--input-dims", "time=%d,lat=%d,lon=%d" % (SPAN, ny, nx),
+                  "--input-overlap", "time=%d" % (SPAN - 1), "--batch-size", str(BATCH), "--shuffle", "chunk",
+                  "--seed", "1", "--epochs", "1", "--json", "--cache-mb", str(cache_mb)])
+        cases = [] if args.skip_processes else [
+            ("chunk", 64, 1, 0), ("chunk", 64, 8, 0), ("chunk", 64, 8, 2), ("chunk", 16, 1, 0), ("random", 64, 1, 0)]
+        for shuffle, fps, world, workers in cases:
+            cache = int(fps * footprint)
+            name = "windows, %s, cache %d footprints, W=%d%s" % (shuffle, fps, world,
+                                                                 " x %d workers" % workers if workers else "")
+            offset = nginx.log_offset()
+            ranks = run_epoch(url, args, shuffle, cache, world, workers)
+            time.sleep(0.5)
+            requests, bytes_served = served(nginx.log, offset)
+            q = quality(ranks)
+            q["exactly_once"] = sorted(w for r in ranks for b in r["order"] for w in b) == list(range(windows))
+            orders[name] = [w for r in ranks for b in r["order"] for w in b]
+            rows[name] = dict(q, requests=requests, bytes_served=bytes_served, bytes_needed=need,
+                              egress=bytes_served / need,
+                              samples_per_s=sum(r["samples"] for r in ranks) / max(r["seconds"] for r in ranks),
+                              cache_mb=cache / 2**20, counters_egress=[round(r["fetched"]["egress_ratio"], 3) for r in ranks])
+            print("%-55s egress %.3f (%d requests), %.0f windows/s, spearman %+.3f, median span %.2f, once %s"
+                  % (name, rows[name]["egress"], requests, rows[name]["samples_per_s"], q["spearman"],
+                     q["median_batch_span"], q["exactly_once"]), file=sys.stderr, flush=True)
+    finally:
+        nginx.stop()
+    summary = {"store": "%.2f GB of chunks of %s (%d steps, grid %s, one step per chunk)" % (
+                   need / 1e9, ", ".join(WINDOW_VARS), args.steps, args.grid),
+               "footprint": "%.1f MB (6 steps)" % (footprint / 1e6), "load average": "%.1f" % load[0]}
     emit_report({"rows": rows, "summary": summary}, args, markdown, print_report)
 
 

@@ -7,7 +7,8 @@ torchrun on the gloo backend:
   resume  loads the state rank 0 saved (--state) and finishes the epoch through a loader of
           --workers spawned workers; writes {"items": [...], "batches": n}
 
---dataset forecast: items are sample ids; batch: window ids. Each rank writes
+--dataset forecast: items are sample ids; batch: window ids (--sliding: 4-step windows with
+overlap 3, which cross the sample's 24-step chunks: the epoch planner's blocks). Each rank writes
 OUT/<mode>-rank<R>.json with every rank's batch count (all-gathered).
 """
 
@@ -38,6 +39,7 @@ def main():
     p.add_argument("--state")
     p.add_argument("--index-dir")
     p.add_argument("--dataset", choices=["forecast", "batch"], default="forecast")
+    p.add_argument("--sliding", action="store_true")
     args = p.parse_args()
     dist.init_process_group(backend="gloo")
     rank = dist.get_rank()
@@ -50,7 +52,7 @@ def main():
             assert batch["targets"].shape[1] == 1
             return [int(s) for s in batch["samples"]]
     else:
-        ds = lctorch.BatchDataset(args.url, **BATCH)
+        ds = lctorch.BatchDataset(args.url, **BATCH, **({"input_overlap": {"time": 3}} if args.sliding else {}))
         total = ds.generator.total_windows
 
         def items(batch):

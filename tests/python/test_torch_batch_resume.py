@@ -131,6 +131,27 @@ def test_elastic_resume_two_ranks_then_three(url, t2m, tmp_path):
     assert all(r["epoch"] == 1 for r in resumed)
 
 
+def test_elastic_resume_of_planned_windows_two_ranks_then_three(url, tmp_path):
+    """Sliding windows planned in blocks (docs/batching.md "The epoch planner"): the order
+    depends on the shards it was planned for, so the state carries them and the 3-rank job plans
+    the epoch as the 2-rank job (2 workers each) did: every window once."""
+    if not torch.distributed.is_available():
+        pytest.skip("torch.distributed is not available in this torch build")
+    worker = HERE / "resume_distributed_worker.py"
+    torchrun(worker, 2, "--dataset", "batch", "--sliding", "--url", url, "--out", tmp_path, "--mode", "first",
+             "--stop-after", 5)
+    first = [json.loads((tmp_path / ("first-rank%d.json" % r)).read_text()) for r in range(2)]
+    state = first[0]["state"]
+    assert state == first[1]["state"]
+    assert state["planned_for"] == [2, 2] and state["blocks"] is not None
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    torchrun(worker, 3, "--dataset", "batch", "--sliding", "--url", url, "--out", tmp_path, "--mode", "resume",
+             "--state", tmp_path / "state.json", "--workers", 1)
+    resumed = [json.loads((tmp_path / ("resume-rank%d.json" % r)).read_text()) for r in range(3)]
+    delivered = [w for r in first for w in r["items"]] + [w for r in resumed for w in r["items"]]
+    assert sorted(delivered) == list(range(first[0]["total"]))
+
+
 def test_workers_fork_after_garbage_with_running_threads(url, t2m):
     """Unreachable lazycube objects (a generator in a reference cycle, its producer thread
     running) are collected in the parent before a fork, not in the forked worker, where their

@@ -47,10 +47,16 @@ using BatchAllocator = std::function<std::shared_ptr<std::byte>(std::size_t byte
 
 // What is left of an epoch interrupted mid-way (docs/batching.md "Elastic resume"): its number
 // and the stretches of its whole order not yet delivered, which a job of any world size and
-// worker count shares out again (EpochOrder's `remaining`). Other epochs are whole.
+// worker count shares out again (EpochOrder's `remaining`). Other epochs are whole. Under the
+// epoch planner (shuffle "chunk" over windows that declare a footprint: docs/batching.md "The
+// epoch planner") the order depends on the shards it was planned for and on its blocks: a
+// resumed epoch is planned as the job that began it planned it (`planned_world_size` x
+// `planned_num_workers`; 0: this job's) with its `blocks` (0: derived, as that job derived them).
 struct EpochRemainder {
   std::uint64_t epoch = 0;
   std::vector<PositionRange> remaining;
+  std::uint32_t planned_world_size = 0, planned_num_workers = 0;
+  BlockPlan blocks;
 };
 
 struct BatchOptions {
@@ -86,6 +92,10 @@ struct BatchOptions {
   std::uint64_t seed = 0;
   ShardSpec shard;
   std::optional<EpochRemainder> resume;
+  // Stacked mode, shuffle "chunk" over windows planned in blocks (docs/batching.md "The epoch
+  // planner"): the block length in windows and the blocks read at once (0: derived from the
+  // cache budget and the windows' footprint).
+  BlockPlan blocks;
 
   std::size_t prefetch = 2;            // batches assembled ahead of the caller, at once (0: on demand)
   // Decoded bytes of chunks fetched ahead along the epoch's order and held until their batch
@@ -102,7 +112,9 @@ struct BatchOptions {
   // (NumPy dtype names), target (a name, names, or {"variables", "offset": {dim: int}}),
   // filter ({"variable", "max_nan_fraction"}), normalize (a stats document, or the path of a
   // stats JSON file), shuffle (true/false or a window order's name), seed, rank, world_size,
-  // worker, num_workers, resume ({"epoch": e, "remaining": [[begin, end], ...]}), prefetch, fetch_ahead_bytes, cache_bytes (a private ChunkCache of
+  // worker, num_workers, resume ({"epoch": e, "remaining": [[begin, end], ...], and optionally
+  // "planned_for": [world_size, num_workers], "blocks": [block_samples, active_blocks]),
+  // block_samples, active_blocks, prefetch, fetch_ahead_bytes, cache_bytes (a private ChunkCache of
   // that budget). Absent or null: the default above. UsageError naming the field for a value
   // of the wrong type or range, and for an unknown key (listing the known ones). `cache`
   // (other than cache_bytes) and `allocator` are not in the document.
@@ -203,6 +215,12 @@ class BatchGenerator {
   // The fetch-ahead budget in effect now (options().fetch_ahead_bytes resolved, and grown over
   // the epoch when it was unset; 0 when off or the cache is).
   std::uint64_t fetch_ahead_bytes() const;
+
+  // The epoch planner's blocks (docs/batching.md "The epoch planner") for an epoch planned for
+  // a job of world_size x num_workers shards, which a resumed epoch must be planned with
+  // (EpochRemainder::blocks); nullopt when the order is not planned in blocks (shuffle other than
+  // "chunk", or windows that read one chunk along the first grid dim: the chunk groups).
+  std::optional<BlockPlan> block_plan(std::uint32_t world_size, std::uint32_t num_workers) const;
 
   // The cache the generator reads through.
   const std::shared_ptr<ChunkCache>& cache() const;

@@ -76,6 +76,11 @@ struct ShardSpec {
   std::uint64_t count() const { return std::uint64_t{world_size} * num_workers; }
 };
 
+// The contiguous cut of `total` positions into `count` blocks whose sizes differ by at most one
+// (the first total % count one longer): where each starts, and the end last (count + 1 entries).
+// Block i is shard i's (ShardSpec::index) of an EpochOrder cut by a ShardSpec.
+std::vector<std::uint64_t> even_shard_starts(std::uint64_t total, std::uint64_t count);
+
 class SampleOrder;
 
 // A stretch [begin, end) of positions in an epoch's whole visiting order (all shards).
@@ -109,6 +114,8 @@ struct SampleFootprint {
   // The most units one position reads, and the decoded bytes one sample reads.
   std::uint64_t span_units() const;
   std::uint64_t sample_bytes() const;
+  // The units a stretch of `samples` consecutive samples covers along the axis, on average.
+  std::uint64_t units_of(std::uint64_t samples) const;
 };
 
 // Shuffle "chunk" over footprints: blocks of `block_samples` consecutive samples, `active_blocks`
@@ -128,6 +135,13 @@ struct OrderPlanning {
   std::uint64_t cache_bytes = 0;  // the reading process's chunk cache (0: unlimited)
   std::uint64_t batch_size = 1;
   BlockPlan blocks;  // overrides (0: derived)
+  // How a group of active blocks is visited: 0, its samples in one random order (forecast
+  // samples); n > 0, the blocks interleaved at random (one sample of each per round, in a
+  // random order) and each block walked along the axis in a random direction, its samples
+  // shuffled within stretches of n (windows: at any moment the group needs a few units at the
+  // front of each block, which fetch-ahead reads ahead, instead of every unit of the group at
+  // its start; docs/batching.md "The epoch planner").
+  std::uint64_t block_front_samples = 0;
   // Where each shard's stretch of the epoch's order starts, ascending from 0, and its end
   // last: an order over footprints keeps each block and each group of active blocks inside one
   // shard's stretch. Empty: one stretch.

@@ -63,6 +63,7 @@ TEST(BatchOptionsJson, EmptyDocumentAndNullsGiveTheDefaults) {
     EXPECT_EQ(o.shard.worker, d.shard.worker);
     EXPECT_EQ(o.shard.num_workers, d.shard.num_workers);
     EXPECT_EQ(o.prefetch, d.prefetch);
+    EXPECT_EQ(o.blocks, d.blocks);
     EXPECT_EQ(o.cache, nullptr);
   }
 }
@@ -86,7 +87,9 @@ TEST(BatchOptionsJson, EveryFieldIsParsed) {
                     {"world_size", 2},
                     {"worker", 2},
                     {"num_workers", 3},
-                    {"resume", {{"epoch", 2}, {"remaining", {{4, 9}, {12, 30}}}}},
+                    {"resume", {{"epoch", 2}, {"remaining", {{4, 9}, {12, 30}}}, {"planned_for", {4, 2}}, {"blocks", {64, 3}}}},
+                    {"block_samples", 120},
+                    {"active_blocks", 4},
                     {"prefetch", 0},
                     {"fetch_ahead_bytes", 1024},
                     {"cache_bytes", 1 << 20}};
@@ -120,6 +123,10 @@ TEST(BatchOptionsJson, EveryFieldIsParsed) {
   ASSERT_TRUE(o.resume);
   EXPECT_EQ(o.resume->epoch, 2u);
   EXPECT_EQ(o.resume->remaining, (std::vector<PositionRange>{{4, 9}, {12, 30}}));
+  EXPECT_EQ(o.resume->planned_world_size, 4u);
+  EXPECT_EQ(o.resume->planned_num_workers, 2u);
+  EXPECT_EQ(o.resume->blocks, (BlockPlan{64, 3}));
+  EXPECT_EQ(o.blocks, (BlockPlan{120, 4}));
   EXPECT_EQ(o.prefetch, 0u);
   EXPECT_EQ(*o.fetch_ahead_bytes, 1024u);
   ASSERT_NE(o.cache, nullptr);

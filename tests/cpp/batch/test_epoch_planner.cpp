@@ -10,19 +10,22 @@
 #include <cstdio>
 #include <cmath>
 #include <cstdint>
-#include <list>
 #include <map>
 #include <memory>
 #include <numeric>
 #include <set>
-#include <unordered_map>
 #include <vector>
 
+#include "epoch_quality.hpp"
 #include "lazycube/batch/sampler.hpp"
 #include "lazycube/error.hpp"
 
 using namespace lazycube;
 using namespace lazycube::batch;
+using lazycube::testing::LruUnits;
+using lazycube::testing::spearman_of_order;
+using lazycube::testing::median_batch_span;
+using lazycube::testing::expect_every_sample_once;
 
 namespace {
 
@@ -47,27 +50,6 @@ OrderPlanning planning_of(std::shared_ptr<SampleFootprint> fp, std::uint64_t cac
   return p;
 }
 
-// An LRU cache of units, counting fetches.
-struct Lru {
-  std::uint64_t capacity = 0, fetches = 0;
-  std::list<std::uint64_t> order;
-  std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> where;
-  void touch(std::uint64_t unit) {
-    auto it = where.find(unit);
-    if (it != where.end()) {
-      order.erase(it->second);
-    } else {
-      ++fetches;
-      if (order.size() >= capacity) {
-        where.erase(order.back());
-        order.pop_back();
-      }
-    }
-    order.push_front(unit);
-    where[unit] = order.begin();
-  }
-};
-
 struct EpochRun {
   std::vector<std::uint64_t> visited;  // samples in delivery order (rank 0 first, ...)
   std::vector<std::vector<std::uint64_t>> batches;
@@ -87,7 +69,7 @@ EpochRun run_epoch(const SampleFootprint& fp, const OrderPlanning& planning, Shu
       const EpochBatches e(fp.samples(), shuffle, seed, 0, ShardSpec{r, world, w, workers}, batch, false, planning);
       if (w == 0) run.rank_batch_counts.insert(e.rank_batches());
       rank_total += e.worker_batches();
-      Lru lru;
+      LruUnits lru;
       lru.capacity = cache_units;
       for (std::uint64_t j = 0; j < e.worker_batches(); ++j) {
         const auto ids = e.batch(j);
@@ -107,35 +89,6 @@ EpochRun run_epoch(const SampleFootprint& fp, const OrderPlanning& planning, Shu
   }
   run.distinct = needed.size();
   return run;
-}
-
-double spearman(const std::vector<std::uint64_t>& order) {
-  // ranks of the positions are 0..n-1; the samples are their own anchor ranks (a permutation)
-  const double n = static_cast<double>(order.size());
-  double d2 = 0;
-  for (std::size_t p = 0; p < order.size(); ++p) {
-    const double d = static_cast<double>(p) - static_cast<double>(order[p]);
-    d2 += d * d;
-  }
-  return 1.0 - 6.0 * d2 / (n * (n * n - 1.0));
-}
-
-double median_batch_span(const std::vector<std::vector<std::uint64_t>>& batches, std::uint64_t samples) {
-  std::vector<double> spans;
-  for (const auto& b : batches)
-    if (b.size() > 1) {
-      const auto [lo, hi] = std::minmax_element(b.begin(), b.end());
-      spans.push_back(static_cast<double>(*hi - *lo) / static_cast<double>(samples - 1));
-    }
-  std::sort(spans.begin(), spans.end());
-  return spans[spans.size() / 2];
-}
-
-void expect_every_sample_once(std::vector<std::uint64_t> seen, std::uint64_t n, const std::string& what) {
-  std::sort(seen.begin(), seen.end());
-  std::vector<std::uint64_t> all(n);
-  std::iota(all.begin(), all.end(), 0);
-  EXPECT_EQ(seen, all) << what;
 }
 
 }  // namespace
@@ -161,9 +114,9 @@ TEST(EpochPlanner, ChunkShuffleFetchesEachChunkAboutOnceAndStillShuffles) {
     EXPECT_EQ(run.rank_batch_counts.size(), 1u) << what;
     const double egress = static_cast<double>(run.fetches) / static_cast<double>(run.distinct);
     std::printf("%s: egress %.3f, spearman %.3f, median batch span %.3f\n", what.c_str(), egress,
-                spearman(run.visited), median_batch_span(run.batches, n));
+                spearman_of_order(run.visited), median_batch_span(run.batches, n));
     EXPECT_LE(egress, c.most_egress) << what;
-    EXPECT_LE(std::fabs(spearman(run.visited)), 0.1) << what;
+    EXPECT_LE(std::fabs(spearman_of_order(run.visited)), 0.1) << what;
     EXPECT_GE(median_batch_span(run.batches, n), 0.5) << what;
   }
   // Random shuffle, for contrast, fetches each chunk several times with the same cache.

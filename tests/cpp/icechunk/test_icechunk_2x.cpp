@@ -19,6 +19,7 @@ namespace lazycube {
 namespace {
 
 namespace w = test::icechunk_writer;
+namespace fs = std::filesystem;  // (not from another file of the unity batch)
 using test::message_of;
 
 
