@@ -17,6 +17,9 @@ namespace lazycube {
 
 namespace {
 
+// Copies of fewer bytes than this in a round are done by the calling thread alone.
+constexpr std::uint64_t kParallelCopyBytes = std::uint64_t{2} << 20;
+
 // One copy job: the region of selection `sel` that lies in distinct unit `unit`.
 struct PlannedCopy {
   std::size_t sel;
@@ -38,6 +41,16 @@ struct UnitIndexLess {
 class DistinctUnits {
  public:
   std::size_t number(const grid::DimIndex& unit) {
+    // A batch's read touches a few dozen units: scanning them (the last one first: a
+    // selection's pieces and the next selection's often share it) beats a map's node per unit.
+    if (number_.empty()) {
+      for (std::size_t k = units_.size(); k-- > 0;)
+        if (std::equal(unit.begin(), unit.end(), units_[k].begin(), units_[k].end())) return k;
+      units_.emplace_back(unit.begin(), unit.end());
+      if (units_.size() == kScanned)
+        for (std::size_t k = 0; k < units_.size(); ++k) number_.emplace(units_[k], k);
+      return units_.size() - 1;
+    }
     auto it = number_.find(unit);  // no allocation for a unit already seen
     if (it == number_.end()) {
       units_.emplace_back(unit.begin(), unit.end());
@@ -48,6 +61,7 @@ class DistinctUnits {
   std::vector<ChunkedArray::Unit>& units() { return units_; }
 
  private:
+  static constexpr std::size_t kScanned = 64;  // units numbered by scanning; a map from there on
   std::vector<ChunkedArray::Unit> units_;
   std::map<ChunkedArray::Unit, std::size_t, UnitIndexLess> number_;
 };
@@ -115,10 +129,18 @@ void ChunkedArray::read_cached(std::span<const ArraySelection> selections, std::
   std::iota(by_unit.begin(), by_unit.end(), std::size_t{0});
   std::stable_sort(by_unit.begin(), by_unit.end(),
                    [&](std::size_t a, std::size_t b) { return jobs[a].unit < jobs[b].unit; });
-  std::vector<Shape> dst_shapes(selections.size());
+  // Each selection's extent, one Shape per run of equal extents (a batch's windows share one).
+  std::vector<Shape> shapes;
+  std::vector<std::size_t> shape_of(selections.size());
   for (std::size_t s = 0; s < selections.size(); ++s) {
-    dst_shapes[s].reserve(selections[s].size());
-    for (const auto& r : selections[s]) dst_shapes[s].push_back(r.count);
+    const ArraySelection& sel = selections[s];
+    if (shapes.empty() || !std::equal(sel.begin(), sel.end(), shapes.back().begin(), shapes.back().end(),
+                                      [](const IndexRange& r, std::uint64_t n) { return r.count == n; })) {
+      shapes.emplace_back();
+      shapes.back().reserve(sel.size());
+      for (const auto& r : sel) shapes.back().push_back(r.count);
+    }
+    shape_of[s] = shapes.size() - 1;
   }
   std::size_t round_begin = 0;  // first entry of by_unit in the current round
   for (std::size_t first = 0; first < units.size(); first += per_round) {
@@ -127,12 +149,22 @@ void ChunkedArray::read_cached(std::span<const ArraySelection> selections, std::
         cached_units(std::span(units).subspan(first, n), cache, ChunkCache::Purpose::Read);
     // Copy the round's regions out of its pinned chunks.
     std::size_t round_end = round_begin;
-    while (round_end < by_unit.size() && jobs[by_unit[round_end]].unit < first + n) ++round_end;
-    parallel_for(round_end - round_begin, [&](std::size_t k) {
+    std::uint64_t round_copy_bytes = 0;
+    for (; round_end < by_unit.size() && jobs[by_unit[round_end]].unit < first + n; ++round_end)
+      round_copy_bytes += item * std::accumulate(jobs[by_unit[round_end]].region.count.begin(),
+                                                 jobs[by_unit[round_end]].region.count.end(), std::uint64_t{1},
+                                                 std::multiplies<>());
+    auto copy = [&](std::size_t k) {
       const PlannedCopy& job = jobs[by_unit[round_begin + k]];
       grid::copy_region(chunks[job.unit - first]->data(), unit_shapes.empty() ? unit_shape : unit_shapes[job.unit],
-                        dests[job.sel].data(), dst_shapes[job.sel], job.region, item);
-    });
+                        dests[job.sel].data(), shapes[shape_of[job.sel]], job.region, item);
+    };
+    // A few hundred KiB copy faster here than a helper wakes up for them: a batch's channels
+    // (and batches assembled at once) already keep the cores busy.
+    if (round_copy_bytes < kParallelCopyBytes)
+      for (std::size_t k = 0; k < round_end - round_begin; ++k) copy(k);
+    else
+      parallel_for(round_end - round_begin, copy);
     round_begin = round_end;
   }
   std::uint64_t delivered = 0;
@@ -152,8 +184,10 @@ std::vector<ChunkCache::Chunk> ChunkedArray::cached_units(std::span<const Unit> 
   std::vector<std::shared_ptr<ChunkCache::Claim>> claims(n);
   std::vector<Unit> to_load;
   std::vector<std::size_t> load_of;  // to_load[i] is unit load_of[i]
+  ChunkKey key{id, {}};  // one key reused: a hit copies nothing
   for (std::size_t u = 0; u < n; ++u) {
-    auto found = cache.lookup(ChunkKey{id, units[u]}, purpose);
+    key.index.assign(units[u].begin(), units[u].end());
+    auto found = cache.lookup(key, purpose);
     chunks[u] = std::move(found.chunk);
     pending[u] = std::move(found.pending);
     claims[u] = std::move(found.claim);
