@@ -17,7 +17,8 @@ namespace lazycube {
 
 namespace {
 
-// Copies of fewer bytes than this in a round are done by the calling thread alone.
+// Copies of fewer bytes than this in a round are done by the calling thread alone while no
+// pool worker is idle.
 constexpr std::uint64_t kParallelCopyBytes = std::uint64_t{2} << 20;
 
 // One copy job: the region of selection `sel` that lies in distinct unit `unit`.
@@ -159,9 +160,10 @@ void ChunkedArray::read_cached(std::span<const ArraySelection> selections, std::
       grid::copy_region(chunks[job.unit - first]->data(), unit_shapes.empty() ? unit_shape : unit_shapes[job.unit],
                         dests[job.sel].data(), shapes[shape_of[job.sel]], job.region, item);
     };
-    // A few hundred KiB copy faster here than a helper wakes up for them: a batch's channels
-    // (and batches assembled at once) already keep the cores busy.
-    if (round_copy_bytes < kParallelCopyBytes)
+    // A few hundred KiB copy faster here than a helper queued behind busy workers gets to
+    // them: when no worker is idle (a batch's channels and the batches assembled at once keep
+    // every core busy) this thread copies them alone.
+    if (round_copy_bytes < kParallelCopyBytes && ThreadPool::global().idle() == 0)
       for (std::size_t k = 0; k < round_end - round_begin; ++k) copy(k);
     else
       parallel_for(round_end - round_begin, copy);

@@ -57,7 +57,11 @@ void ThreadPool::run() {
     std::function<void()> task;
     {
       std::unique_lock lock(mutex_);
-      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (!stopping_ && tasks_.empty()) {
+        ++idle_;
+        cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+        --idle_;
+      }
       if (tasks_.empty()) return;
       task = std::move(tasks_.front());
       tasks_.pop_front();

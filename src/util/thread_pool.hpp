@@ -1,6 +1,7 @@
 // A bounded pool of worker threads shared by the process for decode and assembly work.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -20,6 +21,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   std::size_t size() const { return workers_.size(); }
+  // Workers waiting for a task just now (a hint: one may take a task the next instant).
+  std::size_t idle() const { return idle_.load(std::memory_order_relaxed); }
   void submit(std::function<void()> task);
 
   // The process-wide pool, sized to the hardware threads (LAZYCUBE_NUM_THREADS overrides).
@@ -33,6 +36,7 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  std::atomic<std::size_t> idle_{0};
 };
 
 // Runs body(i) for i in [0, n) on the pool plus the calling thread and waits for all of them.
