@@ -4,6 +4,7 @@
 // Resume, bad specs refused before any key is written, store failures, resume verification.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -91,7 +92,7 @@ TEST(ZarrWriter, UnitsWrittenChunkByChunkEqualWholeUnits) {
     auto v = values.values<float>();
     for (std::size_t i = 0; i < 2 * 13; ++i) v[i] = std::numeric_limits<float>::quiet_NaN();  // rows 0-1: fill
     const ArraySpec spec = spec_of(3, {10, 13}, {2, 3}, "blosc:lz4:5:shuffle", shards);
-    std::size_t asked = 0;
+    std::atomic<std::size_t> asked{0};  // the filler runs on several threads at once
     {
       Writer w(open_location(dir.str()));
       write_whole(*w.create_array("whole", spec), values);
@@ -119,7 +120,7 @@ TEST(ZarrWriter, UnitsWrittenChunkByChunkEqualWholeUnits) {
       w.commit();
     }
     // Every chunk inside the array asked for once: 5 x 5 inner chunks (or units).
-    EXPECT_EQ(asked, 5u * 5u);
+    EXPECT_EQ(asked.load(), 5u * 5u);
     expect_equal(read_back(dir.str(), "by_chunks"), values);
     // A chunk that fails to arrive fails the unit (inner chunks are filled on several threads
     // and appended in order: the others must not wait for it forever).
