@@ -292,9 +292,9 @@ def main():
         nginx.stop()
     summary = {"store": "%.2f GB of chunks (%d steps, grid %s, one step per chunk)" % (need / 1e9, args.steps, args.grid),
                "footprint": "%.1f MB (6 steps)" % (footprint / 1e6), "load average": "%.1f" % load[0]}
-    cli_rows = {k: v for k, v in rows.items() if k.startswith("CLI")}
-    if len(cli_rows) == 2:
-        new_row, old_row = cli_rows["CLI this build, chunk, cache 64 footprints"], cli_rows[
+    by_cli = {k: v for k, v in rows.items() if k.startswith("CLI")}
+    if len(by_cli) == 2:
+        new_row, old_row = by_cli["CLI this build, chunk, cache 64 footprints"], by_cli[
             "CLI previous main, chunk, cache 64 footprints"]
         summary["CLI A/B (this build / previous main)"] = "egress %s vs %s; samples/s %.2fx (best of 2 each)" % (
             "/".join("%.3f" % e for e in new_row["egress"]), "/".join("%.3f" % e for e in old_row["egress"]),
