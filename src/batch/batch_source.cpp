@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "batch_assembly.hpp"
+#include "fetch_ahead.hpp"
 #include "sample_order.hpp"
 #include "window_footprint.hpp"
 #include "window_reader.hpp"
@@ -468,14 +469,6 @@ void BatchSource::for_each_read(std::uint64_t id,
     const Variable& f = filter_->variable();
     visit(f.array(), f.array_selection_of(window_selection(f, id, false)));
   }
-}
-
-std::uint64_t fetch_ahead_room_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes) {
-  return cache_budget_bytes - std::min(reuse_bytes, cache_budget_bytes);
-}
-
-std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes) {
-  return std::min<std::uint64_t>(fetch_ahead_room_bytes(cache_budget_bytes, reuse_bytes), std::uint64_t{256} << 20);
 }
 
 std::uint64_t BatchSource::reuse_bytes() const { return reuse_bytes_ ? *reuse_bytes_ : cache_->budget() / 4; }

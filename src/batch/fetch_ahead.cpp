@@ -18,6 +18,14 @@ constexpr std::uint64_t kRoundsPerBudget = 8;
 constexpr std::uint64_t kFirstRoundFraction = 16;
 }  // namespace
 
+std::uint64_t fetch_ahead_room_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes) {
+  return cache_budget_bytes - std::min(reuse_bytes, cache_budget_bytes);
+}
+
+std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes) {
+  return std::min<std::uint64_t>(fetch_ahead_room_bytes(cache_budget_bytes, reuse_bytes), std::uint64_t{256} << 20);
+}
+
 FetchAhead::FetchAhead(std::shared_ptr<ChunkCache> cache, std::uint64_t budget_bytes, std::uint64_t most_bytes,
                        double lead_seconds)
     : cache_(std::move(cache)),

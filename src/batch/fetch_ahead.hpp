@@ -24,6 +24,11 @@
 
 namespace lazycube::batch {
 
+// The room fetch-ahead may hold in a cache of `cache_budget_bytes` that keeps `reuse_bytes` for
+// what batches re-read, and the budget a walk starts with by default: that room, at most 256 MiB.
+std::uint64_t fetch_ahead_room_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes);
+std::uint64_t default_fetch_ahead_bytes(std::uint64_t cache_budget_bytes, std::uint64_t reuse_bytes);
+
 class FetchAhead {
  public:
   // budget_bytes 0: off (start() does nothing). The budget grows, up to most_bytes, to what

@@ -20,7 +20,7 @@ namespace forecast_epoch {
 std::uint64_t default_budget(const ChunkCache& cache) {
   if (!cache.enabled()) return 0;
   const std::uint64_t budget = cache.stats().budget_bytes;
-  return std::min<std::uint64_t>(budget / 2, std::uint64_t{256} << 20);
+  return default_fetch_ahead_bytes(budget, budget / 2);  // half the cache kept for re-reads
 }
 
 }  // namespace forecast_epoch
