@@ -93,7 +93,8 @@ def _samples_with_one_validity_pass(source, kwargs):
     builds the validity index (one pass over the data for the whole job, whatever the nodes
     share) and broadcasts it, and the other ranks build theirs from it without reading the data."""
     import torch.distributed as dist
-    if (kwargs.get("validity_index") is not None or kwargs.get("missing", "skip") != "skip"
+    # (rank 0's index is None where there is none to build: missing other than "skip")
+    if (kwargs.get("validity_index") is not None
             or not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1):
         return ForecastSamples(source, **kwargs)
     box, samples, failed = [None], None, None
